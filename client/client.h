@@ -1,0 +1,95 @@
+// The worker-side library: one Client per rank and session. It connects to
+// every reducer (several TCP streams each), authenticates, waits until every
+// rank has joined, then runs all-reduces on host memory asynchronously:
+// each operation is cut into element-aligned pieces, each piece goes to the
+// reducer that owns it, and the reduced piece comes back into the receive
+// buffer. The partition is a pure function of (operation sequence, count,
+// dtype, reducer count, piece size), so every rank computes the same one.
+//
+// Threading: Create() blocks until the session is ready. AllReduce() may be
+// called from one thread at a time (operations are numbered in call order,
+// which must be the same on every rank); Operation handles may be polled or
+// waited on from any thread. Background I/O threads are owned by the Client
+// and joined by its destructor. Nothing here knows NCCL.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/core/dtype.h"
+#include "server/core/status.h"
+#include "server/core/wire.h"
+
+namespace rs::client {
+
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+  std::string ToString() const;
+};
+// Parses "host:port,host:port" ("[::1]:5000" for IPv6).
+StatusOr<std::vector<Endpoint>> ParseEndpoints(const std::string& list);
+
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
+using LogFn = std::function<void(LogLevel, const std::string&)>;
+
+struct ClientOptions {
+  std::vector<Endpoint> reducers;
+  wire::SessionId session{};
+  uint32_t rank = 0;
+  uint32_t world = 1;
+  std::string job_token;  // empty: no authentication
+  int streams_per_reducer = 2;
+  int io_threads = 1;
+  // Upper bound for one piece; the reducers may announce a smaller one.
+  // Must be the same on every rank (a difference is reported as a mismatch).
+  size_t max_piece_bytes = 1 << 20;
+  // Below this an operation is not split further to reach every reducer.
+  size_t min_piece_bytes = 64 << 10;
+  // Connecting, authenticating and waiting for every rank to join.
+  std::chrono::milliseconds connect_timeout{60'000};
+  // An operation with no answer from a reducer for this long fails locally,
+  // naming the reducer. Keep it above the reducers' --op-timeout so their
+  // error (which names the missing ranks) arrives first.
+  std::chrono::milliseconds op_timeout{90'000};
+  LogFn log;  // optional
+};
+
+// One all-reduce in flight. Keep send and recv buffers alive until Done().
+class Operation {
+ public:
+  virtual ~Operation() = default;
+  // Non-blocking: true once the operation has finished, successfully or not.
+  virtual bool Done() const = 0;
+  // Blocks until finished or timeout; returns the result (kTimeout if the
+  // wait, not the operation, timed out).
+  virtual Status Wait(std::chrono::milliseconds timeout = std::chrono::hours(24)) = 0;
+  // The result once Done(); ok before that.
+  virtual Status status() const = 0;
+  virtual uint64_t seq() const = 0;
+};
+
+class Client {
+ public:
+  static StatusOr<std::unique_ptr<Client>> Create(ClientOptions options);
+  virtual ~Client() = default;
+
+  // Starts an all-reduce of count elements from send into recv (which may be
+  // the same buffer). Never blocks on the network. A failed session makes
+  // every later call fail at once with the session's error.
+  virtual std::shared_ptr<Operation> AllReduce(const void* send, void* recv, size_t count,
+                                               DataType dtype, ReduceOp op) = 0;
+
+  // The first error that failed the session, or ok.
+  virtual Status health() const = 0;
+  virtual uint32_t rank() const = 0;
+  virtual uint32_t world() const = 0;
+  virtual size_t num_reducers() const = 0;
+};
+
+}  // namespace rs::client
