@@ -1,1 +1,292 @@
-// placeholder
+#include "client/reducer_stream.h"
+
+#include "server/core/auth.h"
+
+namespace rs::client {
+
+ReducerStream::ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner)
+    : io_(io), socket_(io), resolver_(io), retry_timer_(io), params_(std::move(params)), owner_(owner) {}
+
+std::string ReducerStream::Name() const {
+  return "reducer " + params_.endpoint.ToString() + " (stream " + std::to_string(params_.hello.stream) + ")";
+}
+
+void ReducerStream::Start() {
+  asio::post(io_, [self = shared_from_this()] { self->Connect(); });
+}
+
+void ReducerStream::Connect() {
+  if (state_ == State::kClosed) return;
+  resolver_.async_resolve(
+      params_.endpoint.host, std::to_string(params_.endpoint.port),
+      [self = shared_from_this()](const asio::error_code& ec, asio::ip::tcp::resolver::results_type results) {
+        if (self->state_ == State::kClosed) return;
+        if (ec) {
+          self->RetryConnect("cannot resolve '" + self->params_.endpoint.host + "': " + ec.message());
+          return;
+        }
+        asio::async_connect(self->socket_, results,
+                            [self](const asio::error_code& ec2, const asio::ip::tcp::endpoint&) {
+                              if (self->state_ == State::kClosed) return;
+                              if (ec2) {
+                                self->RetryConnect(ec2.message());
+                                return;
+                              }
+                              asio::error_code ignored;
+                              self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+                              self->socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+                              self->state_ = State::kAwaitChallenge;
+                              self->params_.hello.client_nonce = auth::RandomNonce();
+                              self->WriteControl(wire::EncodeHello(self->params_.hello));
+                              self->ReadFrame();
+                            });
+      });
+}
+
+void ReducerStream::RetryConnect(const std::string& why) {
+  last_connect_error_ = why;
+  if (Clock::now() + backoff_ >= params_.connect_deadline) {
+    Fail(Status(Code::kIo, "cannot connect to " + Name() + ": " + why));
+    return;
+  }
+  asio::error_code ignored;
+  socket_.close(ignored);
+  retry_timer_.expires_after(backoff_);
+  backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(1000));
+  retry_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec) self->Connect();
+  });
+}
+
+void ReducerStream::ReadFrame() {
+  asio::async_read(socket_, asio::buffer(header_buf_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
+    if (self->state_ == State::kClosed) return;
+    if (ec) {
+      self->Fail(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " +
+                                               (ec == asio::error::eof ? "closed by the reducer" : ec.message())));
+      return;
+    }
+    const uint64_t max_data = wire::kPieceHeaderBytes + self->max_piece_bytes_;
+    Status st = wire::DecodeHeader(self->header_buf_, max_data, &self->header_);
+    if (!st.ok()) {
+      self->Fail(st.Prefixed(self->Name()));
+      return;
+    }
+    if (self->header_.type == wire::FrameType::kResult) {
+      self->ReadResult();
+      return;
+    }
+    self->payload_.resize(self->header_.payload_bytes);
+    asio::async_read(self->socket_, asio::buffer(self->payload_), [self](const asio::error_code& ec2, size_t) {
+      if (self->state_ == State::kClosed) return;
+      if (ec2) {
+        self->Fail(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " + ec2.message()));
+        return;
+      }
+      self->OnFrame();
+    });
+  });
+}
+
+void ReducerStream::OnFrame() {
+  using wire::FrameType;
+  if (header_.type == FrameType::kError) {
+    wire::ErrorFrame err;
+    Status st = wire::DecodeError(payload_, &err);
+    if (!st.ok()) {
+      Fail(st.Prefixed(Name()));
+      return;
+    }
+    Fail(Status(err.code, "reducer " + params_.endpoint.ToString() + ": " + err.message));
+    return;
+  }
+  switch (state_) {
+    case State::kAwaitChallenge:
+      if (header_.type == FrameType::kChallenge) return OnChallenge();
+      break;
+    case State::kAwaitWelcome:
+      if (header_.type == FrameType::kWelcome) return OnWelcome();
+      break;
+    case State::kAwaitReady:
+      if (header_.type == FrameType::kReady) {
+        state_ = State::kReady;
+        owner_->OnStreamReady(params_.reducer, max_piece_bytes_);
+        ReadFrame();
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  Fail(Status(Code::kProtocol, Name() + " sent an unexpected " + wire::FrameTypeName(header_.type) + " frame"));
+}
+
+void ReducerStream::OnChallenge() {
+  Status st = wire::DecodeChallenge(payload_, &challenge_);
+  if (!st.ok()) return Fail(st.Prefixed(Name()));
+  if (challenge_.token_required && params_.token.empty()) {
+    return Fail(Status(Code::kAuth, Name() + " requires a job token and none is configured (REDUCER_JOB_TOKEN)"));
+  }
+  wire::Auth auth_frame;
+  if (!params_.token.empty()) auth_frame.mac = auth::ClientProof(params_.token, params_.hello, challenge_.server_nonce);
+  state_ = State::kAwaitWelcome;
+  WriteControl(wire::EncodeAuth(auth_frame));
+  ReadFrame();
+}
+
+void ReducerStream::OnWelcome() {
+  wire::Welcome welcome;
+  Status st = wire::DecodeWelcome(payload_, &welcome);
+  if (!st.ok()) return Fail(st.Prefixed(Name()));
+  if (!params_.token.empty()) {
+    if (!challenge_.token_required) {
+      owner_->Log(LogLevel::kWarn, Name() + " does not check job tokens: any process may join its sessions");
+    } else if (!auth::MacEqual(welcome.mac, auth::ServerProof(params_.token, params_.hello, challenge_.server_nonce))) {
+      return Fail(Status(Code::kAuth, Name() + " could not prove it holds this job's token"));
+    }
+  }
+  max_piece_bytes_ = welcome.max_piece_bytes;
+  state_ = State::kAwaitReady;
+  ReadFrame();
+}
+
+void ReducerStream::ReadResult() {
+  if (state_ != State::kReady) {
+    return Fail(Status(Code::kProtocol, Name() + " sent a RESULT before the session was ready"));
+  }
+  payload_.resize(wire::kPieceHeaderBytes);
+  asio::async_read(socket_, asio::buffer(payload_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
+    if (self->state_ == State::kClosed) return;
+    if (ec) {
+      self->Fail(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " + ec.message()));
+      return;
+    }
+    Status st = wire::DecodePieceHeader(self->payload_, self->header_.payload_bytes, self->max_piece_bytes_,
+                                        &self->result_header_);
+    if (!st.ok()) return self->Fail(st.Prefixed(self->Name()));
+    const wire::PieceHeader& h = self->result_header_;
+    std::shared_ptr<OperationImpl> op = self->owner_->FindOperation(h.seq);
+    if (op && !op->Acquire()) op.reset();
+    if (!op) {
+      // The operation already failed locally: drain the bytes and move on.
+      self->discard_.resize(h.PayloadBytes());
+      asio::async_read(self->socket_, asio::buffer(self->discard_),
+                       [self](const asio::error_code& ec2, size_t) { self->OnResultRead(nullptr, ec2); });
+      return;
+    }
+    st = op->ClaimResult(self->params_.reducer, h);
+    if (!st.ok()) {
+      op->Release();
+      return self->Fail(st.Prefixed(self->Name()));
+    }
+    uint8_t* dest = static_cast<uint8_t*>(op->recv()) + h.offset * DataTypeSize(h.dtype);
+    asio::async_read(self->socket_, asio::buffer(dest, h.PayloadBytes()),
+                     [self, op](const asio::error_code& ec2, size_t) { self->OnResultRead(op, ec2); });
+  });
+}
+
+void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, const asio::error_code& ec) {
+  if (op) {
+    if (!ec && op->PieceDone()) owner_->OperationComplete(op->seq());
+    op->Release();
+  }
+  if (state_ == State::kClosed) return;
+  if (ec) {
+    Fail(Status(Code::kPeerFailed, "lost connection to " + Name() + " while receiving a result: " + ec.message()));
+    return;
+  }
+  ReadFrame();
+}
+
+void ReducerStream::Send(std::vector<PieceSend> sends) {
+  asio::post(io_, [self = shared_from_this(), sends = std::move(sends)]() mutable {
+    if (self->state_ != State::kReady) {
+      for (auto& s : sends) s.op->Release();
+      return;
+    }
+    for (auto& s : sends) self->queue_.push_back(Outgoing{{}, std::move(s)});
+    if (!self->writing_) self->WriteNext();
+  });
+}
+
+void ReducerStream::WriteControl(std::vector<uint8_t> frame) {
+  queue_.push_back(Outgoing{std::move(frame), {}});
+  if (!writing_) WriteNext();
+}
+
+void ReducerStream::WriteNext() {
+  if (queue_.empty()) {
+    writing_ = false;
+    if (close_after_write_) Shutdown();
+    return;
+  }
+  writing_ = true;
+  constexpr size_t kMaxBatch = 16;
+  in_flight_ = std::min(queue_.size(), kMaxBatch);
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(2 * in_flight_);
+  for (size_t i = 0; i < in_flight_; ++i) {
+    const Outgoing& out = queue_[i];
+    if (out.piece.op) {
+      buffers.emplace_back(out.piece.head.data(), out.piece.head.size());
+      buffers.emplace_back(out.piece.data, out.piece.bytes);
+    } else {
+      buffers.emplace_back(out.control.data(), out.control.size());
+    }
+  }
+  asio::async_write(socket_, buffers, [self = shared_from_this()](const asio::error_code& ec, size_t) {
+    for (size_t i = 0; i < self->in_flight_; ++i) {
+      if (self->queue_.front().piece.op) self->queue_.front().piece.op->Release();
+      self->queue_.pop_front();
+    }
+    self->in_flight_ = 0;
+    if (ec) {
+      self->writing_ = false;
+      if (self->state_ != State::kClosed) {
+        self->Fail(Status(Code::kPeerFailed, "cannot send to " + self->Name() + ": " + ec.message()));
+      } else {
+        self->Shutdown();
+      }
+      return;
+    }
+    self->WriteNext();
+  });
+}
+
+void ReducerStream::Fail(const Status& status) {
+  if (state_ == State::kClosed) return;
+  Shutdown();
+  owner_->OnStreamFailed(params_.reducer, status);
+}
+
+void ReducerStream::Close(bool bye) {
+  asio::post(io_, [self = shared_from_this(), bye] {
+    if (self->state_ == State::kClosed) return;
+    if (bye && self->state_ == State::kReady) {
+      self->state_ = State::kClosed;
+      self->close_after_write_ = true;
+      self->WriteControl(wire::EncodeBye());
+      return;
+    }
+    self->Shutdown();
+  });
+}
+
+void ReducerStream::Shutdown() {
+  const bool was_open = state_ != State::kClosed || close_after_write_;
+  state_ = State::kClosed;
+  close_after_write_ = false;
+  // Drop what is not being written; its leases go back to the operations.
+  while (queue_.size() > in_flight_) {
+    if (queue_.back().piece.op) queue_.back().piece.op->Release();
+    queue_.pop_back();
+  }
+  asio::error_code ignored;
+  retry_timer_.cancel();
+  resolver_.cancel();
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  if (was_open) owner_->OnStreamClosed();
+}
+
+}  // namespace rs::client

@@ -1,1 +1,325 @@
-// placeholder
+#include "server/core/session.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "server/core/kernels.h"
+
+namespace rs {
+namespace {
+
+constexpr size_t kSlotAlign = 64;
+
+std::string Seconds(std::chrono::milliseconds ms) {
+  const double s = static_cast<double>(ms.count()) / 1000.0;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g s", s);
+  return buf;
+}
+
+std::string RankList(const std::vector<uint32_t>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i) out += ", ";
+    if (i == 16 && ranks.size() > 17) {
+      out += "and " + std::to_string(ranks.size() - 16) + " more";
+      break;
+    }
+    out += std::to_string(ranks[i]);
+  }
+  return out;
+}
+
+// Describes the first field on which two ranks' headers for one piece differ.
+std::string Disagreement(const wire::PieceHeader& a, uint32_t rank_a, const wire::PieceHeader& b,
+                         uint32_t rank_b) {
+  const std::string op = " for operation " + std::to_string(b.seq);
+  auto say = [&](const std::string& what, const std::string& va, const std::string& vb) {
+    return "rank " + std::to_string(rank_b) + " sent " + vb + op + ", rank " + std::to_string(rank_a) +
+           " sent " + va + (what.empty() ? "" : " (" + what + ")");
+  };
+  if (a.dtype != b.dtype) {
+    return say("", std::string(DataTypeName(a.dtype)), std::string(DataTypeName(b.dtype)));
+  }
+  if (a.op != b.op) {
+    return say("", "op " + std::string(ReduceOpName(a.op)), "op " + std::string(ReduceOpName(b.op)));
+  }
+  if (a.total_count != b.total_count) {
+    return say("", std::to_string(a.total_count) + " elements", std::to_string(b.total_count) + " elements");
+  }
+  if (a.pieces != b.pieces || a.offset != b.offset || a.count != b.count) {
+    auto layout = [](const wire::PieceHeader& h) {
+      return "piece " + std::to_string(h.piece) + "/" + std::to_string(h.pieces) + " = elements [" +
+             std::to_string(h.offset) + ", " + std::to_string(h.offset + h.count) + ")";
+    };
+    return say("the ranks partition differently: check that piece-size settings match", layout(a),
+               layout(b));
+  }
+  return {};
+}
+
+}  // namespace
+
+Piece::Piece(const wire::PieceHeader& header, uint32_t first_rank, uint32_t world,
+             std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, Clock::time_point now)
+    : header_(header),
+      first_rank_(first_rank),
+      buffer_(std::move(buffer)),
+      slot_bytes_(slot_bytes),
+      first_arrival_(now),
+      begun_(world, 0),
+      ended_(world, 0),
+      reply_to_(world) {}
+
+Session::Session(const wire::SessionId& id, uint32_t world, uint16_t streams,
+                 std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now)
+    : id_(id),
+      name_(wire::SessionIdToString(id)),
+      world_(world),
+      streams_(streams),
+      budget_(std::move(budget)),
+      limits_(limits),
+      created_(now),
+      members_(size_t{world} * streams) {}
+
+Status Session::Join(const wire::Hello& hello, std::shared_ptr<SessionMember> member) {
+  std::vector<std::shared_ptr<SessionMember>> notify;
+  Status failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_.ok()) return failure_.Prefixed("session " + name_ + " has already failed");
+    if (hello.world != world_ || hello.streams != streams_) {
+      const std::string msg =
+          "rank " + std::to_string(hello.rank) + " joined session " + name_ + " with world size " +
+          std::to_string(hello.world) + " and " + std::to_string(hello.streams) +
+          " streams, but the session was opened with world size " + std::to_string(world_) + " and " +
+          std::to_string(streams_) + " streams";
+      failed = Status(Code::kMismatch, msg);
+      notify = FailLocked(failed);
+    } else {
+      Stream& slot = members_[StreamIndex(hello.rank, hello.stream)];
+      if (slot.member != nullptr || ready_) {
+        return Status(Code::kInvalidArgument, "rank " + std::to_string(hello.rank) + " stream " +
+                                                  std::to_string(hello.stream) +
+                                                  " has already joined session " + name_ +
+                                                  " (two processes with the same rank?)");
+      }
+      slot.member = std::move(member);
+      ++joined_;
+      ++ever_joined_;
+      if (joined_ == members_.size()) {
+        ready_ = true;
+        for (const Stream& s : members_) notify.push_back(s.member);
+      }
+    }
+  }
+  if (!failed.ok()) {
+    for (auto& m : notify) m->SendErrorAndClose(failed);
+    return failed;
+  }
+  for (auto& m : notify) m->SendReady();
+  return Status::Ok();
+}
+
+bool Session::Leave(uint32_t rank, uint16_t stream, bool clean, const Status& why) {
+  std::vector<std::shared_ptr<SessionMember>> notify;
+  Status failed;
+  bool empty = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stream& slot = members_[StreamIndex(rank, stream)];
+    if (slot.member == nullptr) return joined_ == 0;
+    slot.member.reset();
+    --joined_;
+    if (failure_.ok()) {
+      if (!clean) {
+        failed = Status(Code::kPeerFailed, "rank " + std::to_string(rank) + " disconnected from the reducer (" +
+                                               why.message() + ")");
+      } else {
+        for (const auto& [key, piece] : pending_) {
+          if (!piece->ended_[rank]) {
+            failed = Status(Code::kPeerFailed, "rank " + std::to_string(rank) +
+                                                   " left the session while operation " +
+                                                   std::to_string(key.first) + " was waiting for it");
+            break;
+          }
+        }
+      }
+      if (!failed.ok()) notify = FailLocked(failed);
+    }
+    empty = joined_ == 0;
+  }
+  for (auto& m : notify) m->SendErrorAndClose(failed);
+  return empty;
+}
+
+Contribution Session::BeginContribution(uint32_t rank, const std::shared_ptr<SessionMember>& member,
+                                        uint16_t stream, const wire::PieceHeader& header,
+                                        std::function<void()> wake, Clock::time_point now) {
+  Contribution result;
+  std::vector<std::shared_ptr<SessionMember>> notify;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_.ok()) {
+      result.status = failure_;
+      return result;
+    }
+    if (!ready_) {
+      result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) +
+                                                  " sent data before the session was ready");
+      return result;
+    }
+    Stream& s = members_[StreamIndex(rank, stream)];
+    const PieceKey key{header.seq, header.piece};
+    if (s.sent_any && key <= s.last) {
+      result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
+                                                  std::to_string(header.seq) + " piece " +
+                                                  std::to_string(header.piece) + " out of order or twice");
+      notify = FailLocked(result.status);
+    } else {
+      auto it = pending_.find(key);
+      if (it == pending_.end()) {
+        const size_t payload = header.PayloadBytes();
+        const size_t slot = (payload + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+        auto buffer = budget_->TryAllocate(slot * world_, std::move(wake));
+        if (buffer == nullptr) {
+          result.kind = Contribution::Kind::kWaitForMemory;
+          return result;
+        }
+        it = pending_.emplace(key, std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, now))
+                 .first;
+      }
+      Piece& piece = *it->second;
+      std::string disagreement = Disagreement(piece.header_, piece.first_rank_, header, rank);
+      if (!disagreement.empty()) {
+        result.status = Status(Code::kMismatch, disagreement);
+        notify = FailLocked(result.status);
+      } else if (piece.begun_[rank]) {
+        result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
+                                                    std::to_string(header.seq) + " piece " +
+                                                    std::to_string(header.piece) + " twice");
+        notify = FailLocked(result.status);
+      } else {
+        s.last = key;
+        s.sent_any = true;
+        piece.begun_[rank] = 1;
+        piece.reply_to_[rank] = member;
+        result.kind = Contribution::Kind::kReceive;
+        result.piece = it->second;
+        result.dest = piece.slot(rank);
+        return result;
+      }
+    }
+  }
+  for (auto& m : notify) m->SendErrorAndClose(result.status);
+  return result;
+}
+
+void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece) {
+  bytes_received_.fetch_add(piece->header_.PayloadBytes(), std::memory_order_relaxed);
+  std::vector<std::shared_ptr<SessionMember>> reply_to;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_.ok() || piece->ended_[rank]) return;
+    piece->ended_[rank] = 1;
+    if (++piece->ended_count_ < world_) return;
+    pending_.erase(PieceKey{piece->header_.seq, piece->header_.piece});
+    reply_to.swap(piece->reply_to_);
+  }
+  // This thread now owns the piece exclusively: reduce outside the lock.
+  Reduce(*piece);
+  pieces_completed_.fetch_add(1, std::memory_order_relaxed);
+  bytes_sent_.fetch_add(piece->header_.PayloadBytes() * world_, std::memory_order_relaxed);
+  for (auto& member : reply_to) member->SendResult(piece);
+}
+
+void Session::Reduce(Piece& piece) {
+  std::vector<const void*> inputs(world_);
+  for (uint32_t r = 0; r < world_; ++r) inputs[r] = piece.slot(r);
+  rs::Reduce(piece.header_.dtype, piece.header_.op, piece.slot(0), inputs.data(), world_, piece.header_.count);
+}
+
+std::string Session::MissingRanksLocked() const {
+  std::vector<uint32_t> missing;
+  for (uint32_t r = 0; r < world_; ++r) {
+    bool all = true;
+    for (uint16_t s = 0; s < streams_; ++s) all = all && members_[StreamIndex(r, s)].member != nullptr;
+    if (!all) missing.push_back(r);
+  }
+  return RankList(missing);
+}
+
+void Session::CheckTimeouts(Clock::time_point now) {
+  Status failed;
+  std::vector<std::shared_ptr<SessionMember>> notify;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_.ok()) return;
+    if (!ready_ && now - created_ > limits_.join_timeout) {
+      failed = Status(Code::kTimeout, "session " + name_ + " was not complete after " +
+                                          Seconds(limits_.join_timeout) + ": " + MissingRanksLocked() +
+                                          " never joined with all " + std::to_string(streams_) +
+                                          " streams (wrong token, address or world size?)");
+    }
+    for (const auto& [key, piece] : pending_) {
+      if (!failed.ok()) break;
+      if (now - piece->first_arrival_ <= limits_.op_timeout) continue;
+      std::vector<uint32_t> missing;
+      for (uint32_t r = 0; r < world_; ++r) {
+        if (!piece->ended_[r]) missing.push_back(r);
+      }
+      failed = Status(Code::kTimeout, "operation " + std::to_string(key.first) + " (piece " +
+                                          std::to_string(key.second) + ") timed out after " +
+                                          Seconds(limits_.op_timeout) + " on this reducer: " +
+                                          RankList(missing) + " never contributed");
+    }
+    if (!failed.ok()) notify = FailLocked(failed);
+  }
+  for (auto& m : notify) m->SendErrorAndClose(failed);
+}
+
+void Session::Fail(const Status& status) {
+  std::vector<std::shared_ptr<SessionMember>> notify;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_.ok()) return;
+    notify = FailLocked(status);
+  }
+  for (auto& m : notify) m->SendErrorAndClose(status);
+}
+
+std::vector<std::shared_ptr<SessionMember>> Session::FailLocked(const Status& status) {
+  failure_ = status;
+  pending_.clear();
+  std::vector<std::shared_ptr<SessionMember>> notify;
+  for (const Stream& s : members_) {
+    if (s.member) notify.push_back(s.member);
+  }
+  return notify;
+}
+
+Status Session::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+SessionStats Session::stats() const {
+  SessionStats out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.world = world_;
+    std::vector<uint8_t> seen(world_, 0);
+    for (uint32_t r = 0; r < world_; ++r) {
+      for (uint16_t s = 0; s < streams_; ++s) seen[r] |= members_[StreamIndex(r, s)].member != nullptr;
+      out.ranks_joined += seen[r];
+    }
+    out.ready = ready_;
+    out.failed = !failure_.ok();
+  }
+  out.pieces_completed = pieces_completed_.load(std::memory_order_relaxed);
+  out.bytes_received = bytes_received_.load(std::memory_order_relaxed);
+  out.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
+  return out;
+}
+
+}  // namespace rs

@@ -1,1 +1,307 @@
-// placeholder
+#include "server/net/connection.h"
+
+#include <spdlog/spdlog.h>
+
+#include "server/core/auth.h"
+#include "server/net/reducer_server.h"
+
+namespace rs::net {
+namespace {
+
+std::string PeerName(const asio::ip::tcp::socket& socket) {
+  asio::error_code ec;
+  const auto ep = socket.remote_endpoint(ec);
+  if (ec) return "unknown peer";
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+}  // namespace
+
+Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket)
+    : server_(server), socket_(std::move(socket)), peer_(PeerName(socket_)) {
+  asio::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+}
+
+Connection::~Connection() = default;
+
+void Connection::Start() { ReadHeader(); }
+
+void Connection::ReadHeader() {
+  asio::async_read(socket_, asio::buffer(header_buf_),
+                   [self = shared_from_this()](const asio::error_code& ec, size_t) { self->OnHeader(ec); });
+}
+
+void Connection::OnHeader(const asio::error_code& ec) {
+  if (state_ == State::kClosing) return;
+  if (ec) {
+    CloseNow(Status(Code::kIo, ec == asio::error::eof ? "connection closed by the worker" : ec.message()));
+    return;
+  }
+  const uint64_t max_data = wire::kPieceHeaderBytes +
+                            (state_ == State::kJoined ? server_.MaxPieceBytes(hello_.world) : 0);
+  Status st = wire::DecodeHeader(header_buf_, max_data, &header_);
+  if (!st.ok()) {
+    Reject(st);
+    return;
+  }
+  if (header_.type == wire::FrameType::kData) {
+    if (state_ != State::kJoined) {
+      Reject(Status(Code::kProtocol, "DATA frame before the handshake finished"));
+      return;
+    }
+    // Read only the piece header: the elements go straight into the slot.
+    payload_.resize(wire::kPieceHeaderBytes);
+    asio::async_read(socket_, asio::buffer(payload_),
+                     [self = shared_from_this()](const asio::error_code& ec2, size_t) {
+                       if (ec2) {
+                         self->CloseNow(Status(Code::kIo, "connection lost in a DATA frame: " + ec2.message()));
+                         return;
+                       }
+                       self->OnPieceHeader();
+                     });
+    return;
+  }
+  ReadPayload();
+}
+
+void Connection::ReadPayload() {
+  payload_.resize(header_.payload_bytes);
+  asio::async_read(socket_, asio::buffer(payload_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
+    if (ec) {
+      self->CloseNow(Status(Code::kIo, "connection lost in a frame: " + ec.message()));
+      return;
+    }
+    self->OnPayload();
+  });
+}
+
+void Connection::OnPayload() {
+  using wire::FrameType;
+  switch (state_) {
+    case State::kAwaitHello:
+      if (header_.type != FrameType::kHello) break;
+      OnHello();
+      return;
+    case State::kAwaitAuth:
+      if (header_.type != FrameType::kAuth) break;
+      OnAuth();
+      return;
+    case State::kJoined:
+      if (header_.type == FrameType::kBye) {
+        LeaveSession(/*clean=*/true, Status(Code::kOk, "goodbye"));
+        state_ = State::kClosing;
+        asio::error_code ignored;
+        socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+        socket_.close(ignored);
+        return;
+      }
+      if (header_.type == FrameType::kError) {
+        wire::ErrorFrame err;
+        (void)wire::DecodeError(payload_, &err);
+        CloseNow(Status(Code::kPeerFailed, "rank " + std::to_string(hello_.rank) + " aborted: " + err.message));
+        return;
+      }
+      break;
+    case State::kClosing:
+      return;
+  }
+  Reject(Status(Code::kProtocol, std::string("unexpected ") + wire::FrameTypeName(header_.type) +
+                                     " frame during the " +
+                                     (state_ == State::kJoined ? "session" : "handshake")));
+}
+
+void Connection::OnHello() {
+  Status st = wire::DecodeHello(payload_, &hello_);
+  if (!st.ok()) {
+    Reject(st);
+    return;
+  }
+  server_nonce_ = auth::RandomNonce();
+  state_ = State::kAwaitAuth;
+  Enqueue(Outgoing{wire::EncodeChallenge({server_nonce_, !server_.config().job_token.empty()})});
+  ReadHeader();
+}
+
+void Connection::OnAuth() {
+  wire::Auth auth_frame;
+  Status st = wire::DecodeAuth(payload_, &auth_frame);
+  if (!st.ok()) {
+    Reject(st);
+    return;
+  }
+  const std::string& token = server_.config().job_token;
+  wire::Welcome welcome;
+  if (!token.empty()) {
+    if (!auth::MacEqual(auth_frame.mac, auth::ClientProof(token, hello_, server_nonce_))) {
+      spdlog::warn("{}: rank {} of session {} failed authentication", peer_, hello_.rank,
+                   wire::SessionIdToString(hello_.session));
+      Reject(Status(Code::kAuth, "job token does not match this reducer's"));
+      return;
+    }
+    welcome.mac = auth::ServerProof(token, hello_, server_nonce_);
+  }
+  auto session = server_.JoinSession(hello_, shared_from_this());
+  if (!session.ok()) {
+    Reject(session.status());
+    return;
+  }
+  session_ = std::move(session).value();
+  state_ = State::kJoined;
+  welcome.max_piece_bytes = server_.MaxPieceBytes(hello_.world);
+  Enqueue(Outgoing{wire::EncodeWelcome(welcome)});
+  ReadHeader();
+}
+
+void Connection::OnPieceHeader() {
+  Status st = wire::DecodePieceHeader(payload_, header_.payload_bytes, server_.MaxPieceBytes(hello_.world),
+                                      &piece_header_);
+  if (!st.ok()) {
+    const Status named = st.Prefixed("rank " + std::to_string(hello_.rank));
+    session_->Fail(named);
+    Reject(named);
+    return;
+  }
+  TryBeginContribution();
+}
+
+void Connection::TryBeginContribution() {
+  if (state_ == State::kClosing) return;
+  std::weak_ptr<Connection> weak = weak_from_this();
+  auto wake = [weak, executor = socket_.get_executor()] {
+    asio::post(executor, [weak] {
+      if (auto self = weak.lock()) self->TryBeginContribution();
+    });
+  };
+  Contribution c = session_->BeginContribution(hello_.rank, shared_from_this(), hello_.stream, piece_header_,
+                                               std::move(wake), Clock::now());
+  switch (c.kind) {
+    case Contribution::Kind::kWaitForMemory:
+      // Stop reading: the worker's sends back up into its socket buffer.
+      return;
+    case Contribution::Kind::kFailed:
+      // The session told every member already if it failed; otherwise only us.
+      if (session_->failure().ok()) Reject(c.status);
+      return;
+    case Contribution::Kind::kReceive:
+      piece_ = std::move(c.piece);
+      asio::async_read(socket_, asio::buffer(c.dest, piece_header_.PayloadBytes()),
+                       [self = shared_from_this()](const asio::error_code& ec, size_t) {
+                         self->OnContributionRead(ec);
+                       });
+      return;
+  }
+}
+
+void Connection::OnContributionRead(const asio::error_code& ec) {
+  if (ec) {
+    piece_.reset();
+    CloseNow(Status(Code::kIo, "connection lost while receiving operation " +
+                                   std::to_string(piece_header_.seq) + ": " + ec.message()));
+    return;
+  }
+  std::shared_ptr<Piece> piece = std::move(piece_);
+  session_->EndContribution(hello_.rank, piece);
+  ReadHeader();
+}
+
+void Connection::SendReady() {
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    if (self->state_ == State::kClosing) return;
+    self->Enqueue(Outgoing{wire::EncodeReady()});
+  });
+}
+
+void Connection::SendResult(std::shared_ptr<Piece> piece) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), piece = std::move(piece)]() mutable {
+    if (self->state_ == State::kClosing) return;
+    Outgoing out;
+    wire::EncodePieceFrame(wire::FrameType::kResult, piece->header(), &out.piece_head);
+    out.piece = std::move(piece);
+    self->Enqueue(std::move(out));
+  });
+}
+
+void Connection::SendErrorAndClose(const Status& status) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), status] {
+    // The session already knows: leaving must not fail it a second time.
+    self->LeaveSession(/*clean=*/true, status);
+    self->Reject(status);
+  });
+}
+
+void Connection::Enqueue(Outgoing out) {
+  write_queue_.push_back(std::move(out));
+  if (!writing_) WriteNext();
+}
+
+void Connection::WriteNext() {
+  if (write_queue_.empty()) {
+    writing_ = false;
+    in_flight_ = 0;
+    if (close_after_write_) {
+      asio::error_code ignored;
+      socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+      socket_.close(ignored);
+    }
+    return;
+  }
+  writing_ = true;
+  // Gather several queued frames into one write: small pieces need it.
+  constexpr size_t kMaxBatch = 16;
+  std::vector<asio::const_buffer> buffers;
+  const size_t batch = std::min(write_queue_.size(), kMaxBatch);
+  in_flight_ = batch;
+  for (size_t i = 0; i < batch; ++i) {
+    const Outgoing& out = write_queue_[i];
+    if (out.piece) {
+      buffers.emplace_back(out.piece_head.data(), out.piece_head.size());
+      buffers.emplace_back(out.piece->result(), out.piece->header().PayloadBytes());
+    } else {
+      buffers.emplace_back(out.bytes.data(), out.bytes.size());
+    }
+  }
+  asio::async_write(socket_, buffers, [self = shared_from_this(), batch](const asio::error_code& ec, size_t) {
+    if (ec) {
+      self->write_queue_.clear();
+      self->writing_ = false;
+      self->in_flight_ = 0;
+      self->CloseNow(Status(Code::kIo, "cannot send to the worker: " + ec.message()));
+      return;
+    }
+    self->write_queue_.erase(self->write_queue_.begin(), self->write_queue_.begin() + batch);
+    self->in_flight_ = 0;
+    self->WriteNext();
+  });
+}
+
+void Connection::Reject(const Status& status) {
+  if (state_ == State::kClosing) return;
+  if (state_ != State::kJoined || !session_) {
+    spdlog::info("{}: rejected: {}", peer_, status.ToString());
+  }
+  LeaveSession(/*clean=*/false, status);
+  state_ = State::kClosing;
+  // Drop results not yet sent; the error goes out after what is being written.
+  while (write_queue_.size() > in_flight_) write_queue_.pop_back();
+  close_after_write_ = true;
+  write_queue_.push_back(Outgoing{wire::EncodeError({status.code(), status.message()})});
+  if (!writing_) WriteNext();
+}
+
+void Connection::CloseNow(const Status& why) {
+  if (state_ != State::kClosing) spdlog::debug("{}: closed: {}", peer_, why.ToString());
+  LeaveSession(/*clean=*/false, why);
+  state_ = State::kClosing;
+  asio::error_code ignored;
+  socket_.close(ignored);
+}
+
+void Connection::LeaveSession(bool clean, const Status& why) {
+  if (left_ || !session_) return;
+  left_ = true;
+  server_.LeaveSession(session_, hello_.rank, hello_.stream, clean, why);
+}
+
+}  // namespace rs::net

@@ -1,1 +1,215 @@
-// placeholder
+#include "server/net/reducer_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include "server/net/connection.h"
+
+namespace rs::net {
+namespace {
+
+// Pieces must leave room for one slot per rank within the memory limit.
+constexpr uint64_t kMinPieceBytes = 4096;
+
+}  // namespace
+
+ReducerServer::ReducerServer(ServerConfig config) : config_(std::move(config)) {
+  // Whole granules only, so a piece that fits the limit also fits once rounded.
+  config_.memory_limit = config_.memory_limit / MemoryBudget::kGranule * MemoryBudget::kGranule;
+  budget_ = MemoryBudget::Create(config_.memory_limit);
+}
+
+StatusOr<std::unique_ptr<ReducerServer>> ReducerServer::Create(ServerConfig config) {
+  if (config.io_threads < 1) return Status(Code::kInvalidArgument, "--threads must be at least 1");
+  if (config.memory_limit < 2 * MemoryBudget::kGranule) {
+    return Status(Code::kInvalidArgument, "--memory-limit must be at least 128KiB");
+  }
+  std::unique_ptr<ReducerServer> server(new ReducerServer(std::move(config)));
+  for (int i = 0; i < server->config_.io_threads; ++i) {
+    server->contexts_.push_back(std::make_unique<asio::io_context>(1));
+    server->guards_.push_back(asio::make_work_guard(*server->contexts_.back()));
+  }
+  RS_RETURN_IF_ERROR(server->Listen());
+  server->sweep_ = std::make_unique<asio::steady_timer>(*server->contexts_[0]);
+  server->Accept();
+  server->ArmSweep();
+  for (auto& ctx : server->contexts_) {
+    server->threads_.emplace_back([c = ctx.get()] { c->run(); });
+  }
+  return server;
+}
+
+Status ReducerServer::Listen() {
+  asio::error_code ec;
+  const auto address = asio::ip::make_address(config_.listen_host, ec);
+  if (ec) {
+    return Status(Code::kInvalidArgument, "--listen: '" + config_.listen_host + "' is not an IP address");
+  }
+  const asio::ip::tcp::endpoint endpoint(address, config_.listen_port);
+  acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(*contexts_[0]);
+  acceptor_->open(endpoint.protocol(), ec);
+  if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_->bind(endpoint, ec);
+  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status(Code::kIo, "cannot listen on " + config_.listen_host + ":" +
+                                 std::to_string(config_.listen_port) + ": " + ec.message());
+  }
+  port_ = acceptor_->local_endpoint().port();
+  return Status::Ok();
+}
+
+asio::io_context& ReducerServer::NextContext() {
+  return *contexts_[next_context_.fetch_add(1, std::memory_order_relaxed) % contexts_.size()];
+}
+
+void ReducerServer::Accept() {
+  acceptor_->async_accept(NextContext(), [this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted || stopping_) return;
+      spdlog::warn("accept failed: {}", ec.message());
+    } else {
+      connections_accepted_.fetch_add(1, std::memory_order_relaxed);
+      auto executor = socket.get_executor();
+      auto conn = std::make_shared<Connection>(*this, std::move(socket));
+      // Start on the connection's own thread.
+      asio::post(executor, [conn] { conn->Start(); });
+    }
+    if (!stopping_) Accept();
+  });
+}
+
+void ReducerServer::ArmSweep() {
+  const auto period = std::clamp(std::min(config_.op_timeout, config_.join_timeout) / 10,
+                                 std::chrono::milliseconds(10), std::chrono::milliseconds(500));
+  sweep_->expires_after(period);
+  sweep_->async_wait([this](const asio::error_code& ec) {
+    if (ec) return;
+    std::vector<std::shared_ptr<Session>> sessions;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [id, s] : sessions_) sessions.push_back(s);
+    }
+    const auto now = Clock::now();
+    for (auto& s : sessions) s->CheckTimeouts(now);
+    ArmSweep();
+  });
+}
+
+uint64_t ReducerServer::MaxPieceBytes(uint32_t world) const {
+  const uint64_t fit = config_.memory_limit / std::max<uint32_t>(world, 1) / 64 * 64;
+  const uint64_t limit = std::min<uint64_t>(config_.max_piece_bytes, fit);
+  return limit < kMinPieceBytes ? 0 : limit;
+}
+
+StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const wire::Hello& hello,
+                                                              std::shared_ptr<SessionMember> member) {
+  if (MaxPieceBytes(hello.world) == 0) {
+    return Status(Code::kResourceExhausted,
+                  "this reducer's --memory-limit of " + std::to_string(config_.memory_limit) +
+                      " bytes is too small for a world of " + std::to_string(hello.world) + " ranks");
+  }
+  std::shared_ptr<Session> session;
+  bool created = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status(Code::kCancelled, "this reducer is shutting down");
+    auto it = sessions_.find(hello.session);
+    if (it == sessions_.end()) {
+      SessionLimits limits{MaxPieceBytes(hello.world), config_.op_timeout, config_.join_timeout};
+      session = std::make_shared<Session>(hello.session, hello.world, hello.streams, budget_, limits,
+                                          Clock::now());
+      sessions_.emplace(hello.session, session);
+      ++sessions_started_;
+      created = true;
+    } else {
+      session = it->second;
+    }
+    // Joining under the registry lock keeps a session from being dropped
+    // between lookup and join.
+    Status st = session->Join(hello, std::move(member));
+    if (!st.ok()) return st;
+  }
+  if (created) {
+    spdlog::info("session {} opened by rank {} (world {}, {} streams per rank)",
+                 wire::SessionIdToString(hello.session), hello.rank, hello.world, hello.streams);
+  }
+  return session;
+}
+
+void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32_t rank, uint16_t stream,
+                                 bool clean, const Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!session->Leave(rank, stream, clean, why)) return;
+  auto it = sessions_.find(session->id());
+  if (it == sessions_.end() || it->second != session) return;
+  sessions_.erase(it);
+  const SessionStats st = session->stats();
+  const Status failure = session->failure();
+  if (failure.ok()) {
+    spdlog::info("session {} ended: {} pieces, {} bytes in, {} bytes out",
+                 wire::SessionIdToString(session->id()), st.pieces_completed, st.bytes_received,
+                 st.bytes_sent);
+  } else {
+    ++sessions_failed_;
+    spdlog::warn("session {} failed: {}", wire::SessionIdToString(session->id()), failure.ToString());
+  }
+  sessions_changed_.notify_all();
+}
+
+size_t ReducerServer::Drain(std::chrono::milliseconds timeout) {
+  stopping_ = true;
+  asio::post(*contexts_[0], [this] {
+    asio::error_code ignored;
+    acceptor_->close(ignored);
+  });
+  std::vector<std::shared_ptr<Session>> left;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    sessions_changed_.wait_for(lock, timeout, [this] { return sessions_.empty(); });
+    for (auto& [id, s] : sessions_) left.push_back(s);
+  }
+  for (auto& s : left) {
+    s->Fail(Status(Code::kCancelled, "the reducer is shutting down (drain timeout expired)"));
+  }
+  {
+    // Give the error frames a moment to reach the workers.
+    std::unique_lock<std::mutex> lock(mu_);
+    sessions_changed_.wait_for(lock, std::chrono::seconds(2), [this] { return sessions_.empty(); });
+  }
+  Stop();
+  return left.size();
+}
+
+void ReducerServer::Stop() {
+  stopping_ = true;
+  for (auto& g : guards_) g.reset();
+  for (auto& ctx : contexts_) ctx->stop();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+ReducerServer::~ReducerServer() {
+  Stop();
+  // Handlers still queued hold connections; destroy them before the sessions.
+  sweep_.reset();
+  acceptor_.reset();
+  contexts_.clear();
+}
+
+ServerStats ReducerServer::stats() const {
+  ServerStats out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.sessions_started = sessions_started_;
+    out.sessions_failed = sessions_failed_;
+    out.sessions_active = sessions_.size();
+  }
+  out.connections_accepted = connections_accepted_.load(std::memory_order_relaxed);
+  out.memory_in_use = budget_->in_use();
+  out.memory_peak = budget_->peak_in_use();
+  out.memory_waits = budget_->waits();
+  return out;
+}
+
+}  // namespace rs::net

@@ -1,0 +1,110 @@
+// One TCP stream from a worker to one reducer: connects (retrying until the
+// connect deadline, since reducers may start after workers), runs the
+// handshake, then writes DATA frames straight from the caller's send buffer
+// and reads RESULT frames straight into the receive buffer.
+//
+// Threading: a stream lives on one io_context thread; Start, Send and Close
+// may be called from any thread and post there. Owner callbacks are made on
+// the stream's thread.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "client/client.h"
+#include "client/operation.h"
+#include "server/core/wire.h"
+
+namespace rs::client {
+
+class StreamOwner {
+ public:
+  virtual ~StreamOwner() = default;
+  virtual void OnStreamReady(uint32_t reducer, uint64_t max_piece_bytes) = 0;
+  virtual void OnStreamFailed(uint32_t reducer, const Status& status) = 0;
+  virtual void OnStreamClosed() = 0;
+  virtual std::shared_ptr<OperationImpl> FindOperation(uint64_t seq) = 0;
+  virtual void OperationComplete(uint64_t seq) = 0;
+  virtual void Log(LogLevel level, const std::string& message) = 0;
+};
+
+struct StreamParams {
+  Endpoint endpoint;
+  uint32_t reducer = 0;      // index in the client's reducer list
+  wire::Hello hello;         // session, rank, world, stream, streams
+  std::string token;
+  Clock::time_point connect_deadline;
+};
+
+// A DATA frame to write: header plus a view of the caller's send buffer.
+// The operation's lease is held until the bytes have been written.
+struct PieceSend {
+  std::array<uint8_t, wire::kHeaderBytes + wire::kPieceHeaderBytes> head{};
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+  std::shared_ptr<OperationImpl> op;
+};
+
+class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
+ public:
+  ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner);
+  ReducerStream(const ReducerStream&) = delete;
+  ReducerStream& operator=(const ReducerStream&) = delete;
+
+  void Start();
+  void Send(std::vector<PieceSend> sends);
+  // bye: say goodbye first (clean end of session); otherwise just close.
+  void Close(bool bye);
+
+  std::string Name() const;  // "reducer 10.0.0.5:7450 (stream 1)"
+
+ private:
+  enum class State { kConnecting, kAwaitChallenge, kAwaitWelcome, kAwaitReady, kReady, kClosed };
+
+  void Connect();
+  void RetryConnect(const std::string& why);
+  void ReadFrame();
+  void OnFrame();
+  void OnChallenge();
+  void OnWelcome();
+  void ReadResult();
+  void OnResultRead(const std::shared_ptr<OperationImpl>& op, const asio::error_code& ec);
+  void WriteControl(std::vector<uint8_t> frame);
+  void WriteNext();
+  void Fail(const Status& status);
+  void Shutdown();
+
+  asio::io_context& io_;
+  asio::ip::tcp::socket socket_;
+  asio::ip::tcp::resolver resolver_;
+  asio::steady_timer retry_timer_;
+  StreamParams params_;  // hello.client_nonce is set per connection attempt
+  StreamOwner* const owner_;
+  State state_ = State::kConnecting;
+  std::chrono::milliseconds backoff_{50};
+  std::string last_connect_error_;
+
+  std::array<uint8_t, wire::kHeaderBytes> header_buf_{};
+  wire::FrameHeader header_;
+  std::vector<uint8_t> payload_;
+  std::vector<uint8_t> discard_;
+  wire::Challenge challenge_;
+  uint64_t max_piece_bytes_ = 0;
+  wire::PieceHeader result_header_;
+
+  struct Outgoing {
+    std::vector<uint8_t> control;
+    PieceSend piece;
+  };
+  std::deque<Outgoing> queue_;
+  size_t in_flight_ = 0;
+  bool writing_ = false;
+  bool close_after_write_ = false;
+};
+
+}  // namespace rs::client

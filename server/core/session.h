@@ -1,0 +1,170 @@
+// A session: all ranks of one job (one NCCL communicator) on one reducer.
+// It tracks who has joined, matches the ranks' contributions to each piece by
+// (operation sequence, piece index), checks that every rank agrees on dtype,
+// op and sizes, reduces a complete piece in rank order and hands the result
+// to every rank's stream. It fails as a whole: a mismatch, a timeout or a
+// rank lost without goodbye fails every rank with one message that names the
+// ranks involved.
+//
+// No I/O: connections are reached through SessionMember, and time is passed
+// in, so tests drive it directly.
+//
+// Threading: every method may be called from any I/O thread. One mutex
+// guards membership and the table of pending pieces; payload bytes are
+// received and reduced outside it. Members are called outside the lock.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/core/memory_budget.h"
+#include "server/core/status.h"
+#include "server/core/wire.h"
+
+namespace rs {
+
+using Clock = std::chrono::steady_clock;
+
+class Piece;
+
+// One authenticated TCP stream of one rank, as the session sees it.
+// Implementations must be thread-safe and must not call back into the
+// session from these methods.
+class SessionMember {
+ public:
+  virtual ~SessionMember() = default;
+  virtual void SendReady() = 0;
+  // Sends piece->header() and piece->result(); keeps `piece` alive until sent.
+  virtual void SendResult(std::shared_ptr<Piece> piece) = 0;
+  // Sends an ERROR frame, then closes the stream.
+  virtual void SendErrorAndClose(const Status& status) = 0;
+};
+
+// One piece of one operation: a slot per rank, reduced into slot 0.
+class Piece {
+ public:
+  Piece(const wire::PieceHeader& header, uint32_t first_rank, uint32_t world,
+        std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, Clock::time_point now);
+
+  const wire::PieceHeader& header() const { return header_; }
+  const uint8_t* result() const { return buffer_->data(); }
+  uint8_t* slot(uint32_t rank) { return buffer_->data() + rank * slot_bytes_; }
+
+ private:
+  friend class Session;
+  wire::PieceHeader header_;
+  uint32_t first_rank_;
+  std::unique_ptr<PieceBuffer> buffer_;
+  size_t slot_bytes_;
+  Clock::time_point first_arrival_;
+  // Guarded by the session's mutex:
+  std::vector<uint8_t> begun_;   // rank has started sending its contribution
+  std::vector<uint8_t> ended_;   // rank's contribution is complete
+  uint32_t ended_count_ = 0;
+  std::vector<std::shared_ptr<SessionMember>> reply_to_;  // per rank
+};
+
+struct SessionLimits {
+  // Largest piece payload accepted (bytes); also announced in WELCOME.
+  uint64_t max_piece_bytes = 4 << 20;
+  std::chrono::milliseconds op_timeout{30'000};
+  std::chrono::milliseconds join_timeout{60'000};
+};
+
+struct SessionStats {
+  uint32_t world = 0;
+  uint32_t ranks_joined = 0;
+  bool ready = false;
+  bool failed = false;
+  uint64_t pieces_completed = 0;
+  uint64_t bytes_received = 0;
+  uint64_t bytes_sent = 0;
+};
+
+// What BeginContribution tells the connection to do next.
+struct Contribution {
+  enum class Kind { kReceive, kWaitForMemory, kFailed };
+  Kind kind = Kind::kFailed;
+  std::shared_ptr<Piece> piece;  // kReceive: read the payload into `dest`
+  uint8_t* dest = nullptr;
+  Status status;                 // kFailed: why (the session may already be failed)
+};
+
+class Session {
+ public:
+  Session(const wire::SessionId& id, uint32_t world, uint16_t streams,
+          std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now);
+
+  const wire::SessionId& id() const { return id_; }
+  uint32_t world() const { return world_; }
+
+  // Adds an authenticated stream. Errors concern only the joining stream,
+  // except a world or stream-count disagreement, which fails the session.
+  Status Join(const wire::Hello& hello, std::shared_ptr<SessionMember> member);
+
+  // A stream ended. `clean` when the rank said BYE. A rank lost without BYE
+  // fails the session. Returns true when no member is left (the session can
+  // be dropped).
+  bool Leave(uint32_t rank, uint16_t stream, bool clean, const Status& why);
+
+  // A DATA frame's header arrived from (rank, member). On kWaitForMemory
+  // `wake` has been registered with the budget; call again when it fires.
+  Contribution BeginContribution(uint32_t rank, const std::shared_ptr<SessionMember>& member,
+                                 uint16_t stream, const wire::PieceHeader& header,
+                                 std::function<void()> wake, Clock::time_point now);
+  // The payload has been read into the slot. The last rank's call reduces
+  // the piece (on the calling thread) and sends the result to every rank.
+  void EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece);
+
+  // Fails the session if it was not ready in time or a piece waited too long.
+  void CheckTimeouts(Clock::time_point now);
+
+  // Fails the session: every member gets `status` and is closed.
+  void Fail(const Status& status);
+
+  Status failure() const;
+  SessionStats stats() const;
+
+ private:
+  using PieceKey = std::pair<uint64_t, uint32_t>;  // (seq, piece index)
+  struct Stream {
+    std::shared_ptr<SessionMember> member;
+    PieceKey last{0, 0};
+    bool sent_any = false;
+  };
+
+  size_t StreamIndex(uint32_t rank, uint16_t stream) const { return size_t{rank} * streams_ + stream; }
+  std::vector<std::shared_ptr<SessionMember>> FailLocked(const Status& status);
+  std::string MissingRanksLocked() const;
+  void Reduce(Piece& piece);
+
+  const wire::SessionId id_;
+  const std::string name_;  // hex id, for messages
+  const uint32_t world_;
+  const uint16_t streams_;
+  const std::shared_ptr<MemoryBudget> budget_;
+  const SessionLimits limits_;
+  const Clock::time_point created_;
+
+  mutable std::mutex mu_;
+  std::vector<Stream> members_;               // guarded by mu_; world * streams
+  uint32_t joined_ = 0;                       // guarded by mu_: streams joined and not left
+  uint32_t ever_joined_ = 0;                  // guarded by mu_
+  bool ready_ = false;                        // guarded by mu_
+  Status failure_;                            // guarded by mu_
+  std::map<PieceKey, std::shared_ptr<Piece>> pending_;  // guarded by mu_
+
+  std::atomic<uint64_t> pieces_completed_{0};
+  std::atomic<uint64_t> bytes_received_{0};
+  std::atomic<uint64_t> bytes_sent_{0};
+};
+
+}  // namespace rs

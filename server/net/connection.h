@@ -1,0 +1,86 @@
+// One worker TCP stream on the reducer. It runs the handshake (HELLO,
+// CHALLENGE, AUTH, WELCOME) as an explicit state machine, then reads DATA
+// frames straight into the session's piece slots and writes RESULT frames
+// straight from the reduced piece: no copy on either path.
+//
+// Threading: a Connection lives on one io_context (one thread) for life; all
+// of its handlers run there. The SessionMember methods are called by other
+// threads and only post to that io_context.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "server/core/session.h"
+#include "server/core/wire.h"
+
+namespace rs::net {
+
+class ReducerServer;
+
+class Connection final : public SessionMember, public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(ReducerServer& server, asio::ip::tcp::socket socket);
+  ~Connection() override;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  void Start();
+
+  // SessionMember: thread-safe, post to this connection's thread.
+  void SendReady() override;
+  void SendResult(std::shared_ptr<Piece> piece) override;
+  void SendErrorAndClose(const Status& status) override;
+
+ private:
+  enum class State { kAwaitHello, kAwaitAuth, kJoined, kClosing };
+  struct Outgoing {
+    std::vector<uint8_t> bytes;               // control frames
+    std::array<uint8_t, wire::kHeaderBytes + wire::kPieceHeaderBytes> piece_head{};
+    std::shared_ptr<Piece> piece;             // RESULT: header + elements
+  };
+
+  void ReadHeader();
+  void OnHeader(const asio::error_code& ec);
+  void ReadPayload();
+  void OnPayload();
+  void OnHello();
+  void OnAuth();
+  void OnPieceHeader();
+  void TryBeginContribution();
+  void OnContributionRead(const asio::error_code& ec);
+
+  void Enqueue(Outgoing out);
+  void WriteNext();
+  void Reject(const Status& status);   // send ERROR, then close
+  void CloseNow(const Status& why);
+  void LeaveSession(bool clean, const Status& why);
+
+  ReducerServer& server_;
+  asio::ip::tcp::socket socket_;
+  const std::string peer_;
+  State state_ = State::kAwaitHello;
+
+  std::array<uint8_t, wire::kHeaderBytes> header_buf_{};
+  wire::FrameHeader header_;
+  std::vector<uint8_t> payload_;               // control frames and piece headers
+  wire::Hello hello_;
+  wire::Nonce server_nonce_{};
+
+  std::shared_ptr<Session> session_;
+  bool left_ = false;
+  wire::PieceHeader piece_header_;
+  std::shared_ptr<Piece> piece_;               // the contribution being read
+
+  std::deque<Outgoing> write_queue_;
+  bool writing_ = false;
+  size_t in_flight_ = 0;                       // frames of write_queue_ being written
+  bool close_after_write_ = false;
+};
+
+}  // namespace rs::net

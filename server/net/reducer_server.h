@@ -1,0 +1,86 @@
+// The reducer's data plane: a TCP acceptor, a few I/O threads each with its
+// own io_context, the registry of sessions, and a periodic sweep that fails
+// sessions whose operations or joins time out.
+//
+// Threading: Create() starts the threads; Drain() and Stop() may be called
+// from any one thread; the destructor stops and joins everything. Methods
+// used by connections (JoinSession, SessionEnded) are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "server/core/memory_budget.h"
+#include "server/core/session.h"
+#include "server/net/server_config.h"
+
+namespace rs::net {
+
+struct ServerStats {
+  uint64_t connections_accepted = 0;
+  uint64_t sessions_started = 0;
+  uint64_t sessions_failed = 0;
+  size_t sessions_active = 0;
+  size_t memory_in_use = 0;
+  size_t memory_peak = 0;
+  uint64_t memory_waits = 0;
+};
+
+class ReducerServer {
+ public:
+  static StatusOr<std::unique_ptr<ReducerServer>> Create(ServerConfig config);
+  ~ReducerServer();
+  ReducerServer(const ReducerServer&) = delete;
+  ReducerServer& operator=(const ReducerServer&) = delete;
+
+  uint16_t port() const { return port_; }
+  const ServerConfig& config() const { return config_; }
+
+  // Stops accepting, waits up to `timeout` for sessions to end, fails the
+  // rest with a clear error, then stops. Returns the sessions cut short.
+  size_t Drain(std::chrono::milliseconds timeout);
+  void Stop();
+
+  ServerStats stats() const;
+
+  // For connections.
+  uint64_t MaxPieceBytes(uint32_t world) const;
+  StatusOr<std::shared_ptr<Session>> JoinSession(const wire::Hello& hello,
+                                                 std::shared_ptr<SessionMember> member);
+  void LeaveSession(const std::shared_ptr<Session>& session, uint32_t rank, uint16_t stream, bool clean,
+                    const Status& why);
+  asio::io_context& NextContext();
+
+ private:
+  explicit ReducerServer(ServerConfig config);
+  Status Listen();
+  void Accept();
+  void ArmSweep();
+
+  ServerConfig config_;
+  std::shared_ptr<MemoryBudget> budget_;
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
+  std::unique_ptr<asio::steady_timer> sweep_;
+  std::vector<std::thread> threads_;
+  std::atomic<size_t> next_context_{0};
+  uint16_t port_ = 0;
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex mu_;
+  std::condition_variable sessions_changed_;
+  std::map<wire::SessionId, std::shared_ptr<Session>> sessions_;  // guarded by mu_
+  uint64_t sessions_started_ = 0;                                 // guarded by mu_
+  uint64_t sessions_failed_ = 0;                                  // guarded by mu_
+  std::atomic<uint64_t> connections_accepted_{0};
+};
+
+}  // namespace rs::net

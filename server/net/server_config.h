@@ -1,0 +1,22 @@
+// What the data plane needs to know from the daemon's options.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace rs::net {
+
+struct ServerConfig {
+  std::string listen_host = "0.0.0.0";
+  uint16_t listen_port = 0;
+  int io_threads = 2;
+  size_t memory_limit = size_t{1} << 30;
+  size_t max_piece_bytes = 4 << 20;
+  std::string job_token;  // empty: no authentication
+  std::chrono::milliseconds op_timeout{30'000};
+  std::chrono::milliseconds join_timeout{60'000};
+};
+
+}  // namespace rs::net
