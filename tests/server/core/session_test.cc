@@ -1,0 +1,224 @@
+// The session state machine, driven directly with fake streams and explicit
+// clocks: joining, rank-order reduction, and every way a session fails.
+#include "server/core/session.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "server/core/auth.h"
+
+namespace rs {
+namespace {
+
+class FakeMember : public SessionMember {
+ public:
+  void SendReady() override { ++ready; }
+  void SendResult(std::shared_ptr<Piece> piece) override { results.push_back(std::move(piece)); }
+  void SendErrorAndClose(const Status& status) override { errors.push_back(status); }
+  int ready = 0;
+  std::vector<std::shared_ptr<Piece>> results;
+  std::vector<Status> errors;
+};
+
+class SessionTest : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kWorld = 3;
+
+  void SetUp() override {
+    budget_ = MemoryBudget::Create(4 << 20);
+    SessionLimits limits;
+    limits.op_timeout = std::chrono::seconds(5);
+    limits.join_timeout = std::chrono::seconds(10);
+    session_ = std::make_shared<Session>(auth::SessionIdFromName("t"), kWorld, 1, budget_, limits, t0_);
+    for (uint32_t r = 0; r < kWorld; ++r) members_.push_back(std::make_shared<FakeMember>());
+  }
+
+  wire::Hello HelloFor(uint32_t rank) {
+    wire::Hello h;
+    h.session = session_->id();
+    h.rank = rank;
+    h.world = kWorld;
+    return h;
+  }
+
+  void JoinAll() {
+    for (uint32_t r = 0; r < kWorld; ++r) ASSERT_TRUE(session_->Join(HelloFor(r), members_[r]).ok());
+  }
+
+  static wire::PieceHeader FloatPiece(uint64_t seq, uint64_t count) {
+    wire::PieceHeader h;
+    h.seq = seq;
+    h.pieces = 1;
+    h.dtype = DataType::kFloat32;
+    h.total_count = count;
+    h.count = count;
+    return h;
+  }
+
+  // Sends one contribution of `values` from `rank`.
+  Contribution Contribute(uint32_t rank, const wire::PieceHeader& h, const std::vector<float>& values) {
+    Contribution c = session_->BeginContribution(rank, members_[rank], 0, h, {}, t0_);
+    if (c.kind == Contribution::Kind::kReceive) {
+      std::memcpy(c.dest, values.data(), values.size() * sizeof(float));
+      session_->EndContribution(rank, c.piece);
+    }
+    return c;
+  }
+
+  Clock::time_point t0_ = Clock::now();
+  std::shared_ptr<MemoryBudget> budget_;
+  std::shared_ptr<Session> session_;
+  std::vector<std::shared_ptr<FakeMember>> members_;
+};
+
+TEST_F(SessionTest, ReadyOnlyWhenEveryRankHasJoined) {
+  ASSERT_TRUE(session_->Join(HelloFor(0), members_[0]).ok());
+  ASSERT_TRUE(session_->Join(HelloFor(2), members_[2]).ok());
+  EXPECT_EQ(members_[0]->ready, 0);
+  EXPECT_EQ(session_->stats().ranks_joined, 2u);
+  ASSERT_TRUE(session_->Join(HelloFor(1), members_[1]).ok());
+  for (auto& m : members_) EXPECT_EQ(m->ready, 1);
+}
+
+TEST_F(SessionTest, ReducesInRankOrderWhateverTheArrivalOrder) {
+  JoinAll();
+  // Values whose float sum depends on the order of addition.
+  const std::vector<std::vector<float>> in = {{1e8f, 1.0f}, {1.0f, -1e8f}, {-1e8f, 1e8f}};
+  for (uint32_t r : {2u, 0u, 1u}) Contribute(r, FloatPiece(0, 2), in[r]);
+  ASSERT_EQ(members_[0]->results.size(), 1u);
+  const float* out = reinterpret_cast<const float*>(members_[0]->results[0]->result());
+  EXPECT_EQ(out[0], (1e8f + 1.0f) + -1e8f);
+  EXPECT_EQ(out[1], (1.0f + -1e8f) + 1e8f);
+  for (auto& m : members_) EXPECT_EQ(m->results.size(), 1u);
+  EXPECT_EQ(session_->stats().pieces_completed, 1u);
+  EXPECT_EQ(budget_->in_use(), budget_->in_use());  // result still held by the fakes
+  for (auto& m : members_) m->results.clear();
+  EXPECT_EQ(budget_->in_use(), 0u);  // released once every result is sent
+}
+
+TEST_F(SessionTest, DtypeMismatchFailsEveryRankNamingBoth) {
+  JoinAll();
+  Contribute(0, FloatPiece(17, 4), {1, 2, 3, 4});
+  wire::PieceHeader bf = FloatPiece(17, 4);
+  bf.dtype = DataType::kBfloat16;
+  Contribution c = session_->BeginContribution(2, members_[2], 0, bf, {}, t0_);
+  EXPECT_EQ(c.kind, Contribution::Kind::kFailed);
+  for (auto& m : members_) {
+    ASSERT_EQ(m->errors.size(), 1u);
+    EXPECT_EQ(m->errors[0].code(), Code::kMismatch);
+    EXPECT_EQ(m->errors[0].message(), "rank 2 sent bfloat16 for operation 17, rank 0 sent float32");
+  }
+  // Later contributions are refused with the same reason.
+  EXPECT_EQ(Contribute(1, FloatPiece(18, 4), {1, 2, 3, 4}).status.message(), members_[0]->errors[0].message());
+}
+
+TEST_F(SessionTest, CountMismatchNamesTheCounts) {
+  JoinAll();
+  Contribute(1, FloatPiece(3, 8), std::vector<float>(8, 1));
+  Contribute(0, FloatPiece(3, 6), std::vector<float>(6, 1));
+  ASSERT_EQ(members_[2]->errors.size(), 1u);
+  EXPECT_EQ(members_[2]->errors[0].message(), "rank 0 sent 6 elements for operation 3, rank 1 sent 8 elements");
+}
+
+TEST_F(SessionTest, WorldSizeDisagreementFailsTheSession) {
+  ASSERT_TRUE(session_->Join(HelloFor(0), members_[0]).ok());
+  wire::Hello h = HelloFor(1);
+  h.world = 4;
+  Status st = session_->Join(h, members_[1]);
+  EXPECT_EQ(st.code(), Code::kMismatch);
+  EXPECT_NE(st.message().find("world size 4"), std::string::npos) << st.message();
+  ASSERT_EQ(members_[0]->errors.size(), 1u);
+  EXPECT_EQ(members_[0]->errors[0].message(), st.message());
+}
+
+TEST_F(SessionTest, DuplicateRankIsRefusedWithoutFailingOthers) {
+  ASSERT_TRUE(session_->Join(HelloFor(0), members_[0]).ok());
+  auto imposter = std::make_shared<FakeMember>();
+  Status st = session_->Join(HelloFor(0), imposter);
+  EXPECT_NE(st.message().find("already joined"), std::string::npos);
+  EXPECT_TRUE(members_[0]->errors.empty());
+  EXPECT_TRUE(session_->failure().ok());
+}
+
+TEST_F(SessionTest, TimeoutNamesTheRanksThatNeverContributed) {
+  JoinAll();
+  Contribute(1, FloatPiece(9, 2), {1, 2});
+  session_->CheckTimeouts(t0_ + std::chrono::seconds(4));
+  EXPECT_TRUE(members_[0]->errors.empty());
+  session_->CheckTimeouts(t0_ + std::chrono::seconds(6));
+  ASSERT_EQ(members_[1]->errors.size(), 1u);
+  EXPECT_EQ(members_[1]->errors[0].code(), Code::kTimeout);
+  EXPECT_NE(members_[1]->errors[0].message().find("operation 9 (piece 0) timed out after 5 s on this reducer: "
+                                                   "ranks 0, 2 never contributed"),
+            std::string::npos)
+      << members_[1]->errors[0].message();
+  EXPECT_EQ(budget_->in_use(), 0u);  // the abandoned piece's memory is back
+}
+
+TEST_F(SessionTest, JoinTimeoutNamesTheMissingRanks) {
+  ASSERT_TRUE(session_->Join(HelloFor(1), members_[1]).ok());
+  session_->CheckTimeouts(t0_ + std::chrono::seconds(11));
+  ASSERT_EQ(members_[1]->errors.size(), 1u);
+  EXPECT_NE(members_[1]->errors[0].message().find("ranks 0, 2 never joined"), std::string::npos)
+      << members_[1]->errors[0].message();
+}
+
+TEST_F(SessionTest, LostRankFailsTheOthersAtOnce) {
+  JoinAll();
+  session_->Leave(2, 0, /*clean=*/false, Status(Code::kIo, "connection reset by peer"));
+  ASSERT_EQ(members_[0]->errors.size(), 1u);
+  EXPECT_EQ(members_[0]->errors[0].code(), Code::kPeerFailed);
+  EXPECT_EQ(members_[0]->errors[0].message(), "rank 2 disconnected from the reducer (connection reset by peer)");
+  EXPECT_TRUE(members_[2]->errors.empty());
+}
+
+TEST_F(SessionTest, CleanGoodbyeEndsTheSessionQuietly) {
+  JoinAll();
+  Contribute(0, FloatPiece(0, 1), {1});
+  Contribute(1, FloatPiece(0, 1), {1});
+  Contribute(2, FloatPiece(0, 1), {1});
+  EXPECT_FALSE(session_->Leave(0, 0, true, Status()));
+  EXPECT_FALSE(session_->Leave(1, 0, true, Status()));
+  EXPECT_TRUE(session_->Leave(2, 0, true, Status()));
+  EXPECT_TRUE(session_->failure().ok());
+  for (auto& m : members_) EXPECT_TRUE(m->errors.empty());
+}
+
+TEST_F(SessionTest, WaitsForMemoryInsteadOfAllocating) {
+  auto tiny = MemoryBudget::Create(128 << 10);
+  auto session = std::make_shared<Session>(auth::SessionIdFromName("m"), 2, 1, tiny, SessionLimits{}, t0_);
+  auto a = std::make_shared<FakeMember>();
+  auto b = std::make_shared<FakeMember>();
+  wire::Hello h;
+  h.session = session->id();
+  h.world = 2;
+  ASSERT_TRUE(session->Join(h, a).ok());
+  h.rank = 1;
+  ASSERT_TRUE(session->Join(h, b).ok());
+  // Each piece takes 2 slots of 32 KiB = one 64 KiB granule: two fit.
+  const uint64_t count = (32 << 10) / 4;
+  auto c0 = session->BeginContribution(0, a, 0, FloatPiece(0, count), {}, t0_);
+  auto c1 = session->BeginContribution(0, a, 0, FloatPiece(1, count), {}, t0_);
+  bool woken = false;
+  auto c2 = session->BeginContribution(0, a, 0, FloatPiece(2, count), [&] { woken = true; }, t0_);
+  EXPECT_EQ(c0.kind, Contribution::Kind::kReceive);
+  EXPECT_EQ(c1.kind, Contribution::Kind::kReceive);
+  EXPECT_EQ(c2.kind, Contribution::Kind::kWaitForMemory);
+  EXPECT_LE(tiny->in_use(), 128u << 10);
+  // Rank 1 completes piece 0; once its result is sent the memory comes back.
+  session->EndContribution(0, c0.piece);
+  auto d0 = session->BeginContribution(1, b, 0, FloatPiece(0, count), {}, t0_);
+  ASSERT_EQ(d0.kind, Contribution::Kind::kReceive);
+  session->EndContribution(1, d0.piece);
+  c0.piece.reset();
+  d0.piece.reset();
+  a->results.clear();
+  b->results.clear();
+  EXPECT_TRUE(woken);
+  EXPECT_EQ(session->BeginContribution(0, a, 0, FloatPiece(2, count), {}, t0_).kind,
+            Contribution::Kind::kReceive);
+}
+
+}  // namespace
+}  // namespace rs
