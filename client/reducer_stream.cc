@@ -67,7 +67,7 @@ void ReducerStream::ReadFrame() {
       return;
     }
     const uint64_t max_data = wire::kPieceHeaderBytes + self->max_piece_bytes_;
-    Status st = wire::DecodeHeader(self->header_buf_, max_data, &self->header_);
+    Status st = wire::DecodeHeader(self->header_buf_, max_data, &self->header_, "this worker");
     if (!st.ok()) {
       self->Fail(st.Prefixed(self->Name()));
       return;

@@ -63,7 +63,8 @@ void EncodeHeader(const FrameHeader& header, uint8_t* out) {
   PutLE<uint32_t>(out + 12, 0);
 }
 
-Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, FrameHeader* out) {
+Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, FrameHeader* out,
+                    std::string_view self) {
   if (bytes.size() < kHeaderBytes) {
     return Status(Code::kProtocol, "truncated frame header: " + std::to_string(bytes.size()) +
                                        " of " + std::to_string(kHeaderBytes) + " bytes");
@@ -83,7 +84,7 @@ Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, F
   out->payload_bytes = payload;
   if (version != kProtocolVersion) {
     return Status(Code::kVersion, "protocol version " + std::to_string(version) +
-                                      " not supported, this peer speaks " +
+                                      " not supported, " + std::string(self) + " speaks " +
                                       std::to_string(kProtocolVersion));
   }
   if (!KnownType(type)) {

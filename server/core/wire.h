@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/core/dtype.h"
@@ -72,7 +73,9 @@ struct FrameHeader {
 // Errors: kProtocol for a bad magic, unknown type or oversized payload;
 // kVersion for another protocol version (the header is still returned through
 // *out so the caller can answer in kind).
-Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, FrameHeader* out);
+// `self` names the decoding side in the version message ("this reducer").
+Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, FrameHeader* out,
+                    std::string_view self = "this peer");
 void EncodeHeader(const FrameHeader& header, uint8_t* out);  // writes kHeaderBytes
 
 struct Hello {

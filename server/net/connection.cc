@@ -41,7 +41,7 @@ void Connection::OnHeader(const asio::error_code& ec) {
   }
   const uint64_t max_data = wire::kPieceHeaderBytes +
                             (state_ == State::kJoined ? server_.MaxPieceBytes(hello_.world) : 0);
-  Status st = wire::DecodeHeader(header_buf_, max_data, &header_);
+  Status st = wire::DecodeHeader(header_buf_, max_data, &header_, "this reducer");
   if (!st.ok()) {
     Reject(st);
     return;

@@ -1,0 +1,154 @@
+// All-reduce through real reducerd processes with the real client library:
+// 4 ranks x 2 reducers, every dtype, sizes from empty to 64 MiB. Results
+// must be bitwise identical on every rank and equal to the inputs reduced in
+// rank order, whatever the order in which contributions arrive.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "tests/integration/test_cluster.h"
+#include "tests/integration/test_data.h"
+
+namespace rs::testing {
+namespace {
+
+constexpr uint32_t kWorld = 4;
+
+class AllReduceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    token_file_ = new std::string(WriteTokenFile("integration-token"));
+    for (int i = 0; i < 2; ++i) {
+      reducers_[i] = new ReducerProcess({"--job-token-file", *token_file_, "--op-timeout", "60s"});
+    }
+  }
+  static void TearDownTestSuite() {
+    for (auto*& r : reducers_) {
+      delete r;
+      r = nullptr;
+    }
+    delete token_file_;
+  }
+  void SetUp() override {
+    for (auto* r : reducers_) ASSERT_TRUE(r->ok()) << r->Log();
+  }
+
+  static std::vector<client::Endpoint> Endpoints() { return {reducers_[0]->endpoint(), reducers_[1]->endpoint()}; }
+  static client::ClientOptions RankOptions(const std::string& session, uint32_t rank) {
+    return Options(Endpoints(), session, rank, kWorld, "integration-token");
+  }
+
+  static ReducerProcess* reducers_[2];
+  static std::string* token_file_;
+};
+ReducerProcess* AllReduceTest::reducers_[2] = {nullptr, nullptr};
+std::string* AllReduceTest::token_file_ = nullptr;
+
+struct Case {
+  DataType dtype;
+  ReduceOp op;
+  size_t count;
+};
+
+// Runs every case on every rank (one session per call) and checks each
+// result against the rank-order reference. Inputs and the reference are made
+// once per case; with `shuffle`, ranks start each operation after a random
+// delay so contributions arrive in a different order.
+void RunCases(const std::vector<Case>& cases, const std::function<client::ClientOptions(uint32_t)>& options,
+              uint64_t seed, bool shuffle, std::vector<std::vector<uint8_t>>* rank0_results = nullptr) {
+  std::vector<std::unique_ptr<client::Client>> clients(kWorld);
+  RunRanks(kWorld, [&](uint32_t rank) {
+    auto c = client::Client::Create(options(rank));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    clients[rank] = std::move(c).value();
+  });
+  for (auto& c : clients) ASSERT_NE(c, nullptr);
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& k = cases[i];
+    std::vector<std::vector<uint8_t>> inputs;
+    for (uint32_t r = 0; r < kWorld; ++r) inputs.push_back(RandomInput(k.dtype, k.count, seed + 1000 * i + r));
+    const auto want = RankOrderReference(k.dtype, k.op, k.count, inputs);
+    std::vector<uint32_t> delays_us(kWorld);
+    for (auto& d : delays_us) d = shuffle ? rng() % 3000 : 0;
+    RunRanks(kWorld, [&](uint32_t rank) {
+      std::vector<uint8_t> recv(inputs[rank].size() + 1);  // +1: an empty op still gets a valid pointer
+      std::this_thread::sleep_for(std::chrono::microseconds(delays_us[rank]));
+      auto op = clients[rank]->AllReduce(inputs[rank].data(), recv.data(), k.count, k.dtype, k.op);
+      Status st = op->Wait(std::chrono::seconds(120));
+      ASSERT_TRUE(st.ok()) << "rank " << rank << ": " << st.ToString();
+      recv.pop_back();
+      EXPECT_TRUE(recv == want) << "rank " << rank << " " << DataTypeName(k.dtype) << " " << ReduceOpName(k.op)
+                                << " count " << k.count << ": result differs from the rank-order reduction";
+      if (rank == 0 && rank0_results) rank0_results->push_back(std::move(recv));
+    });
+  }
+}
+
+TEST_F(AllReduceTest, EveryDtypeAndSizeMatchesTheRankOrderReduction) {
+  std::vector<Case> cases;
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    const auto dtype = static_cast<DataType>(t);
+    const size_t elem = DataTypeSize(dtype);
+    for (size_t count : {size_t{0}, size_t{1}, size_t{4099}, (size_t{1} << 20) / elem, (size_t{64} << 20) / elem}) {
+      cases.push_back({dtype, ReduceOp::kSum, count});
+    }
+  }
+  RunCases(cases, [](uint32_t r) { return RankOptions("every-dtype", r); }, 1, false);
+}
+
+TEST_F(AllReduceTest, EveryOpOnEveryDtype) {
+  std::vector<Case> cases;
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    for (int o = 0; o < kNumReduceOps; ++o) cases.push_back({static_cast<DataType>(t), static_cast<ReduceOp>(o), 70001});
+  }
+  RunCases(cases, [](uint32_t r) { return RankOptions("every-op", r); }, 2, false);
+}
+
+TEST_F(AllReduceTest, ShuffledArrivalOrderGivesBitwiseIdenticalResults) {
+  const std::vector<Case> cases = {{DataType::kFloat32, ReduceOp::kSum, 1000003},
+                                   {DataType::kBfloat16, ReduceOp::kSum, 300001},
+                                   {DataType::kFloat16, ReduceOp::kSum, 4099},
+                                   {DataType::kFloat64, ReduceOp::kSum, 262147}};
+  std::vector<std::vector<uint8_t>> calm, shuffled;
+  RunCases(cases, [](uint32_t r) { return RankOptions("calm", r); }, 3, false, &calm);
+  // Different streams, piece sizes and random delays change who arrives first.
+  RunCases(
+      cases,
+      [](uint32_t r) {
+        auto o = RankOptions("shuffled", r);
+        o.streams_per_reducer = 3;
+        o.io_threads = 2;
+        return o;
+      },
+      3, true, &shuffled);
+  ASSERT_EQ(calm.size(), shuffled.size());
+  for (size_t i = 0; i < calm.size(); ++i) EXPECT_TRUE(calm[i] == shuffled[i]) << "case " << i;
+}
+
+TEST_F(AllReduceTest, ManyOperationsInFlight) {
+  constexpr int kOps = 48;
+  constexpr size_t kCount = 100003;
+  RunRanks(kWorld, [&](uint32_t rank) {
+    auto c = client::Client::Create(RankOptions("in-flight", rank));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::vector<std::vector<int32_t>> bufs(kOps, std::vector<int32_t>(kCount));
+    std::vector<std::shared_ptr<client::Operation>> ops;
+    for (int i = 0; i < kOps; ++i) {
+      for (size_t j = 0; j < kCount; ++j) bufs[i][j] = static_cast<int32_t>(i * 7 + rank + j);
+      // In place: send and receive share the buffer.
+      ops.push_back((*c)->AllReduce(bufs[i].data(), bufs[i].data(), kCount, DataType::kInt32, ReduceOp::kSum));
+    }
+    for (int i = 0; i < kOps; ++i) {
+      ASSERT_TRUE(ops[i]->Wait(std::chrono::seconds(60)).ok()) << ops[i]->status().ToString();
+      for (size_t j = 0; j < kCount; j += 997) {
+        ASSERT_EQ(bufs[i][j], static_cast<int32_t>(4 * (i * 7 + j) + 6)) << "op " << i << " element " << j;
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace rs::testing

@@ -1,0 +1,278 @@
+// Everything that can go wrong between workers and reducers must end in a
+// clear error on every rank, never a hang, and the reducer must go on
+// serving fresh sessions afterwards.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <asio.hpp>
+#include <thread>
+
+#include "server/core/wire.h"
+#include "tests/integration/test_cluster.h"
+
+namespace rs::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kToken[] = "failures-token";
+
+class FailuresTest : public ::testing::Test {
+ public:
+  void SetUp() override {
+    token_file_ = WriteTokenFile(kToken);
+    reducer_ = std::make_unique<ReducerProcess>(std::vector<std::string>{
+        "--job-token-file", token_file_, "--op-timeout", "3s", "--join-timeout", "3s"});
+    ASSERT_TRUE(reducer_->ok()) << reducer_->Log();
+  }
+
+  client::ClientOptions RankOptions(const std::string& session, uint32_t rank, uint32_t world,
+                                    const std::string& token = kToken) {
+    auto o = Options({reducer_->endpoint()}, session, rank, world, token);
+    o.connect_timeout = seconds(15);
+    o.op_timeout = seconds(15);
+    return o;
+  }
+
+  // A healthy 2-rank session must work after whatever the test broke.
+  void ExpectFreshSessionWorks(const std::string& session) {
+    RunRanks(2, [&](uint32_t rank) {
+      auto c = client::Client::Create(RankOptions(session, rank, 2));
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      std::vector<float> v(1000, 1.0f + rank);
+      ASSERT_TRUE((*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait().ok());
+      EXPECT_EQ(v[999], 3.0f);
+    });
+  }
+
+  // Sends raw bytes to the reducer and returns the ERROR frame it answers with.
+  wire::ErrorFrame RawExchange(const std::vector<uint8_t>& bytes) {
+    asio::io_context io;
+    asio::ip::tcp::socket s(io);
+    s.connect({asio::ip::make_address("127.0.0.1"), reducer_->port()});
+    asio::write(s, asio::buffer(bytes));
+    std::array<uint8_t, wire::kHeaderBytes> head;
+    asio::read(s, asio::buffer(head));
+    wire::FrameHeader h;
+    EXPECT_TRUE(wire::DecodeHeader(head, 0, &h).ok());
+    EXPECT_EQ(h.type, wire::FrameType::kError);
+    std::vector<uint8_t> payload(h.payload_bytes);
+    asio::read(s, asio::buffer(payload));
+    wire::ErrorFrame err;
+    EXPECT_TRUE(wire::DecodeError(payload, &err).ok());
+    return err;
+  }
+
+  std::string token_file_;
+  std::unique_ptr<ReducerProcess> reducer_;
+};
+
+TEST_F(FailuresTest, WrongTokenIsRefusedAndTheOtherRanksLearnWhoIsMissing) {
+  std::vector<Status> results(3);
+  RunRanks(3, [&](uint32_t rank) {
+    auto c = client::Client::Create(RankOptions("wrong-token", rank, 3, rank == 1 ? "not-the-token" : kToken));
+    results[rank] = c.ok() ? Status() : c.status();
+  });
+  EXPECT_EQ(results[1].code(), Code::kAuth);
+  EXPECT_NE(results[1].message().find("job token does not match"), std::string::npos) << results[1].message();
+  for (uint32_t r : {0u, 2u}) {
+    EXPECT_EQ(results[r].code(), Code::kTimeout) << results[r].ToString();
+    EXPECT_NE(results[r].message().find("rank 1 never joined"), std::string::npos) << results[r].message();
+  }
+  ExpectFreshSessionWorks("after-wrong-token");
+}
+
+TEST_F(FailuresTest, MissingTokenIsExplained) {
+  auto c = client::Client::Create(RankOptions("no-token", 0, 1, ""));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kAuth);
+  EXPECT_NE(c.status().message().find("requires a job token"), std::string::npos) << c.status().message();
+}
+
+TEST_F(FailuresTest, WrongProtocolVersionIsRefusedNamingBothVersions) {
+  wire::Hello hello;
+  hello.world = 1;
+  const wire::ErrorFrame err = RawExchange(wire::EncodeHello(hello, /*version=*/2));
+  EXPECT_EQ(err.code, Code::kVersion);
+  EXPECT_EQ(err.message, "protocol version 2 not supported, this reducer speaks 1");
+  ExpectFreshSessionWorks("after-wrong-version");
+}
+
+TEST_F(FailuresTest, GarbageIsRefusedAsNotOurProtocol) {
+  const std::string http = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  const wire::ErrorFrame err = RawExchange(std::vector<uint8_t>(http.begin(), http.end()));
+  EXPECT_EQ(err.code, Code::kProtocol);
+  EXPECT_NE(err.message.find("bad magic"), std::string::npos) << err.message;
+  ExpectFreshSessionWorks("after-garbage");
+}
+
+// Runs one all-reduce per rank where `dtype_of` / `count_of` may disagree.
+std::vector<Status> MismatchedRun(FailuresTest* t, const std::string& session,
+                                  const std::function<DataType(uint32_t)>& dtype_of,
+                                  const std::function<size_t(uint32_t)>& count_of) {
+  std::vector<Status> results(4);
+  RunRanks(4, [&](uint32_t rank) {
+    auto c = client::Client::Create(t->RankOptions(session, rank, 4));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::vector<double> buf(4096, 1.0);
+    results[rank] = (*c)->AllReduce(buf.data(), buf.data(), count_of(rank), dtype_of(rank), ReduceOp::kSum)
+                        ->Wait(seconds(30));
+  });
+  return results;
+}
+
+TEST_F(FailuresTest, DtypeMismatchFailsEveryRankNamingTheRanksAndTypes) {
+  auto results = MismatchedRun(
+      this, "dtype-mismatch", [](uint32_t r) { return r == 2 ? DataType::kBfloat16 : DataType::kFloat32; },
+      [](uint32_t) { return 1000; });
+  for (uint32_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(results[r].code(), Code::kMismatch) << "rank " << r << ": " << results[r].ToString();
+    EXPECT_NE(results[r].message().find("rank 2"), std::string::npos) << results[r].message();
+    EXPECT_NE(results[r].message().find("bfloat16"), std::string::npos) << results[r].message();
+    EXPECT_NE(results[r].message().find("float32"), std::string::npos) << results[r].message();
+  }
+  ExpectFreshSessionWorks("after-dtype-mismatch");
+}
+
+TEST_F(FailuresTest, CountMismatchFailsEveryRankNamingTheCounts) {
+  auto results = MismatchedRun(
+      this, "count-mismatch", [](uint32_t) { return DataType::kFloat32; },
+      [](uint32_t r) -> size_t { return r == 3 ? 999 : 1000; });
+  for (uint32_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(results[r].code(), Code::kMismatch) << "rank " << r << ": " << results[r].ToString();
+    EXPECT_NE(results[r].message().find("999 elements"), std::string::npos) << results[r].message();
+    EXPECT_NE(results[r].message().find("1000 elements"), std::string::npos) << results[r].message();
+  }
+  ExpectFreshSessionWorks("after-count-mismatch");
+}
+
+TEST_F(FailuresTest, WorldSizeMismatchIsReported) {
+  std::vector<Status> results(2);
+  RunRanks(2, [&](uint32_t rank) {
+    auto c = client::Client::Create(RankOptions("world-mismatch", rank, rank == 0 ? 2 : 3));
+    results[rank] = c.ok() ? Status() : c.status();
+  });
+  for (const Status& st : results) {
+    EXPECT_EQ(st.code(), Code::kMismatch) << st.ToString();
+    EXPECT_NE(st.message().find("world size"), std::string::npos) << st.message();
+  }
+  ExpectFreshSessionWorks("after-world-mismatch");
+}
+
+// The rank in a separate process that the test kills or freezes.
+std::unique_ptr<ChildProcess> StartVictim(uint16_t port, const std::string& session, int ops) {
+  return std::make_unique<ChildProcess>(std::vector<std::string>{
+      std::string(RS_BINARY_DIR) + "/tests/rs_test_worker", "127.0.0.1:" + std::to_string(port), session, "3",
+      "4", kToken, std::to_string(ops)});
+}
+
+TEST_F(FailuresTest, KilledWorkerIsNamedToTheOthersAtOnce) {
+  constexpr int kOps = 3;
+  auto victim = StartVictim(reducer_->port(), "killed", kOps);
+  std::vector<Status> errors(3);
+  std::vector<std::chrono::steady_clock::time_point> failed_at(3);
+  std::chrono::steady_clock::time_point killed_at;
+  std::thread killer([&] {
+    ASSERT_TRUE(victim->WaitForOutput("stalling before operation", seconds(30))) << victim->Output();
+    // The survivors are now inside operation kOps, waiting for rank 3.
+    killed_at = std::chrono::steady_clock::now();
+    victim->Kill();
+  });
+  RunRanks(3, [&](uint32_t rank) {
+    auto c = client::Client::Create(RankOptions("killed", rank, 4));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::vector<float> v(1 << 16, 1.0f);
+    for (int i = 0; i <= kOps; ++i) {
+      Status st = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(60));
+      if (!st.ok()) {
+        errors[rank] = st;
+        failed_at[rank] = std::chrono::steady_clock::now();
+        return;
+      }
+    }
+  });
+  killer.join();
+  for (uint32_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(errors[r].code(), Code::kPeerFailed) << "rank " << r << ": " << errors[r].ToString();
+    EXPECT_NE(errors[r].message().find("rank 3 disconnected"), std::string::npos) << errors[r].message();
+    // Within the reducer's --op-timeout (3 s): the disconnect is seen at once.
+    EXPECT_LT(failed_at[r] - killed_at, seconds(3));
+  }
+  ExpectFreshSessionWorks("after-kill");
+}
+
+TEST_F(FailuresTest, FrozenWorkerTimesOutNamingIt) {
+  constexpr int kOps = 2;
+  auto victim = StartVictim(reducer_->port(), "frozen", kOps);
+  std::vector<Status> errors(3);
+  std::thread freezer([&] {
+    ASSERT_TRUE(victim->WaitForOutput("stalling before operation", seconds(30))) << victim->Output();
+    kill(victim->pid(), SIGSTOP);  // alive but silent, like a hung GPU or a cut link
+  });
+  RunRanks(3, [&](uint32_t rank) {
+    auto c = client::Client::Create(RankOptions("frozen", rank, 4));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::vector<float> v(1 << 16, 1.0f);
+    for (int i = 0; i <= kOps; ++i) {
+      Status st = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(60));
+      if (!st.ok()) {
+        errors[rank] = st;
+        return;
+      }
+    }
+  });
+  freezer.join();
+  kill(victim->pid(), SIGKILL);
+  for (uint32_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(errors[r].code(), Code::kTimeout) << "rank " << r << ": " << errors[r].ToString();
+    EXPECT_NE(errors[r].message().find("rank 3 never contributed"), std::string::npos) << errors[r].message();
+  }
+}
+
+TEST_F(FailuresTest, DeadReducerFailsEveryRank) {
+  std::vector<Status> errors(2);
+  std::atomic<int> joined{0};
+  RunRanks(2, [&](uint32_t rank) {
+    auto c = client::Client::Create(RankOptions("dead-reducer", rank, 2));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    if (++joined == 2) kill(reducer_->pid(), SIGKILL);
+    std::vector<float> v(1 << 16, 1.0f);
+    for (int i = 0; i < 1000; ++i) {
+      Status st = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(30));
+      if (!st.ok()) {
+        errors[rank] = st;
+        return;
+      }
+    }
+  });
+  for (const Status& st : errors) {
+    EXPECT_EQ(st.code(), Code::kPeerFailed) << st.ToString();
+    EXPECT_NE(st.message().find("reducer 127.0.0.1:" + std::to_string(reducer_->port())), std::string::npos)
+        << st.message();
+  }
+}
+
+TEST_F(FailuresTest, SigtermLetsTheRunningSessionFinishThenExitsZero) {
+  std::atomic<bool> terminated{false};
+  int exit_code = -2;
+  RunRanks(2, [&](uint32_t rank) {
+    auto c = client::Client::Create(RankOptions("drain", rank, 2));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    if (rank == 0) {
+      kill(reducer_->pid(), SIGTERM);
+      terminated = true;
+    }
+    std::vector<float> v(1 << 18, 1.0f);
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE((*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(30)).ok());
+    }
+  });
+  ASSERT_TRUE(terminated);
+  exit_code = reducer_->Terminate(seconds(20));
+  EXPECT_EQ(exit_code, 0) << reducer_->Log();
+}
+
+}  // namespace
+}  // namespace rs::testing
