@@ -1,0 +1,31 @@
+# Shared by the quick-start scripts: installs the Debian 12 packages the
+# build needs, only when something is missing (so a second run is offline and
+# instant). Source it, then call rs_install_deps [extra packages...].
+
+RS_BUILD_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  libasio-dev libssl-dev libhwy-dev libspdlog-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+rs_install_deps() {
+  local wanted=("${RS_BUILD_PACKAGES[@]}" "$@") missing=() pkg
+  for pkg in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    return 0
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing Debian packages: ${missing[*]}; run as root or install them first" >&2
+    return 1
+  fi
+  echo "==> installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+rs_repo_root() {
+  cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd
+}

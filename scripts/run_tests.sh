@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds everything and runs the whole test suite, twice: an optimized build,
+# then the same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Installs its Debian packages first if any is missing. `.ci/run` calls this.
+#
+#   scripts/run_tests.sh            # both builds
+#   SANITIZE=0 scripts/run_tests.sh # skip the sanitizer build
+#   BUILD_DIR=out scripts/run_tests.sh
+set -euo pipefail
+
+if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib/deps.sh"
+root=$(rs_repo_root)
+rs_install_deps iperf3
+
+build=${BUILD_DIR:-$root/build}
+jobs=${JOBS:-$(nproc)}
+
+run_suite() {
+  local dir=$1; shift
+  echo "==> configuring $dir ($*)"
+  cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
+  echo "==> building $dir"
+  ninja -C "$dir" -j "$jobs"
+  echo "==> testing $dir"
+  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 900)
+}
+
+run_suite "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+if [ "${SANITIZE:-1}" != "0" ]; then
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  run_suite "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_SANITIZE=address,undefined -DRS_BUILD_BENCH=OFF
+fi
+echo "==> all tests passed"
