@@ -1,0 +1,466 @@
+// reducer-bench: all-reduce bandwidth and correctness against a set of
+// reducers, in the style of nccl-tests' all_reduce_perf. Run one process per
+// rank. Every rank checks every element of its results (--check 1); rank 0
+// prints the table. Exit status: 0 when every operation succeeded and every
+// checked element was right, 1 otherwise, 2 for bad flags.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_check.h"
+#include "client/client.h"
+#include "server/core/auth.h"
+#include "server/core/units.h"
+
+namespace rs::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::vector<client::Endpoint> reducers;
+  uint32_t world = 1;
+  uint32_t rank = 0;
+  std::string session = "reducer-bench";
+  std::string job_token;
+  uint64_t min_bytes = 4 << 10;
+  uint64_t max_bytes = 64 << 20;
+  uint64_t step_factor = 2;
+  std::vector<DataType> dtypes;
+  ReduceOp op = ReduceOp::kSum;
+  int iters = 20;
+  int warmup = 5;
+  bool check = true;
+  int streams = 2;
+  uint64_t piece_bytes = 1 << 20;
+  int io_threads = 1;
+  int inflight = 1;
+  std::chrono::milliseconds timeout{90'000};
+  std::string csv;
+};
+
+constexpr DataType kAllTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16,
+                                  DataType::kFloat64, DataType::kInt8,    DataType::kUint8,
+                                  DataType::kInt32,   DataType::kUint32,  DataType::kInt64,
+                                  DataType::kUint64};
+
+StatusOr<std::vector<DataType>> ParseTypes(const std::string& list) {
+  std::vector<DataType> out;
+  std::istringstream in(list);
+  for (std::string name; std::getline(in, name, ',');) {
+    if (name == "all") {
+      out.insert(out.end(), std::begin(kAllTypes), std::end(kAllTypes));
+    } else if (auto type = ParseDataType(name)) {
+      out.push_back(*type);
+    } else {
+      return Status(Code::kInvalidArgument, "--dtype: unknown data type '" + name +
+                                                "'; use float32, float16, bfloat16, float64, int8, uint8, "
+                                                "int32, uint32, int64, uint64, a comma list of them, or all");
+    }
+  }
+  if (out.empty()) return Status(Code::kInvalidArgument, "--dtype: no data type given");
+  return out;
+}
+
+// Turns the flags' text into Options, checking everything once.
+struct RawFlags {
+  std::string reducers, token_file, min_bytes = "4K", max_bytes = "64M", dtype = "float32", op = "sum";
+  std::string piece_bytes = "1M", timeout = "90s";
+};
+
+Status Validate(const RawFlags& raw, Options* out) {
+  auto reducers = client::ParseEndpoints(raw.reducers);
+  if (!reducers.ok()) return reducers.status().Prefixed("--reducers");
+  out->reducers = *reducers;
+  if (out->rank >= out->world) {
+    return Status(Code::kInvalidArgument, "--rank " + std::to_string(out->rank) + " is not below --world " +
+                                              std::to_string(out->world));
+  }
+  for (auto [flag, text, dest] : {std::tuple{"--min-bytes", &raw.min_bytes, &out->min_bytes},
+                                  std::tuple{"--max-bytes", &raw.max_bytes, &out->max_bytes},
+                                  std::tuple{"--piece-bytes", &raw.piece_bytes, &out->piece_bytes}}) {
+    auto size = ParseSize(*text);
+    if (!size.ok()) return size.status().Prefixed(flag);
+    *dest = *size;
+  }
+  if (out->min_bytes == 0 || out->min_bytes > out->max_bytes) {
+    return Status(Code::kInvalidArgument, "--min-bytes must be at least 1 and at most --max-bytes");
+  }
+  auto types = ParseTypes(raw.dtype);
+  if (!types.ok()) return types.status();
+  out->dtypes = *types;
+  auto op = ParseReduceOp(raw.op);
+  if (!op) return Status(Code::kInvalidArgument, "--op: unknown operation '" + raw.op + "'; use sum, prod, max or min");
+  out->op = *op;
+  auto timeout = ParseDuration(raw.timeout);
+  if (!timeout.ok()) return timeout.status().Prefixed("--timeout");
+  if (timeout->count() <= 0) return Status(Code::kInvalidArgument, "--timeout must be positive");
+  out->timeout = *timeout;
+  if (!raw.token_file.empty()) {
+    auto token = auth::ReadTokenFile(raw.token_file);
+    if (!token.ok()) return token.status().Prefixed("--job-token-file");
+    out->job_token = *token;
+  } else if (const char* env = std::getenv("REDUCER_JOB_TOKEN"); env != nullptr && *env != '\0') {
+    out->job_token = env;
+  }
+  return Status::Ok();
+}
+
+StatusOr<Options> ParseOptions(int argc, char** argv) {
+  CLI::App app{
+      "reducer-bench: all-reduce bandwidth and correctness against reducerd, one process per rank,\n"
+      "in the style of nccl-tests' all_reduce_perf. Every rank checks every element of its results;\n"
+      "rank 0 prints one line per size. algbw = size / time; busbw = algbw * 2(n-1)/n is nccl-tests'\n"
+      "convention for peer-to-peer all-reduce and reads above the line rate with reducers.\n"
+      "Flags shown with an environment variable take their default from it."};
+  // The last of a repeated flag wins, so scripts can append overrides.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  Options o;
+  RawFlags raw;
+  app.add_option("--reducers", raw.reducers, "Reducers as HOST:PORT,HOST:PORT,... (same list on every rank)")
+      ->envname("REDUCER_ADDRS")
+      ->required();
+  app.add_option("--world", o.world, "Number of ranks")->envname("WORLD_SIZE")->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  app.add_option("--rank", o.rank, "This process's rank, 0 to world-1")->envname("RANK")->capture_default_str();
+  app.add_option("--session", o.session, "Session name; ranks with the same name form one all-reduce group")
+      ->envname("REDUCER_SESSION")
+      ->capture_default_str();
+  app.add_option("--job-token-file", raw.token_file, "File holding the job token; or set REDUCER_JOB_TOKEN")
+      ->envname("REDUCER_JOB_TOKEN_FILE");
+  app.add_option("-b,--min-bytes", raw.min_bytes, "Smallest size (suffixes K, M, G = KiB, MiB, GiB)")
+      ->capture_default_str();
+  app.add_option("-e,--max-bytes", raw.max_bytes, "Largest size")->capture_default_str();
+  app.add_option("-f,--step-factor", o.step_factor, "Multiply the size by this from one line to the next")
+      ->check(CLI::Range(2, 1024))
+      ->capture_default_str();
+  app.add_option("-d,--dtype", raw.dtype, "Data type, a comma list of them, or 'all'")->capture_default_str();
+  app.add_option("-o,--op", raw.op, "Reduction: sum, prod, max or min")->capture_default_str();
+  app.add_option("-n,--iters", o.iters, "Timed operations per size")->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("-w,--warmup", o.warmup, "Untimed operations per size before timing")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("-c,--check", o.check,
+                 "1: verify every element after the warm-up and after the timed operations; 0: don't")
+      ->capture_default_str();
+  app.add_option("--streams", o.streams, "TCP streams to each reducer")->envname("REDUCER_STREAMS")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--piece-bytes", raw.piece_bytes, "Largest piece of an operation (same on every rank)")
+      ->envname("REDUCER_PIECE_BYTES")
+      ->capture_default_str();
+  app.add_option("--io-threads", o.io_threads, "Client I/O threads")->envname("REDUCER_IO_THREADS")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--inflight", o.inflight, "Operations kept in flight at once, each with its own buffers")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--timeout", raw.timeout,
+                 "Limit for joining the session and for each operation; keep it above the reducers'\n"
+                 "--op-timeout so their error, which names the missing ranks, arrives first")
+      ->envname("REDUCER_TIMEOUT")
+      ->capture_default_str();
+  app.add_option("--csv", o.csv, "Rank 0 also writes the results to this CSV file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    app.exit(e);
+    return Status(Code::kCancelled, "help printed");
+  } catch (const CLI::ParseError& e) {
+    return Status(Code::kInvalidArgument, e.what());
+  }
+  RS_RETURN_IF_ERROR(Validate(raw, &o));
+  return o;
+}
+
+// Sizes from min to max, multiplied by the step factor each time.
+std::vector<uint64_t> Sizes(const Options& o) {
+  std::vector<uint64_t> out;
+  for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
+    out.push_back(bytes);
+    if (bytes > o.max_bytes / o.step_factor) break;  // the next step would pass max (or overflow)
+  }
+  return out;
+}
+
+struct Row {
+  DataType dtype = DataType::kFloat32;
+  size_t count = 0;
+  uint64_t bytes = 0;
+  double time_us = 0;  // the slowest rank's average per operation
+  uint64_t wrong = 0;  // summed over ranks
+};
+
+// Rank 0's table and CSV; every rank keeps the totals, which are the same on
+// every rank because they come from all-reduced values.
+class Report {
+ public:
+  explicit Report(const Options& o) : o_(o), print_(o.rank == 0) {}
+
+  Status OpenCsv() {
+    if (!print_ || o_.csv.empty()) return Status::Ok();
+    csv_.open(o_.csv);
+    if (!csv_) return Status(Code::kIo, "--csv: cannot write " + o_.csv);
+    csv_ << "bytes,count,dtype,op,ranks,reducers,time_us,algbw_GBps,busbw_GBps,wrong\n";
+    return Status::Ok();
+  }
+
+  void Preamble() const {
+    if (!print_) return;
+    std::string list;
+    for (const auto& r : o_.reducers) list += (list.empty() ? "" : ",") + r.ToString();
+    std::printf("# reducer-bench: %u ranks, %zu reducers (%s), session '%s'\n", o_.world, o_.reducers.size(),
+                list.c_str(), o_.session.c_str());
+    std::printf("# %d stream(s) per reducer, pieces up to %s, %d operation(s) in flight, %d I/O thread(s)\n",
+                o_.streams, FormatBytes(o_.piece_bytes).c_str(), o_.inflight, o_.io_threads);
+    std::printf("# iters %d, warmup %d, check %s, job token %s\n", o_.iters, o_.warmup, o_.check ? "on" : "off",
+                o_.job_token.empty() ? "none" : "set");
+    std::printf("# waiting for all %u ranks to join...\n", o_.world);
+    std::fflush(stdout);
+  }
+
+  void TableHeader() const {
+    if (!print_) return;
+    std::printf(
+        "#\n"
+        "# algbw = size / time: compare it with the line rate. busbw = algbw * 2(n-1)/n is the nccl-tests\n"
+        "# convention for peer-to-peer (ring) all-reduce; with reducers each rank sends and receives the\n"
+        "# size only once, so busbw reads above the line rate. It is here for comparison only.\n"
+        "#\n"
+        "#%14s %12s %9s %6s %11s %12s %12s %8s\n"
+        "#%14s %12s %9s %6s %11s %12s %12s %8s\n",
+        "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "(B)", "(elements)", "", "", "(us)",
+        "(GB/s)", "(GB/s)", "");
+    std::fflush(stdout);
+  }
+
+  void Add(const Row& row) {
+    const double algbw = static_cast<double>(row.bytes) / row.time_us / 1e3;  // bytes/us/1e3 = GB/s
+    const double busbw = algbw * 2.0 * (o_.world - 1) / o_.world;
+    ++rows_;
+    wrong_ += row.wrong;
+    algbw_sum_ += algbw;
+    if (!print_) return;
+    const std::string wrong = o_.check ? std::to_string(row.wrong) : "N/A";
+    const std::string_view type = DataTypeName(row.dtype), op = ReduceOpName(o_.op);
+    std::printf(" %14llu %12zu %9.*s %6.*s %11.1f %12.3f %12.3f %8s\n", static_cast<unsigned long long>(row.bytes),
+                row.count, static_cast<int>(type.size()), type.data(), static_cast<int>(op.size()), op.data(),
+                row.time_us, algbw, busbw, wrong.c_str());
+    std::fflush(stdout);
+    if (csv_.is_open()) {
+      csv_ << row.bytes << ',' << row.count << ',' << type << ',' << op << ',' << o_.world << ','
+           << o_.reducers.size() << ',' << row.time_us << ',' << algbw << ',' << busbw << ',' << row.wrong << '\n'
+           << std::flush;
+    }
+  }
+
+  // Prints the summary; returns true when every checked element was right.
+  bool Finish() const {
+    if (print_) {
+      std::printf("#\n# Wrong elements : %llu %s\n", static_cast<unsigned long long>(wrong_),
+                  !o_.check ? "(not checked)" : wrong_ == 0 ? "OK" : "FAILED");
+      std::printf("# Avg algbw      : %.3f GB/s over %d results\n", rows_ ? algbw_sum_ / rows_ : 0.0, rows_);
+      std::fflush(stdout);
+    }
+    return wrong_ == 0;
+  }
+
+ private:
+  const Options& o_;
+  const bool print_;
+  std::ofstream csv_;
+  int rows_ = 0;
+  uint64_t wrong_ = 0;
+  double algbw_sum_ = 0;
+};
+
+class Bench {
+ public:
+  // Allocates every buffer up front, so a rank without the memory fails
+  // before it joins the session rather than in the middle of it.
+  explicit Bench(Options o) : o_(std::move(o)), report_(o_), seeds_(o_.inflight) {
+    for (int s = 0; s < o_.inflight; ++s) {
+      send_.emplace_back(o_.max_bytes);
+      recv_.emplace_back(o_.max_bytes);
+    }
+  }
+
+  Status Start() {
+    RS_RETURN_IF_ERROR(report_.OpenCsv());
+    report_.Preamble();
+    client::ClientOptions c;
+    c.reducers = o_.reducers;
+    c.session = auth::SessionIdFromName(o_.session);
+    c.rank = o_.rank;
+    c.world = o_.world;
+    c.job_token = o_.job_token;
+    c.streams_per_reducer = o_.streams;
+    c.io_threads = o_.io_threads;
+    c.max_piece_bytes = o_.piece_bytes;
+    c.connect_timeout = o_.timeout;
+    c.op_timeout = o_.timeout;
+    // Errors come back as statuses and are printed with their context; only
+    // warnings need the log.
+    c.log = [rank = o_.rank](client::LogLevel level, const std::string& message) {
+      if (level == client::LogLevel::kWarn) std::fprintf(stderr, "reducer-bench: rank %u: %s\n", rank, message.c_str());
+    };
+    auto client = client::Client::Create(std::move(c));
+    if (!client.ok()) return client.status().Prefixed("joining the session");
+    client_ = std::move(*client);
+    return Status::Ok();
+  }
+
+  // Runs the sweep; returns the process exit status.
+  int Run() {
+    report_.TableHeader();
+    for (DataType dtype : o_.dtypes) {
+      for (uint64_t size : Sizes(o_)) {
+        Row row{dtype, size / DataTypeSize(dtype)};
+        if (row.count == 0) continue;  // below one element
+        row.bytes = row.count * DataTypeSize(dtype);
+        if (Status st = RunSize(&row); !st.ok()) {
+          std::fprintf(stderr, "reducer-bench: rank %u: %s failed: %s\n", o_.rank, Describe(row).c_str(),
+                       st.ToString().c_str());
+          return 1;
+        }
+        report_.Add(row);
+      }
+    }
+    return report_.Finish() ? 0 : 1;
+  }
+
+ private:
+  Status RunSize(Row* row) {
+    // Untimed warm-up, which is also the first checked batch.
+    const int first = std::max(o_.warmup, o_.check ? 1 : 0);
+    PrepareInputs(*row);
+    RS_RETURN_IF_ERROR(RunOps(*row, first));
+    CheckResult found;
+    CheckResults(*row, first, &found);
+    // Fresh inputs, so a timed operation that leaves a warm-up result behind is caught.
+    if (o_.check) PrepareInputs(*row);
+    uint64_t barrier = 0;  // every rank starts its clock when the slowest is ready
+    RS_RETURN_IF_ERROR(AllReduceScalar(&barrier, DataType::kUint64, ReduceOp::kSum));
+    const auto start = Clock::now();
+    RS_RETURN_IF_ERROR(RunOps(*row, o_.iters));
+    double time_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / o_.iters;
+    CheckResults(*row, o_.iters, &found);
+    if (found.wrong > 0) {
+      std::fprintf(stderr, "reducer-bench: rank %u: %s: %llu wrong elements; first: %s\n", o_.rank,
+                   Describe(*row).c_str(), static_cast<unsigned long long>(found.wrong), found.first_wrong.c_str());
+    }
+    uint64_t wrong = found.wrong;
+    RS_RETURN_IF_ERROR(AllReduceScalar(&time_us, DataType::kFloat64, ReduceOp::kMax));
+    RS_RETURN_IF_ERROR(AllReduceScalar(&wrong, DataType::kUint64, ReduceOp::kSum));
+    row->time_us = time_us;
+    row->wrong = wrong;
+    return Status::Ok();
+  }
+
+  // "float32 sum of 4 KiB (1024 elements)", for error messages.
+  std::string Describe(const Row& row) const {
+    return std::string(DataTypeName(row.dtype)) + " " + std::string(ReduceOpName(o_.op)) + " of " +
+           FormatBytes(row.bytes) + " (" + std::to_string(row.count) + " elements)";
+  }
+
+  CheckParams Params(const Row& row, int slot) const { return {row.dtype, o_.op, o_.world, seeds_[slot]}; }
+
+  void PrepareInputs(const Row& row) {
+    for (int s = 0; s < o_.inflight; ++s) {
+      seeds_[s] = next_seed_++;  // same sequence on every rank
+      FillInput(Params(row, s), o_.rank, send_[s].data(), row.count);
+      // No exact result has this pattern in a float type (a tiny negative
+      // value), so an element the reduction never wrote shows up as wrong.
+      std::memset(recv_[s].data(), 0xA5, row.bytes);
+    }
+  }
+
+  // Keeps up to --inflight operations going, slot i % inflight for the i-th.
+  Status RunOps(const Row& row, int ops) {
+    std::vector<std::shared_ptr<client::Operation>> slots(o_.inflight);
+    for (int i = 0; i < ops; ++i) {
+      const int s = i % o_.inflight;
+      if (slots[s]) RS_RETURN_IF_ERROR(Await(*slots[s]));
+      slots[s] = client_->AllReduce(send_[s].data(), recv_[s].data(), row.count, row.dtype, o_.op);
+    }
+    for (auto& op : slots) {
+      if (op) RS_RETURN_IF_ERROR(Await(*op));
+    }
+    return Status::Ok();
+  }
+
+  // Verifies the buffers the last batch used, adding to what this size found.
+  void CheckResults(const Row& row, int ops, CheckResult* found) const {
+    if (!o_.check) return;
+    for (int s = 0; s < std::min(ops, o_.inflight); ++s) {
+      CheckResult r = VerifyResult(Params(row, s), recv_[s].data(), row.count);
+      if (found->wrong == 0) found->first_wrong = std::move(r.first_wrong);
+      found->wrong += r.wrong;
+    }
+  }
+
+  // Reduces one 8-byte value through a member, not the caller's variable, so
+  // that even an operation abandoned after a failed wait never writes to a
+  // dead stack frame.
+  template <typename T>
+  Status AllReduceScalar(T* value, DataType dtype, ReduceOp op) {
+    static_assert(sizeof(T) == sizeof(scalar_));
+    std::memcpy(&scalar_, value, sizeof(T));
+    RS_RETURN_IF_ERROR(Await(*client_->AllReduce(&scalar_, &scalar_, 1, dtype, op)));
+    std::memcpy(value, &scalar_, sizeof(T));
+    return Status::Ok();
+  }
+
+  Status Await(client::Operation& op) const {
+    // The client fails an operation itself after --timeout; the margin only
+    // keeps a bug there from hanging the benchmark.
+    return op.Wait(o_.timeout + std::chrono::seconds(10));
+  }
+
+  const Options o_;
+  Report report_;
+  std::vector<std::vector<std::byte>> send_, recv_;  // one pair per operation in flight
+  std::vector<uint64_t> seeds_;                      // the inputs' seed, per pair
+  uint64_t next_seed_ = 1;
+  uint64_t scalar_ = 0;  // AllReduceScalar's buffer
+  std::unique_ptr<client::Client> client_;  // last: stops its I/O before the buffers go
+};
+
+}  // namespace
+}  // namespace rs::bench
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);
+  auto options = rs::bench::ParseOptions(argc, argv);
+  if (!options.ok()) {
+    if (options.status().code() == rs::Code::kCancelled) return 0;
+    std::fprintf(stderr, "reducer-bench: %s\nRun 'reducer-bench --help' for the flags.\n",
+                 options.status().message().c_str());
+    return 2;
+  }
+  const uint32_t rank = options->rank;
+  std::unique_ptr<rs::bench::Bench> bench;
+  try {
+    bench = std::make_unique<rs::bench::Bench>(std::move(*options));
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "reducer-bench: rank %u: cannot allocate 2 x --inflight x --max-bytes of buffers\n", rank);
+    return 1;
+  }
+  if (rs::Status st = bench->Start(); !st.ok()) {
+    std::fprintf(stderr, "reducer-bench: rank %u: %s\n", rank, st.ToString().c_str());
+    return 1;
+  }
+  return bench->Run();
+}
