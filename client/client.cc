@@ -284,7 +284,7 @@ void ClientImpl::Fail(const Status& status) {
   Log(LogLevel::kError, "rank " + std::to_string(opts_.rank) + ": " + status.ToString());
   for (auto& [seq, op] : ops) op->Finish(status);
   for (auto& per_reducer : streams_) {
-    for (auto& stream : per_reducer) stream->Close(/*bye=*/false);
+    for (auto& stream : per_reducer) stream->Abort(status);
   }
 }
 

@@ -200,7 +200,7 @@ void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, const
 
 void ReducerStream::Send(std::vector<PieceSend> sends) {
   asio::post(io_, [self = shared_from_this(), sends = std::move(sends)]() mutable {
-    if (self->state_ != State::kReady) {
+    if (self->state_ != State::kReady || self->write_failed_) {
       for (auto& s : sends) s.op->Release();
       return;
     }
@@ -210,6 +210,7 @@ void ReducerStream::Send(std::vector<PieceSend> sends) {
 }
 
 void ReducerStream::WriteControl(std::vector<uint8_t> frame) {
+  if (write_failed_) return;
   queue_.push_back(Outgoing{std::move(frame), {}});
   if (!writing_) WriteNext();
 }
@@ -242,11 +243,14 @@ void ReducerStream::WriteNext() {
     self->in_flight_ = 0;
     if (ec) {
       self->writing_ = false;
-      if (self->state_ != State::kClosed) {
-        self->Fail(Status(Code::kPeerFailed, "cannot send to " + self->Name() + ": " + ec.message()));
-      } else {
+      if (self->state_ == State::kClosed) {
         self->Shutdown();
+        return;
       }
+      // The reducer closed on us, most likely after an ERROR frame that the
+      // pending read is about to deliver: let the reader report the cause.
+      self->write_failed_ = true;
+      self->DropQueued();
       return;
     }
     self->WriteNext();
@@ -272,15 +276,33 @@ void ReducerStream::Close(bool bye) {
   });
 }
 
-void ReducerStream::Shutdown() {
-  const bool was_open = state_ != State::kClosed || close_after_write_;
-  state_ = State::kClosed;
-  close_after_write_ = false;
-  // Drop what is not being written; its leases go back to the operations.
+void ReducerStream::Abort(const Status& why) {
+  asio::post(io_, [self = shared_from_this(), why] {
+    if (self->state_ == State::kClosed) return;
+    if (self->state_ == State::kReady || self->state_ == State::kAwaitReady) {
+      self->state_ = State::kClosed;
+      self->close_after_write_ = true;
+      self->DropQueued();  // pieces not yet sent are moot now
+      self->WriteControl(wire::EncodeError({why.code(), why.message()}));
+      return;
+    }
+    self->Shutdown();
+  });
+}
+
+void ReducerStream::DropQueued() {
+  // What is not being written goes; its leases go back to the operations.
   while (queue_.size() > in_flight_) {
     if (queue_.back().piece.op) queue_.back().piece.op->Release();
     queue_.pop_back();
   }
+}
+
+void ReducerStream::Shutdown() {
+  const bool was_open = state_ != State::kClosed || close_after_write_;
+  state_ = State::kClosed;
+  close_after_write_ = false;
+  DropQueued();
   asio::error_code ignored;
   retry_timer_.cancel();
   resolver_.cancel();

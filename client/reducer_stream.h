@@ -60,6 +60,9 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void Send(std::vector<PieceSend> sends);
   // bye: say goodbye first (clean end of session); otherwise just close.
   void Close(bool bye);
+  // Tells the reducer why this rank gives up (so it can pass the root cause
+  // on to the other ranks), then closes.
+  void Abort(const Status& why);
 
   std::string Name() const;  // "reducer 10.0.0.5:7450 (stream 1)"
 
@@ -78,6 +81,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void WriteNext();
   void Fail(const Status& status);
   void Shutdown();
+  void DropQueued();
 
   asio::io_context& io_;
   asio::ip::tcp::socket socket_;
@@ -105,6 +109,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   size_t in_flight_ = 0;
   bool writing_ = false;
   bool close_after_write_ = false;
+  bool write_failed_ = false;
 };
 
 }  // namespace rs::client

@@ -18,7 +18,7 @@ std::string PeerName(const asio::ip::tcp::socket& socket) {
 }  // namespace
 
 Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket)
-    : server_(server), socket_(std::move(socket)), peer_(PeerName(socket_)) {
+    : server_(server), socket_(std::move(socket)), linger_(socket_.get_executor()), peer_(PeerName(socket_)) {
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.set_option(asio::socket_base::keep_alive(true), ignored);
@@ -28,13 +28,48 @@ Connection::~Connection() = default;
 
 void Connection::Start() { ReadHeader(); }
 
+template <typename Handler>
+void Connection::Read(asio::mutable_buffer buffer, Handler&& handler) {
+  read_pending_ = true;
+  asio::async_read(socket_, buffer,
+                   [self = shared_from_this(), handler = std::forward<Handler>(handler)](
+                       const asio::error_code& ec, size_t) mutable {
+                     self->read_pending_ = false;
+                     if (self->state_ == State::kClosing) {
+                       self->piece_.reset();
+                       self->Drain(ec);
+                       return;
+                     }
+                     handler(ec);
+                   });
+}
+
+void Connection::Drain(const asio::error_code& ec) {
+  // After an ERROR frame, read and discard until the worker closes (or the
+  // linger timer fires): closing with unread input would reset the
+  // connection and could destroy the ERROR frame before the worker reads it.
+  if (ec || !socket_.is_open()) {
+    CloseSocket();
+    return;
+  }
+  read_pending_ = true;
+  socket_.async_read_some(asio::buffer(drain_buf_), [self = shared_from_this()](const asio::error_code& ec2, size_t) {
+    self->read_pending_ = false;
+    self->Drain(ec2);
+  });
+}
+
+void Connection::CloseSocket() {
+  asio::error_code ignored;
+  linger_.cancel();
+  socket_.close(ignored);
+}
+
 void Connection::ReadHeader() {
-  asio::async_read(socket_, asio::buffer(header_buf_),
-                   [self = shared_from_this()](const asio::error_code& ec, size_t) { self->OnHeader(ec); });
+  Read(asio::buffer(header_buf_), [this](const asio::error_code& ec) { OnHeader(ec); });
 }
 
 void Connection::OnHeader(const asio::error_code& ec) {
-  if (state_ == State::kClosing) return;
   if (ec) {
     CloseNow(Status(Code::kIo, ec == asio::error::eof ? "connection closed by the worker" : ec.message()));
     return;
@@ -53,14 +88,13 @@ void Connection::OnHeader(const asio::error_code& ec) {
     }
     // Read only the piece header: the elements go straight into the slot.
     payload_.resize(wire::kPieceHeaderBytes);
-    asio::async_read(socket_, asio::buffer(payload_),
-                     [self = shared_from_this()](const asio::error_code& ec2, size_t) {
-                       if (ec2) {
-                         self->CloseNow(Status(Code::kIo, "connection lost in a DATA frame: " + ec2.message()));
-                         return;
-                       }
-                       self->OnPieceHeader();
-                     });
+    Read(asio::buffer(payload_), [this](const asio::error_code& ec2) {
+      if (ec2) {
+        CloseNow(Status(Code::kIo, "connection lost in a DATA frame: " + ec2.message()));
+        return;
+      }
+      OnPieceHeader();
+    });
     return;
   }
   ReadPayload();
@@ -68,12 +102,12 @@ void Connection::OnHeader(const asio::error_code& ec) {
 
 void Connection::ReadPayload() {
   payload_.resize(header_.payload_bytes);
-  asio::async_read(socket_, asio::buffer(payload_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
+  Read(asio::buffer(payload_), [this](const asio::error_code& ec) {
     if (ec) {
-      self->CloseNow(Status(Code::kIo, "connection lost in a frame: " + ec.message()));
+      CloseNow(Status(Code::kIo, "connection lost in a frame: " + ec.message()));
       return;
     }
-    self->OnPayload();
+    OnPayload();
   });
 }
 
@@ -92,15 +126,16 @@ void Connection::OnPayload() {
       if (header_.type == FrameType::kBye) {
         LeaveSession(/*clean=*/true, Status(Code::kOk, "goodbye"));
         state_ = State::kClosing;
-        asio::error_code ignored;
-        socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-        socket_.close(ignored);
+        CloseSocket();
         return;
       }
       if (header_.type == FrameType::kError) {
+        // The worker gave up, usually because another reducer reported an
+        // error: pass its reason on so every rank learns the root cause.
         wire::ErrorFrame err;
         (void)wire::DecodeError(payload_, &err);
-        CloseNow(Status(Code::kPeerFailed, "rank " + std::to_string(hello_.rank) + " aborted: " + err.message));
+        session_->Fail(Status(err.code, "rank " + std::to_string(hello_.rank) + " aborted: " + err.message));
+        CloseNow(Status(Code::kPeerFailed, "aborted by the worker"));
         return;
       }
       break;
@@ -120,7 +155,7 @@ void Connection::OnHello() {
   }
   server_nonce_ = auth::RandomNonce();
   state_ = State::kAwaitAuth;
-  Enqueue(Outgoing{wire::EncodeChallenge({server_nonce_, !server_.config().job_token.empty()})});
+  EnqueueControl(wire::EncodeChallenge({server_nonce_, !server_.config().job_token.empty()}));
   ReadHeader();
 }
 
@@ -150,7 +185,7 @@ void Connection::OnAuth() {
   session_ = std::move(session).value();
   state_ = State::kJoined;
   welcome.max_piece_bytes = server_.MaxPieceBytes(hello_.world);
-  Enqueue(Outgoing{wire::EncodeWelcome(welcome)});
+  EnqueueControl(wire::EncodeWelcome(welcome));
   ReadHeader();
 }
 
@@ -186,10 +221,8 @@ void Connection::TryBeginContribution() {
       return;
     case Contribution::Kind::kReceive:
       piece_ = std::move(c.piece);
-      asio::async_read(socket_, asio::buffer(c.dest, piece_header_.PayloadBytes()),
-                       [self = shared_from_this()](const asio::error_code& ec, size_t) {
-                         self->OnContributionRead(ec);
-                       });
+      Read(asio::buffer(c.dest, piece_header_.PayloadBytes()),
+           [this](const asio::error_code& ec) { OnContributionRead(ec); });
       return;
   }
 }
@@ -209,7 +242,7 @@ void Connection::OnContributionRead(const asio::error_code& ec) {
 void Connection::SendReady() {
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     if (self->state_ == State::kClosing) return;
-    self->Enqueue(Outgoing{wire::EncodeReady()});
+    self->EnqueueControl(wire::EncodeReady());
   });
 }
 
@@ -231,6 +264,12 @@ void Connection::SendErrorAndClose(const Status& status) {
   });
 }
 
+void Connection::EnqueueControl(std::vector<uint8_t> frame) {
+  Outgoing out;
+  out.bytes = std::move(frame);
+  Enqueue(std::move(out));
+}
+
 void Connection::Enqueue(Outgoing out) {
   write_queue_.push_back(std::move(out));
   if (!writing_) WriteNext();
@@ -241,9 +280,14 @@ void Connection::WriteNext() {
     writing_ = false;
     in_flight_ = 0;
     if (close_after_write_) {
+      close_after_write_ = false;
       asio::error_code ignored;
       socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-      socket_.close(ignored);
+      linger_.expires_after(std::chrono::seconds(2));
+      linger_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+        if (!ec) self->CloseSocket();
+      });
+      if (!read_pending_) Drain({});
     }
     return;
   }
@@ -286,7 +330,9 @@ void Connection::Reject(const Status& status) {
   // Drop results not yet sent; the error goes out after what is being written.
   while (write_queue_.size() > in_flight_) write_queue_.pop_back();
   close_after_write_ = true;
-  write_queue_.push_back(Outgoing{wire::EncodeError({status.code(), status.message()})});
+  Outgoing error;
+  error.bytes = wire::EncodeError({status.code(), status.message()});
+  write_queue_.push_back(std::move(error));
   if (!writing_) WriteNext();
 }
 
@@ -294,8 +340,7 @@ void Connection::CloseNow(const Status& why) {
   if (state_ != State::kClosing) spdlog::debug("{}: closed: {}", peer_, why.ToString());
   LeaveSession(/*clean=*/false, why);
   state_ = State::kClosing;
-  asio::error_code ignored;
-  socket_.close(ignored);
+  CloseSocket();
 }
 
 void Connection::LeaveSession(bool clean, const Status& why) {

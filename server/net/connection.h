@@ -45,6 +45,11 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
     std::shared_ptr<Piece> piece;             // RESULT: header + elements
   };
 
+  // Every read goes through Read(): once closing, completions drain instead.
+  template <typename Handler>
+  void Read(asio::mutable_buffer buffer, Handler&& handler);
+  void Drain(const asio::error_code& ec);
+  void CloseSocket();
   void ReadHeader();
   void OnHeader(const asio::error_code& ec);
   void ReadPayload();
@@ -56,6 +61,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void OnContributionRead(const asio::error_code& ec);
 
   void Enqueue(Outgoing out);
+  void EnqueueControl(std::vector<uint8_t> frame);
   void WriteNext();
   void Reject(const Status& status);   // send ERROR, then close
   void CloseNow(const Status& why);
@@ -63,6 +69,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
 
   ReducerServer& server_;
   asio::ip::tcp::socket socket_;
+  asio::steady_timer linger_;
   const std::string peer_;
   State state_ = State::kAwaitHello;
 
@@ -81,6 +88,8 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   bool writing_ = false;
   size_t in_flight_ = 0;                       // frames of write_queue_ being written
   bool close_after_write_ = false;
+  bool read_pending_ = false;
+  std::array<uint8_t, 4096> drain_buf_{};
 };
 
 }  // namespace rs::net

@@ -150,5 +150,29 @@ TEST_F(AllReduceTest, ManyOperationsInFlight) {
   });
 }
 
+TEST_F(AllReduceTest, RootCauseReachesEveryRankThroughEveryReducer) {
+  // Rank 1 disagrees on the dtype; only some reducers see that first-hand.
+  // Whichever reducer tells a rank, the message must carry the root cause.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::vector<Status> results(kWorld);
+    RunRanks(kWorld, [&](uint32_t rank) {
+      auto c = client::Client::Create(RankOptions("root-cause-" + std::to_string(attempt), rank));
+      if (!c.ok()) {  // a slow rank may learn of the failure while joining
+        results[rank] = c.status();
+        return;
+      }
+      std::vector<uint8_t> buf(256 << 10);
+      const DataType dtype = rank == 1 ? DataType::kFloat16 : DataType::kFloat32;
+      results[rank] = (*c)->AllReduce(buf.data(), buf.data(), (64 << 10) / DataTypeSize(dtype), dtype,
+                                      ReduceOp::kSum)->Wait(std::chrono::seconds(30));
+    });
+    for (uint32_t r = 0; r < kWorld; ++r) {
+      EXPECT_EQ(results[r].code(), Code::kMismatch) << "rank " << r << ": " << results[r].ToString();
+      EXPECT_NE(results[r].message().find("rank 1 sent float16"), std::string::npos)
+          << "rank " << r << ": " << results[r].message();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rs::testing
