@@ -72,7 +72,8 @@ Piece::Piece(const wire::PieceHeader& header, uint32_t first_rank, uint32_t worl
       reply_to_(world) {}
 
 Session::Session(const wire::SessionId& id, uint32_t world, uint16_t streams,
-                 std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now)
+                 std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
+                 std::shared_ptr<ReducerStats> stats)
     : id_(id),
       name_(wire::SessionIdToString(id)),
       world_(world),
@@ -80,7 +81,9 @@ Session::Session(const wire::SessionId& id, uint32_t world, uint16_t streams,
       budget_(std::move(budget)),
       limits_(limits),
       created_(now),
-      members_(size_t{world} * streams) {}
+      reducer_stats_(stats ? std::move(stats) : std::make_shared<ReducerStats>()),
+      members_(size_t{world} * streams),
+      last_arrivals_(new std::atomic<uint64_t>[world]()) {}
 
 Status Session::Join(const wire::Hello& hello, std::shared_ptr<SessionMember> member) {
   std::vector<std::shared_ptr<SessionMember>> notify;
@@ -215,21 +218,42 @@ Contribution Session::BeginContribution(uint32_t rank, const std::shared_ptr<Ses
   return result;
 }
 
-void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece) {
-  bytes_received_.fetch_add(piece->header_.PayloadBytes(), std::memory_order_relaxed);
+void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece, Clock::time_point now) {
+  const uint64_t payload = piece->header_.PayloadBytes();
+  bytes_received_.fetch_add(payload, std::memory_order_relaxed);
+  reducer_stats_->AddReceived(payload);
   std::vector<std::shared_ptr<SessionMember>> reply_to;
+  bool first_piece_of_op = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failure_.ok() || piece->ended_[rank]) return;
     piece->ended_[rank] = 1;
-    if (++piece->ended_count_ < world_) return;
+    if (piece->ended_count_++ == 0) piece->first_end_ = now;
+    if (piece->ended_count_ < world_) return;
     pending_.erase(PieceKey{piece->header_.seq, piece->header_.piece});
     reply_to.swap(piece->reply_to_);
+    first_piece_of_op = completed_ops_.Insert(piece->header_.seq);
   }
   // This thread now owns the piece exclusively: reduce outside the lock.
+  // The latency includes the reduction, timed here because `now` is when
+  // the last contribution arrived, not when its sum was ready.
+  const auto reduce_start = Clock::now();
   Reduce(*piece);
+  const auto latency = (now - piece->first_arrival_) + (Clock::now() - reduce_start);
+  const auto wait = now - piece->first_end_;
+  const uint64_t sent = payload * world_;
+  // `rank` completed the piece: it is the one everybody waited for.
+  last_arrivals_[rank].fetch_add(1, std::memory_order_relaxed);
+  straggler_wait_ns_.fetch_add(static_cast<uint64_t>(std::max<int64_t>(
+                                   std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count(), 0)),
+                               std::memory_order_relaxed);
   pieces_completed_.fetch_add(1, std::memory_order_relaxed);
-  bytes_sent_.fetch_add(piece->header_.PayloadBytes() * world_, std::memory_order_relaxed);
+  bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
+  reducer_stats_->PieceCompleted(sent, latency, wait);
+  if (first_piece_of_op) {
+    operations_completed_.fetch_add(1, std::memory_order_relaxed);
+    reducer_stats_->OperationCompleted();
+  }
   for (auto& member : reply_to) member->SendResult(piece);
 }
 
@@ -290,6 +314,8 @@ void Session::Fail(const Status& status) {
 
 std::vector<std::shared_ptr<SessionMember>> Session::FailLocked(const Status& status) {
   failure_ = status;
+  // Counted here, once per session, however many members are told.
+  reducer_stats_->CountError(status.code());
   pending_.clear();
   std::vector<std::shared_ptr<SessionMember>> notify;
   for (const Stream& s : members_) {
@@ -308,6 +334,7 @@ SessionStats Session::stats() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     out.world = world_;
+    out.streams = streams_;
     std::vector<uint8_t> seen(world_, 0);
     for (uint32_t r = 0; r < world_; ++r) {
       for (uint16_t s = 0; s < streams_; ++s) seen[r] |= members_[StreamIndex(r, s)].member != nullptr;
@@ -319,6 +346,10 @@ SessionStats Session::stats() const {
   out.pieces_completed = pieces_completed_.load(std::memory_order_relaxed);
   out.bytes_received = bytes_received_.load(std::memory_order_relaxed);
   out.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
+  out.operations_completed = operations_completed_.load(std::memory_order_relaxed);
+  out.straggler_wait_seconds = static_cast<double>(straggler_wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  out.last_arrivals.resize(world_);
+  for (uint32_t r = 0; r < world_; ++r) out.last_arrivals[r] = last_arrivals_[r].load(std::memory_order_relaxed);
   return out;
 }
 

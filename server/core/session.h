@@ -9,9 +9,16 @@
 // No I/O: connections are reached through SessionMember, and time is passed
 // in, so tests drive it directly.
 //
+// It also attributes stragglers: for each completed piece it records which
+// rank's contribution completed last and how long the piece waited between
+// the first and the last contribution, per session and into the reducer-wide
+// ReducerStats.
+//
 // Threading: every method may be called from any I/O thread. One mutex
 // guards membership and the table of pending pieces; payload bytes are
 // received and reduced outside it. Members are called outside the lock.
+// Counters read by stats() are atomics, so observers never wait on a
+// reduction.
 #pragma once
 
 #include <atomic>
@@ -26,6 +33,8 @@
 #include <vector>
 
 #include "server/core/memory_budget.h"
+#include "server/core/recent_seq_set.h"
+#include "server/core/reducer_stats.h"
 #include "server/core/status.h"
 #include "server/core/wire.h"
 
@@ -64,8 +73,9 @@ class Piece {
   uint32_t first_rank_;
   std::unique_ptr<PieceBuffer> buffer_;
   size_t slot_bytes_;
-  Clock::time_point first_arrival_;
+  Clock::time_point first_arrival_;  // first rank began its contribution
   // Guarded by the session's mutex:
+  Clock::time_point first_end_;      // first rank's contribution was complete
   std::vector<uint8_t> begun_;   // rank has started sending its contribution
   std::vector<uint8_t> ended_;   // rank's contribution is complete
   uint32_t ended_count_ = 0;
@@ -81,12 +91,16 @@ struct SessionLimits {
 
 struct SessionStats {
   uint32_t world = 0;
+  uint16_t streams = 0;             // per rank
   uint32_t ranks_joined = 0;
   bool ready = false;
   bool failed = false;
+  uint64_t operations_completed = 0;  // with at least one piece reduced here
   uint64_t pieces_completed = 0;
   uint64_t bytes_received = 0;
   uint64_t bytes_sent = 0;
+  double straggler_wait_seconds = 0;  // summed over pieces
+  std::vector<uint64_t> last_arrivals;  // per rank: pieces it completed last
 };
 
 // What BeginContribution tells the connection to do next.
@@ -100,11 +114,14 @@ struct Contribution {
 
 class Session {
  public:
+  // `stats` collects the reducer-wide counters; null gives the session its own.
   Session(const wire::SessionId& id, uint32_t world, uint16_t streams,
-          std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now);
+          std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
+          std::shared_ptr<ReducerStats> stats = nullptr);
 
   const wire::SessionId& id() const { return id_; }
   uint32_t world() const { return world_; }
+  Clock::time_point created() const { return created_; }
 
   // Adds an authenticated stream. Errors concern only the joining stream,
   // except a world or stream-count disagreement, which fails the session.
@@ -120,9 +137,10 @@ class Session {
   Contribution BeginContribution(uint32_t rank, const std::shared_ptr<SessionMember>& member,
                                  uint16_t stream, const wire::PieceHeader& header,
                                  std::function<void()> wake, Clock::time_point now);
-  // The payload has been read into the slot. The last rank's call reduces
-  // the piece (on the calling thread) and sends the result to every rank.
-  void EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece);
+  // The payload has been read into the slot at `now`. The last rank's call
+  // reduces the piece (on the calling thread), records it as the piece's
+  // straggler and sends the result to every rank.
+  void EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece, Clock::time_point now = Clock::now());
 
   // Fails the session if it was not ready in time or a piece waited too long.
   void CheckTimeouts(Clock::time_point now);
@@ -153,6 +171,7 @@ class Session {
   const std::shared_ptr<MemoryBudget> budget_;
   const SessionLimits limits_;
   const Clock::time_point created_;
+  const std::shared_ptr<ReducerStats> reducer_stats_;
 
   mutable std::mutex mu_;
   std::vector<Stream> members_;               // guarded by mu_; world * streams
@@ -161,10 +180,14 @@ class Session {
   bool ready_ = false;                        // guarded by mu_
   Status failure_;                            // guarded by mu_
   std::map<PieceKey, std::shared_ptr<Piece>> pending_;  // guarded by mu_
+  RecentSeqSet completed_ops_;                // guarded by mu_
 
   std::atomic<uint64_t> pieces_completed_{0};
   std::atomic<uint64_t> bytes_received_{0};
   std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> operations_completed_{0};
+  std::atomic<uint64_t> straggler_wait_ns_{0};
+  const std::unique_ptr<std::atomic<uint64_t>[]> last_arrivals_;  // world entries
 };
 
 }  // namespace rs

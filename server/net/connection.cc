@@ -24,7 +24,7 @@ Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket)
   socket_.set_option(asio::socket_base::keep_alive(true), ignored);
 }
 
-Connection::~Connection() = default;
+Connection::~Connection() { server_.ConnectionClosed(); }
 
 void Connection::Start() { ReadHeader(); }
 
@@ -325,6 +325,9 @@ void Connection::Reject(const Status& status) {
   if (state_ != State::kJoined || !session_) {
     spdlog::info("{}: rejected: {}", peer_, status.ToString());
   }
+  // A failed session counted its error once; this stream's own errors
+  // (handshake, protocol) are counted here.
+  if (!session_ || session_->failure().ok()) server_.reducer_stats().CountError(status.code());
   LeaveSession(/*clean=*/false, status);
   state_ = State::kClosing;
   // Drop results not yet sent; the error goes out after what is being written.

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "server/net/connection.h"
 
 namespace rs::net {
@@ -69,6 +71,7 @@ void ReducerServer::Accept() {
       spdlog::warn("accept failed: {}", ec.message());
     } else {
       connections_accepted_.fetch_add(1, std::memory_order_relaxed);
+      connections_active_.fetch_add(1, std::memory_order_relaxed);  // Connection's destructor takes it back
       auto executor = socket.get_executor();
       auto conn = std::make_shared<Connection>(*this, std::move(socket));
       // Start on the connection's own thread.
@@ -117,7 +120,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const wire::Hello&
     if (it == sessions_.end()) {
       SessionLimits limits{MaxPieceBytes(hello.world), config_.op_timeout, config_.join_timeout};
       session = std::make_shared<Session>(hello.session, hello.world, hello.streams, budget_, limits,
-                                          Clock::now());
+                                          Clock::now(), reducer_stats_);
       sessions_.emplace(hello.session, session);
       ++sessions_started_;
       created = true;
@@ -145,6 +148,10 @@ void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32
   sessions_.erase(it);
   const SessionStats st = session->stats();
   const Status failure = session->failure();
+  SessionSnapshot last{session->id(), st, failure, /*ended=*/true,
+                       std::chrono::duration<double>(Clock::now() - session->created()).count()};
+  ended_.push_front(std::move(last));
+  if (ended_.size() > kSessionHistory) ended_.pop_back();
   if (failure.ok()) {
     spdlog::info("session {} ended: {} pieces, {} bytes in, {} bytes out",
                  wire::SessionIdToString(session->id()), st.pieces_completed, st.bytes_received,
@@ -156,12 +163,20 @@ void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32
   sessions_changed_.notify_all();
 }
 
-size_t ReducerServer::Drain(std::chrono::milliseconds timeout) {
-  stopping_ = true;
+void ReducerServer::StopAccepting() {
+  {
+    // Under the registry lock so that no JoinSession is half way through.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_.exchange(true)) return;
+  }
   asio::post(*contexts_[0], [this] {
     asio::error_code ignored;
     acceptor_->close(ignored);
   });
+}
+
+size_t ReducerServer::Drain(std::chrono::milliseconds timeout) {
+  StopAccepting();
   std::vector<std::shared_ptr<Session>> left;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -206,10 +221,35 @@ ServerStats ReducerServer::stats() const {
     out.sessions_active = sessions_.size();
   }
   out.connections_accepted = connections_accepted_.load(std::memory_order_relaxed);
+  out.connections_active = connections_active_.load(std::memory_order_relaxed);
+  out.accepting = !stopping_;
+  out.totals = reducer_stats_->Snapshot();
+  out.memory_limit = config_.memory_limit;
   out.memory_in_use = budget_->in_use();
   out.memory_peak = budget_->peak_in_use();
   out.memory_waits = budget_->waits();
   return out;
+}
+
+std::vector<SessionSnapshot> ReducerServer::Sessions() const {
+  std::vector<std::shared_ptr<Session>> live;
+  std::vector<SessionSnapshot> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, s] : sessions_) live.push_back(s);
+    ended.assign(ended_.begin(), ended_.end());
+  }
+  std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) { return a->created() > b->created(); });
+  // Each session's own lock is taken outside the registry lock, one at a time.
+  const auto now = Clock::now();
+  std::vector<SessionSnapshot> snapshots;
+  snapshots.reserve(live.size() + ended.size());
+  for (const auto& s : live) {
+    snapshots.push_back({s->id(), s->stats(), s->failure(), /*ended=*/false,
+                         std::chrono::duration<double>(now - s->created()).count()});
+  }
+  snapshots.insert(snapshots.end(), std::make_move_iterator(ended.begin()), std::make_move_iterator(ended.end()));
+  return snapshots;
 }
 
 }  // namespace rs::net

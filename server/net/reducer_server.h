@@ -2,13 +2,20 @@
 // own io_context, the registry of sessions, and a periodic sweep that fails
 // sessions whose operations or joins time out.
 //
+// It also keeps what the control plane reports: reducer-wide counters, the
+// live sessions and a short history of ended ones.
+//
 // Threading: Create() starts the threads; Drain() and Stop() may be called
 // from any one thread; the destructor stops and joins everything. Methods
-// used by connections (JoinSession, SessionEnded) are thread-safe.
+// used by connections (JoinSession, LeaveSession, ...) are thread-safe, and
+// so are the observers (stats, Sessions, StopAccepting, accepting), which
+// the control plane calls from its own threads: they hold the registry lock
+// only to copy pointers, never across I/O.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +25,7 @@
 #include <asio.hpp>
 
 #include "server/core/memory_budget.h"
+#include "server/core/reducer_stats.h"
 #include "server/core/session.h"
 #include "server/net/server_config.h"
 
@@ -25,12 +33,25 @@ namespace rs::net {
 
 struct ServerStats {
   uint64_t connections_accepted = 0;
+  uint64_t connections_active = 0;
   uint64_t sessions_started = 0;
   uint64_t sessions_failed = 0;
   size_t sessions_active = 0;
+  size_t memory_limit = 0;
   size_t memory_in_use = 0;
   size_t memory_peak = 0;
   uint64_t memory_waits = 0;
+  bool accepting = true;
+  ReducerStatsSnapshot totals;  // over every session since start
+};
+
+// One session as the control plane reports it.
+struct SessionSnapshot {
+  wire::SessionId id{};
+  SessionStats stats;
+  Status failure;        // ok unless the session failed
+  bool ended = false;    // every rank has left
+  double age_seconds = 0;  // since it opened; for ended ones, how long it lasted
 };
 
 class ReducerServer {
@@ -43,12 +64,20 @@ class ReducerServer {
   uint16_t port() const { return port_; }
   const ServerConfig& config() const { return config_; }
 
-  // Stops accepting, waits up to `timeout` for sessions to end, fails the
-  // rest with a clear error, then stops. Returns the sessions cut short.
+  // Stops accepting new connections and sessions; running sessions go on.
+  // Idempotent.
+  void StopAccepting();
+  bool accepting() const { return !stopping_; }
+  // StopAccepting(), then waits up to `timeout` for sessions to end, fails
+  // the rest with a clear error, then stops. Returns the sessions cut short.
   size_t Drain(std::chrono::milliseconds timeout);
   void Stop();
 
   ServerStats stats() const;
+  // Live sessions, newest first, then the last kSessionHistory ended ones,
+  // most recently ended first.
+  std::vector<SessionSnapshot> Sessions() const;
+  static constexpr size_t kSessionHistory = 16;
 
   // For connections.
   uint64_t MaxPieceBytes(uint32_t world) const;
@@ -57,6 +86,8 @@ class ReducerServer {
   void LeaveSession(const std::shared_ptr<Session>& session, uint32_t rank, uint16_t stream, bool clean,
                     const Status& why);
   asio::io_context& NextContext();
+  ReducerStats& reducer_stats() { return *reducer_stats_; }
+  void ConnectionClosed() { connections_active_.fetch_sub(1, std::memory_order_relaxed); }
 
  private:
   explicit ReducerServer(ServerConfig config);
@@ -66,6 +97,7 @@ class ReducerServer {
 
   ServerConfig config_;
   std::shared_ptr<MemoryBudget> budget_;
+  const std::shared_ptr<ReducerStats> reducer_stats_ = std::make_shared<ReducerStats>();
   std::vector<std::unique_ptr<asio::io_context>> contexts_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
@@ -80,7 +112,9 @@ class ReducerServer {
   std::map<wire::SessionId, std::shared_ptr<Session>> sessions_;  // guarded by mu_
   uint64_t sessions_started_ = 0;                                 // guarded by mu_
   uint64_t sessions_failed_ = 0;                                  // guarded by mu_
+  std::deque<SessionSnapshot> ended_;                             // guarded by mu_; newest first
   std::atomic<uint64_t> connections_accepted_{0};
+  std::atomic<uint64_t> connections_active_{0};
 };
 
 }  // namespace rs::net

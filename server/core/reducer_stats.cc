@@ -1,0 +1,34 @@
+#include "server/core/reducer_stats.h"
+
+namespace rs {
+
+void ReducerStats::PieceCompleted(uint64_t bytes_sent, std::chrono::nanoseconds latency,
+                                  std::chrono::nanoseconds wait) {
+  bytes_sent_.fetch_add(bytes_sent, std::memory_order_relaxed);
+  pieces_completed_.fetch_add(1, std::memory_order_relaxed);
+  piece_latency_.Observe(latency);
+  straggler_wait_.Observe(wait);
+}
+
+void ReducerStats::CountError(Code code) {
+  const auto index = static_cast<size_t>(code);
+  // kOk is not an error; an out-of-range code (a peer's ERROR frame) is
+  // counted as internal rather than dropped.
+  if (index == 0) return;
+  errors_[index < kErrorKinds ? index : static_cast<size_t>(Code::kInternal)].fetch_add(
+      1, std::memory_order_relaxed);
+}
+
+ReducerStatsSnapshot ReducerStats::Snapshot() const {
+  ReducerStatsSnapshot out;
+  out.bytes_received = bytes_received_.load(std::memory_order_relaxed);
+  out.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
+  out.pieces_completed = pieces_completed_.load(std::memory_order_relaxed);
+  out.operations_completed = operations_completed_.load(std::memory_order_relaxed);
+  out.piece_latency = piece_latency_.Snapshot();
+  out.straggler_wait = straggler_wait_.Snapshot();
+  for (size_t i = 0; i < kErrorKinds; ++i) out.errors[i] = errors_[i].load(std::memory_order_relaxed);
+  return out;
+}
+
+}  // namespace rs

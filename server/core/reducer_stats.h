@@ -1,0 +1,58 @@
+// Reducer-wide counters of the data plane: bytes, pieces, operations, piece
+// latency and straggler wait histograms, and errors by kind. Sessions record
+// into one shared ReducerStats; the control plane (gRPC status, Prometheus)
+// reads snapshots. Everything is a relaxed atomic so that recording costs the
+// I/O threads a few uncontended-in-practice adds per piece, never a lock.
+//
+// Thread-safe: every method may be called from any thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "server/core/latency_histogram.h"
+#include "server/core/status.h"
+
+namespace rs {
+
+inline constexpr size_t kErrorKinds = static_cast<size_t>(Code::kInternal) + 1;
+
+struct ReducerStatsSnapshot {
+  uint64_t bytes_received = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t pieces_completed = 0;
+  uint64_t operations_completed = 0;
+  HistogramSnapshot piece_latency;
+  HistogramSnapshot straggler_wait;
+  std::array<uint64_t, kErrorKinds> errors{};  // indexed by Code; [kOk] stays 0
+};
+
+class ReducerStats {
+ public:
+  ReducerStats() = default;
+  ReducerStats(const ReducerStats&) = delete;
+  ReducerStats& operator=(const ReducerStats&) = delete;
+
+  void AddReceived(uint64_t bytes) { bytes_received_.fetch_add(bytes, std::memory_order_relaxed); }
+  // A piece was reduced and its result sent to every rank.
+  // latency: first contribution begun -> result ready; wait: first
+  // contribution complete -> last contribution complete.
+  void PieceCompleted(uint64_t bytes_sent, std::chrono::nanoseconds latency, std::chrono::nanoseconds wait);
+  void OperationCompleted() { operations_completed_.fetch_add(1, std::memory_order_relaxed); }
+  void CountError(Code code);
+
+  ReducerStatsSnapshot Snapshot() const;
+
+ private:
+  std::atomic<uint64_t> bytes_received_{0};
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> pieces_completed_{0};
+  std::atomic<uint64_t> operations_completed_{0};
+  LatencyHistogram piece_latency_;
+  LatencyHistogram straggler_wait_;
+  std::array<std::atomic<uint64_t>, kErrorKinds> errors_{};
+};
+
+}  // namespace rs
