@@ -1,15 +1,36 @@
-// reducerd: parses options, starts the data plane, waits for SIGTERM/SIGINT,
-// drains and exits 0.
+// reducerd: parses options, starts the data plane and the control plane,
+// waits for SIGTERM/SIGINT or a Drain call over gRPC, drains and exits 0.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <fstream>
 
+#include "server/control/control_plane.h"
+#include "server/control/stop_request.h"
 #include "server/core/kernels.h"
 #include "server/core/units.h"
+#include "server/logging.h"
 #include "server/net/reducer_server.h"
 #include "server/options.h"
+#include "server/signal_watcher.h"
+
+namespace {
+
+// Scripts and tests read these lines (and the port files) to learn the ports.
+void AnnouncePort(const char* what, const std::string& host, uint16_t port, const std::string& port_file) {
+  std::printf("reducerd %s %s:%u\n", what, host.c_str(), port);
+  std::fflush(stdout);
+  if (!port_file.empty()) std::ofstream(port_file) << port << "\n";
+}
+
+// "host:port" -> host, for the announcement lines.
+std::string HostOf(const std::string& address) {
+  const auto colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   auto options = rs::server::ParseOptions(argc, argv);
@@ -19,15 +40,10 @@ int main(int argc, char** argv) {
                  options.status().message().c_str());
     return 2;
   }
-  spdlog::set_level(spdlog::level::from_str(options->log_level));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ reducerd: %v");
+  rs::server::ConfigureLogging(options->log_level, options->log_format);
 
-  // Block the stop signals in every thread; the main thread waits for them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Before any thread starts, so that only the watcher receives them.
+  rs::server::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
 
   auto server = rs::net::ReducerServer::Create(options->net);
@@ -35,6 +51,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "reducerd: %s\n", server.status().message().c_str());
     return 1;
   }
+  rs::control::StopRequest stop;
+  auto control = rs::control::ControlPlane::Create(options->control, **server, stop);
+  if (!control.ok()) {
+    std::fprintf(stderr, "reducerd: %s\n", control.status().message().c_str());
+    return 1;
+  }
+  rs::server::SignalWatcher signals(stop);
+
   const auto& cfg = (*server)->config();
   if (cfg.job_token.empty()) {
     spdlog::warn("no job token configured: any worker that can reach this port may join a session");
@@ -42,19 +66,23 @@ int main(int argc, char** argv) {
   spdlog::info("{} I/O threads, memory limit {}, max piece {}, op timeout {} ms, kernels: {}",
                cfg.io_threads, rs::FormatBytes(cfg.memory_limit), rs::FormatBytes(cfg.max_piece_bytes),
                cfg.op_timeout.count(), rs::ReduceTargetName());
-  // Scripts and tests read this line to learn the port.
-  std::printf("reducerd listening on %s:%u\n", cfg.listen_host.c_str(), (*server)->port());
-  std::fflush(stdout);
-  if (!options->port_file.empty()) {
-    std::ofstream(options->port_file) << (*server)->port() << "\n";
+  if ((*control)->grpc_port() != 0) {
+    AnnouncePort("grpc on", HostOf(options->control.grpc_listen), (*control)->grpc_port(),
+                 options->grpc_port_file);
   }
+  if ((*control)->metrics_port() != 0) {
+    AnnouncePort("metrics on", HostOf(options->control.metrics_listen), (*control)->metrics_port(),
+                 options->metrics_port_file);
+  }
+  // Last: whoever waits for this line or the port file finds everything up.
+  AnnouncePort("listening on", cfg.listen_host, (*server)->port(), options->port_file);
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  spdlog::info("{} received: no new sessions; draining for up to {} ms", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-               options->drain_timeout.count());
+  const std::string reason = stop.Wait();
+  spdlog::info("{}: no new sessions; draining for up to {} ms", reason, options->drain_timeout.count());
+  (*control)->BeginDrain();
   const size_t cut = (*server)->Drain(options->drain_timeout);
   if (cut > 0) spdlog::warn("{} sessions were still running at the end of the drain and were failed", cut);
+  (*control)->Shutdown();
   spdlog::info("stopped");
   return 0;
 }

@@ -11,6 +11,19 @@
 #include "server/core/units.h"
 
 namespace rs::server {
+namespace {
+
+// Validates an optional HOST:PORT flag and writes it the way gRPC and the
+// HTTP server take it ("[v6]:port" for IPv6). Empty stays empty (off).
+StatusOr<std::string> ListenAddress(const std::string& flag, const std::string& text) {
+  if (text.empty()) return std::string();
+  auto hp = ParseHostPort(text);
+  if (!hp.ok()) return hp.status().Prefixed(flag);
+  const bool v6 = hp->host.find(':') != std::string::npos;
+  return (v6 ? "[" + hp->host + "]" : hp->host) + ":" + std::to_string(hp->port);
+}
+
+}  // namespace
 
 StatusOr<Options> ParseOptions(int argc, char** argv) {
   CLI::App app{
@@ -28,7 +41,14 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   std::string join_timeout = "300s";
   std::string drain_timeout = "30s";
   std::string log_level = "info";
+  std::string log_format = "text";
   std::string port_file;
+  std::string grpc_listen;
+  std::string metrics_listen;
+  std::string grpc_port_file;
+  std::string metrics_port_file;
+  size_t metrics_max_sessions = 16;
+  size_t metrics_max_ranks = 8;
 
   app.add_option("--listen", listen, "Data-plane address HOST:PORT; port 0 picks a free port and prints it")
       ->envname("REDUCER_LISTEN")
@@ -63,8 +83,34 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       ->envname("REDUCER_LOG_LEVEL")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
+  app.add_option("--log-format", log_format, "text, or json: one JSON object per line")
+      ->envname("REDUCER_LOG_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   app.add_option("--port-file", port_file, "Write the listening port to this file once listening")
       ->envname("REDUCER_PORT_FILE");
+  app.add_option("--grpc-listen", grpc_listen,
+                 "Control plane (gRPC status, sessions, drain, health) on HOST:PORT; port 0 picks a free "
+                 "port and prints it. Off unless set")
+      ->envname("REDUCER_GRPC_LISTEN");
+  app.add_option("--grpc-port-file", grpc_port_file, "Write the gRPC port to this file once listening")
+      ->envname("REDUCER_GRPC_PORT_FILE");
+  app.add_option("--metrics-listen", metrics_listen,
+                 "Prometheus metrics at http://HOST:PORT/metrics; port 0 picks a free port and prints it. "
+                 "Off unless set")
+      ->envname("REDUCER_METRICS_LISTEN");
+  app.add_option("--metrics-port-file", metrics_port_file, "Write the metrics port to this file once listening")
+      ->envname("REDUCER_METRICS_PORT_FILE");
+  app.add_option("--metrics-max-sessions", metrics_max_sessions,
+                 "Sessions with per-session series (live ones first, then the most recently ended)")
+      ->envname("REDUCER_METRICS_MAX_SESSIONS")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  app.add_option("--metrics-max-ranks", metrics_max_ranks,
+                 "Ranks per session in reducer_straggler_last_arrivals_total (those most often last)")
+      ->envname("REDUCER_METRICS_MAX_RANKS")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -108,8 +154,21 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   } else if (const char* env = std::getenv("REDUCER_JOB_TOKEN"); env != nullptr && *env != '\0') {
     out.net.job_token = env;
   }
+  auto grpc = ListenAddress("--grpc-listen", grpc_listen);
+  if (!grpc.ok()) return grpc.status();
+  auto metrics = ListenAddress("--metrics-listen", metrics_listen);
+  if (!metrics.ok()) return metrics.status();
+  out.control.grpc_listen = *grpc;
+  out.control.metrics_listen = *metrics;
+  out.control.metrics_max_sessions = metrics_max_sessions;
+  out.control.metrics_max_ranks = metrics_max_ranks;
+  out.control.drain_timeout = out.drain_timeout;
+
   out.log_level = log_level;
+  out.log_format = log_format;
   out.port_file = port_file;
+  out.grpc_port_file = grpc_port_file;
+  out.metrics_port_file = metrics_port_file;
   return out;
 }
 

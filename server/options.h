@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 
+#include "server/control/control_config.h"
 #include "server/core/status.h"
 #include "server/net/server_config.h"
 
@@ -12,9 +13,14 @@ namespace rs::server {
 
 struct Options {
   net::ServerConfig net;
+  control::ControlConfig control;  // its drain_timeout is the one below
   std::chrono::milliseconds drain_timeout{30'000};
   std::string log_level = "info";
-  std::string port_file;  // where to write the chosen port, if set
+  std::string log_format = "text";  // or "json"
+  // Where to write the chosen ports, if set.
+  std::string port_file;
+  std::string grpc_port_file;
+  std::string metrics_port_file;
 };
 
 // Parses argv. Returns kCancelled after printing --help or --version (exit 0);

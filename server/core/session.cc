@@ -60,6 +60,20 @@ std::string Disagreement(const wire::PieceHeader& a, uint32_t rank_a, const wire
 
 }  // namespace
 
+std::vector<RankCount> SlowestRanks(const SessionStats& stats, size_t max) {
+  std::vector<RankCount> ranks;
+  for (uint32_t r = 0; r < stats.last_arrivals.size(); ++r) {
+    if (stats.last_arrivals[r] > 0) ranks.push_back({r, stats.last_arrivals[r]});
+  }
+  const size_t n = std::min(max, ranks.size());
+  std::partial_sort(ranks.begin(), ranks.begin() + static_cast<ptrdiff_t>(n), ranks.end(),
+                    [](const RankCount& a, const RankCount& b) {
+                      return a.count != b.count ? a.count > b.count : a.rank < b.rank;
+                    });
+  ranks.resize(n);
+  return ranks;
+}
+
 Piece::Piece(const wire::PieceHeader& header, uint32_t first_rank, uint32_t world,
              std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, Clock::time_point now)
     : header_(header),

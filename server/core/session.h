@@ -103,6 +103,15 @@ struct SessionStats {
   std::vector<uint64_t> last_arrivals;  // per rank: pieces it completed last
 };
 
+struct RankCount {
+  uint32_t rank = 0;
+  uint64_t count = 0;
+};
+// The ranks most often last to arrive, most often first (ties: lower rank
+// first), only those last at least once, at most `max` of them: the bounded
+// answer to "who is this job waiting for".
+std::vector<RankCount> SlowestRanks(const SessionStats& stats, size_t max);
+
 // What BeginContribution tells the connection to do next.
 struct Contribution {
   enum class Kind { kReceive, kWaitForMemory, kFailed };

@@ -141,6 +141,18 @@ TEST_F(StragglerTest, TheRankThatCompletesEachPieceIsCountedAndItsWaitRecorded) 
   EXPECT_EQ(r.piece_latency.count, 3u);
 }
 
+TEST(SlowestRanksTest, MostOftenLastFirstTiesByRankCapped) {
+  SessionStats s;
+  s.last_arrivals = {3, 0, 7, 3, 1};
+  const auto top = SlowestRanks(s, 3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].rank, 2u);
+  EXPECT_EQ(top[1].rank, 0u);
+  EXPECT_EQ(top[2].rank, 3u);
+  EXPECT_EQ(SlowestRanks(s, 100).size(), 4u);  // rank 1 was never last
+  EXPECT_TRUE(SlowestRanks(SessionStats{}, 8).empty());
+}
+
 TEST_F(StragglerTest, OperationsCountOncePerSequenceAndBytesAddUp) {
   RunPiece(0, 0, {0, 1, 2, 3}, {0, 0, 0, 0});
   RunPiece(0, 1, {0, 1, 2, 3}, {0, 0, 0, 0});

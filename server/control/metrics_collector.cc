@@ -1,0 +1,153 @@
+#include "server/control/metrics_collector.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace rs::control {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Label values for reducer_errors_total{kind}: stable, snake_case.
+const char* ErrorKindLabel(Code code) {
+  switch (code) {
+    case Code::kOk: return "ok";
+    case Code::kInvalidArgument: return "invalid_argument";
+    case Code::kProtocol: return "protocol";
+    case Code::kVersion: return "version";
+    case Code::kAuth: return "auth";
+    case Code::kMismatch: return "mismatch";
+    case Code::kTimeout: return "timeout";
+    case Code::kPeerFailed: return "peer_failed";
+    case Code::kIo: return "io";
+    case Code::kResourceExhausted: return "resource_exhausted";
+    case Code::kCancelled: return "cancelled";
+    case Code::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+class Families {
+ public:
+  MetricFamily& Add(const char* name, const char* help, MetricType type) {
+    out_.push_back(MetricFamily{name, help, type, {}});
+    return out_.back();
+  }
+  // A family with one unlabelled sample.
+  void Single(const char* name, const char* help, MetricType type, double value) {
+    Sample(Add(name, help, type), value, {});
+  }
+  static void Sample(MetricFamily& family, double value, std::vector<ClientMetric::Label> labels) {
+    ClientMetric m;
+    m.label = std::move(labels);
+    if (family.type == MetricType::Counter) {
+      m.counter.value = value;
+    } else {
+      m.gauge.value = value;
+    }
+    family.metric.push_back(std::move(m));
+  }
+  void Histogram(const char* name, const char* help, const HistogramSnapshot& h) {
+    ClientMetric m;
+    m.histogram.sample_count = h.count;
+    m.histogram.sample_sum = h.sum_seconds;
+    for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
+      m.histogram.bucket.push_back({h.cumulative[i], h.upper_bounds[i]});
+    }
+    m.histogram.bucket.push_back({h.count, std::numeric_limits<double>::infinity()});
+    Add(name, help, MetricType::Histogram).metric.push_back(std::move(m));
+  }
+  std::vector<MetricFamily> Take() { return std::move(out_); }
+
+ private:
+  std::vector<MetricFamily> out_;
+};
+
+void AddSessionFamilies(Families& f, const std::vector<net::SessionSnapshot>& sessions,
+                        const MetricsLimits& limits) {
+  auto& last = f.Add("reducer_straggler_last_arrivals_total",
+                     "Pieces whose last contribution came from this rank: the rank everybody waited for "
+                     "(per session: live sessions first, then recently ended; top ranks only)",
+                     MetricType::Counter);
+  auto& ops = f.Add("reducer_session_operations_completed_total",
+                    "Operations of this session with at least one piece reduced on this reducer",
+                    MetricType::Counter);
+  auto& joined = f.Add("reducer_session_ranks_joined", "Ranks of this session connected now", MetricType::Gauge);
+  auto& world = f.Add("reducer_session_world_size", "Ranks this session expects", MetricType::Gauge);
+  const size_t n = std::min(limits.max_sessions, sessions.size());
+  for (size_t i = 0; i < n; ++i) {
+    const net::SessionSnapshot& s = sessions[i];
+    const std::string id = wire::SessionIdToString(s.id);
+    Families::Sample(ops, static_cast<double>(s.stats.operations_completed), {{"session", id}});
+    Families::Sample(joined, s.stats.ranks_joined, {{"session", id}});
+    Families::Sample(world, s.stats.world, {{"session", id}});
+    for (const RankCount& rc : SlowestRanks(s.stats, limits.max_ranks)) {
+      Families::Sample(last, static_cast<double>(rc.count), {{"rank", std::to_string(rc.rank)}, {"session", id}});
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> BuildMetricFamilies(const net::ServerStats& stats,
+                                              const std::vector<net::SessionSnapshot>& sessions,
+                                              const MetricsLimits& limits) {
+  const ReducerStatsSnapshot& t = stats.totals;
+  Families f;
+  auto d = [](uint64_t v) { return static_cast<double>(v); };
+  f.Single("reducer_bytes_received_total", "Element bytes received from workers (frame headers not counted)",
+           MetricType::Counter, d(t.bytes_received));
+  f.Single("reducer_bytes_sent_total", "Reduced element bytes sent to workers (each rank gets every result)",
+           MetricType::Counter, d(t.bytes_sent));
+  f.Single("reducer_operations_completed_total",
+           "Operations with at least one piece reduced on this reducer (an operation spread over several "
+           "reducers counts on each)",
+           MetricType::Counter, d(t.operations_completed));
+  f.Single("reducer_pieces_completed_total", "Pieces reduced and sent back to every rank", MetricType::Counter,
+           d(t.pieces_completed));
+  f.Histogram("reducer_piece_latency_seconds",
+              "Per piece: from the first rank's contribution arriving to the reduced result being ready",
+              t.piece_latency);
+  f.Histogram("reducer_straggler_wait_seconds",
+              "Per piece: time between the first and the last rank's contribution being complete",
+              t.straggler_wait);
+  AddSessionFamilies(f, sessions, limits);
+  f.Single("reducer_sessions_active", "Sessions with at least one rank connected", MetricType::Gauge,
+           d(stats.sessions_active));
+  f.Single("reducer_sessions_started_total", "Sessions opened since start", MetricType::Counter,
+           d(stats.sessions_started));
+  f.Single("reducer_sessions_failed_total", "Sessions that ended in failure", MetricType::Counter,
+           d(stats.sessions_failed));
+  f.Single("reducer_memory_budget_limit_bytes", "Memory budget for piece buffers (--memory-limit)",
+           MetricType::Gauge, d(stats.memory_limit));
+  f.Single("reducer_memory_budget_in_use_bytes", "Piece buffer memory in use now", MetricType::Gauge,
+           d(stats.memory_in_use));
+  f.Single("reducer_memory_budget_peak_bytes", "Most piece buffer memory in use at once since start",
+           MetricType::Gauge, d(stats.memory_peak));
+  f.Single("reducer_memory_budget_waits_total",
+           "Times a contribution waited for memory (the reducer stopped reading that socket)", MetricType::Counter,
+           d(stats.memory_waits));
+  f.Single("reducer_connections_active", "Worker TCP streams connected now", MetricType::Gauge,
+           d(stats.connections_active));
+  f.Single("reducer_connections_accepted_total", "Worker TCP streams accepted since start", MetricType::Counter,
+           d(stats.connections_accepted));
+  auto& errors = f.Add("reducer_errors_total",
+                       "Errors by kind: a failed session counts once, a rejected stream (handshake, "
+                       "protocol) once",
+                       MetricType::Counter);
+  for (size_t i = 1; i < kErrorKinds; ++i) {
+    Families::Sample(errors, d(t.errors[i]), {{"kind", ErrorKindLabel(static_cast<Code>(i))}});
+  }
+  f.Single("reducer_draining", "1 while draining (no new sessions), 0 while serving", MetricType::Gauge,
+           stats.accepting ? 0.0 : 1.0);
+  return f.Take();
+}
+
+std::vector<MetricFamily> MetricsCollector::Collect() const {
+  return BuildMetricFamilies(server_.stats(), server_.Sessions(), limits_);
+}
+
+}  // namespace rs::control

@@ -1,0 +1,43 @@
+// Prometheus exposition of the reducer. Nothing on the data plane knows
+// Prometheus: at scrape time this collector takes snapshots of the
+// reducer's atomic counters and of its sessions (short locks, no I/O) and
+// turns them into metric families named reducer_<what>_<unit>. Per-session
+// series are bounded: at most max_sessions sessions (live ones first, then
+// the most recently ended) and per session at most max_ranks ranks (those
+// most often last to arrive), so cardinality stays fixed however long the
+// reducer runs.
+//
+// Thread-safe: Collect() runs on the HTTP server's threads, concurrently
+// with the data plane; BuildMetricFamilies is a pure function.
+#pragma once
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
+#include <vector>
+
+#include "server/net/reducer_server.h"
+
+namespace rs::control {
+
+struct MetricsLimits {
+  size_t max_sessions = 16;
+  size_t max_ranks = 8;
+};
+
+// Every family, from one snapshot of the reducer.
+std::vector<prometheus::MetricFamily> BuildMetricFamilies(const net::ServerStats& stats,
+                                                          const std::vector<net::SessionSnapshot>& sessions,
+                                                          const MetricsLimits& limits);
+
+class MetricsCollector final : public prometheus::Collectable {
+ public:
+  MetricsCollector(const net::ReducerServer& server, MetricsLimits limits) : server_(server), limits_(limits) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  const net::ReducerServer& server_;
+  const MetricsLimits limits_;
+};
+
+}  // namespace rs::control

@@ -1,0 +1,105 @@
+// reducerctl: the command-line client of reducerd's control plane (status,
+// sessions, health, drain) and the fleet sizing calculator (plan).
+// Exit status: 0 ok, 1 the request failed, 2 bad usage, 3 not SERVING.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "server/core/units.h"
+#include "tools/reducerctl/control_client.h"
+#include "tools/reducerctl/output.h"
+#include "tools/reducerctl/sizing.h"
+
+namespace {
+
+constexpr int kFailed = 1;
+constexpr int kUsage = 2;
+constexpr int kNotServing = 3;
+
+int Fail(const std::string& what, const rs::Status& status) {
+  std::fprintf(stderr, "reducerctl: %s: %s\n", what.c_str(), status.message().c_str());
+  return kFailed;
+}
+
+// Prints a successful response as JSON or as text.
+template <typename Response, typename Render>
+int Print(const std::string& what, const rs::StatusOr<Response>& response, bool json, Render render) {
+  if (!response.ok()) return Fail(what, response.status());
+  std::cout << (json ? rs::ctl::ToJson(*response) : render(*response));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"reducerctl: talk to a reducerd's control plane (--grpc-listen), or size a reducer fleet."};
+  app.set_version_flag("--version", "reducerctl 0.1.0");
+  app.require_subcommand(1);
+  app.fallthrough();  // --json and --target also after the command
+
+  std::string target = "127.0.0.1:7451";
+  std::string timeout_text = "5s";
+  bool json = false;
+  app.add_option("--target", target, "reducerd's gRPC address HOST:PORT")
+      ->envname("REDUCERCTL_TARGET")
+      ->capture_default_str();
+  app.add_option("--timeout", timeout_text, "Deadline for the call")->capture_default_str();
+  app.add_flag("--json", json, "Print JSON (one object per line) instead of tables");
+
+  auto* status = app.add_subcommand("status", "Version, uptime, totals, memory and state of the reducer");
+  auto* sessions = app.add_subcommand("sessions", "Live and recently ended sessions, or one with --id");
+  std::string session_id;
+  sessions->add_option("--id", session_id, "One session in detail: its id, 32 hex digits as in the log");
+  auto* health = app.add_subcommand("health", "grpc.health.v1 check: SERVING (exit 0) or NOT_SERVING (exit 3)");
+  auto* drain = app.add_subcommand(
+      "drain", "Stop accepting sessions, let running ones finish (up to --drain-timeout), then exit");
+  auto* plan = app.add_subcommand("plan", "How many reducers a job needs, and the speedup over a ring");
+  rs::ctl::PlanInput plan_input;
+  plan->add_option("--workers", plan_input.workers, "Worker (GPU) nodes")->required();
+  plan->add_option("--worker-gbps", plan_input.worker_gbps, "Each worker node's NIC bandwidth, Gbit/s")->required();
+  plan->add_option("--reducer-gbps", plan_input.reducer_gbps, "Each reducer machine's NIC bandwidth, Gbit/s")
+      ->required();
+  plan->add_option("--reducers", plan_input.reducers, "Evaluate this many reducers instead of the recommended count");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "reducerctl: %s\nRun 'reducerctl --help' for the commands and flags.\n", e.what());
+    return kUsage;
+  }
+
+  if (*plan) {
+    auto p = rs::ctl::ComputePlan(plan_input);
+    if (!p.ok()) {
+      std::fprintf(stderr, "reducerctl plan: %s\n", p.status().message().c_str());
+      return kUsage;
+    }
+    std::cout << (json ? rs::ctl::PlanJson(*p) : rs::ctl::RenderPlan(*p));
+    return 0;
+  }
+
+  auto timeout = rs::ParseDuration(timeout_text);
+  if (!timeout.ok() || timeout->count() <= 0) {
+    std::fprintf(stderr, "reducerctl: --timeout: '%s' is not a positive duration (e.g. 5s, 500ms)\n",
+                 timeout_text.c_str());
+    return kUsage;
+  }
+  rs::ctl::ControlClient client(target, *timeout);
+  if (*status) return Print("status", client.GetStatus(), json, rs::ctl::RenderStatus);
+  if (*sessions && !session_id.empty()) {
+    return Print("sessions --id " + session_id, client.GetSession(session_id), json, rs::ctl::RenderSession);
+  }
+  if (*sessions) return Print("sessions", client.ListSessions(), json, rs::ctl::RenderSessions);
+  if (*drain) return Print("drain", client.Drain(), json, rs::ctl::RenderDrain);
+  if (*health) {
+    auto h = client.CheckHealth();
+    if (!h.ok()) return Fail("health", h.status());
+    const std::string name = rs::ctl::health::HealthCheckResponse::ServingStatus_Name(h->status());
+    std::cout << (json ? rs::ctl::ToJson(*h) : name + "\n");
+    return h->status() == rs::ctl::health::HealthCheckResponse::SERVING ? 0 : kNotServing;
+  }
+  return kUsage;
+}

@@ -1,0 +1,153 @@
+#include "tools/reducerctl/output.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+
+#include "server/core/units.h"
+#include "tools/reducerctl/table.h"
+
+namespace rs::ctl {
+namespace {
+
+std::string Format(const char* fmt, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, value);
+  return buf;
+}
+
+std::string Count(uint64_t n) { return std::to_string(n); }
+
+std::string SessionState(v1::SessionInfo::State state) {
+  switch (state) {
+    case v1::SessionInfo::JOINING: return "joining";
+    case v1::SessionInfo::RUNNING: return "running";
+    case v1::SessionInfo::FAILED: return "failed";
+    case v1::SessionInfo::ENDED: return "ended";
+    default: return "unknown";
+  }
+}
+
+// "3 (97%)": the rank most often last to arrive and its share of the pieces.
+std::string Slowest(const v1::SessionInfo& s) {
+  if (s.slowest_ranks_size() == 0 || s.pieces_completed() == 0) return "-";
+  const auto& top = s.slowest_ranks(0);
+  const double share = 100.0 * static_cast<double>(top.last_arrivals()) / static_cast<double>(s.pieces_completed());
+  return std::to_string(top.rank()) + " (" + Format("%.0f", share) + "%)";
+}
+
+std::string Gbps(double gbps) { return Format("%.4g Gbps", gbps) + " = " + Format("%.4g GB/s", gbps / 8); }
+
+}  // namespace
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out + "\n";
+}
+
+std::string FormatSeconds(double seconds) {
+  const auto s = static_cast<long long>(seconds);
+  char buf[32];
+  if (s < 60) {
+    std::snprintf(buf, sizeof(buf), "%.3gs", seconds);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds", s / 60, s % 60);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  }
+  return buf;
+}
+
+std::string RenderStatus(const v1::ServerStatus& s) {
+  Table t;
+  t.AddRow({"version", s.version()});
+  t.AddRow({"state", s.state() == v1::ServerStatus::DRAINING ? "draining (no new sessions)" : "serving"});
+  t.AddRow({"uptime", FormatSeconds(s.uptime_seconds())});
+  t.AddRow({"data plane", s.data_address() + ", " + std::to_string(s.io_threads()) + " I/O threads"});
+  t.AddRow({"sessions", Count(s.sessions_active()) + " active, " + Count(s.sessions_started()) + " started, " +
+                            Count(s.sessions_failed()) + " failed"});
+  t.AddRow({"connections", Count(s.connections_active()) + " active, " + Count(s.connections_accepted()) +
+                               " accepted"});
+  t.AddRow({"operations", Count(s.operations_completed()) + " (" + Count(s.pieces_completed()) + " pieces)"});
+  t.AddRow({"bytes", FormatBytes(s.bytes_received()) + " received, " + FormatBytes(s.bytes_sent()) + " sent"});
+  t.AddRow({"memory", FormatBytes(s.memory_in_use_bytes()) + " in use of " + FormatBytes(s.memory_limit_bytes()) +
+                          " (peak " + FormatBytes(s.memory_peak_bytes()) + "), " + Count(s.memory_waits()) +
+                          " waits"});
+  return t.Render();
+}
+
+std::string RenderSessions(const v1::ListSessionsResponse& list) {
+  if (list.sessions_size() == 0) return "no sessions\n";
+  Table t({"SESSION", "STATE", "RANKS", "OPS", "PIECES", "RECEIVED", "AGE", "STRAGGLER WAIT", "SLOWEST RANK"});
+  for (const auto& s : list.sessions()) {
+    t.AddRow({s.id(), SessionState(s.state()), Count(s.ranks_joined()) + "/" + Count(s.world_size()),
+              Count(s.operations_completed()), Count(s.pieces_completed()), FormatBytes(s.bytes_received()),
+              FormatSeconds(s.age_seconds()), FormatSeconds(s.straggler_wait_seconds()), Slowest(s)});
+  }
+  return t.Render();
+}
+
+std::string RenderSession(const v1::SessionInfo& s) {
+  Table t;
+  t.AddRow({"session", s.id()});
+  t.AddRow({"state", SessionState(s.state())});
+  t.AddRow({"ranks", Count(s.ranks_joined()) + " of " + Count(s.world_size()) + " connected, " +
+                         Count(s.streams_per_rank()) + " streams each"});
+  t.AddRow({"operations", Count(s.operations_completed()) + " (" + Count(s.pieces_completed()) + " pieces)"});
+  t.AddRow({"bytes", FormatBytes(s.bytes_received()) + " received, " + FormatBytes(s.bytes_sent()) + " sent"});
+  t.AddRow({"age", FormatSeconds(s.age_seconds())});
+  t.AddRow({"straggler wait", FormatSeconds(s.straggler_wait_seconds()) + " in total"});
+  if (!s.failure().empty()) t.AddRow({"failure", s.failure()});
+  std::string out = t.Render();
+  if (s.slowest_ranks_size() > 0) {
+    Table ranks({"RANK", "LAST TO ARRIVE", "SHARE OF PIECES"});
+    for (const auto& r : s.slowest_ranks()) {
+      const double share = s.pieces_completed() ? 100.0 * static_cast<double>(r.last_arrivals()) /
+                                                      static_cast<double>(s.pieces_completed())
+                                                : 0;
+      ranks.AddRow({Count(r.rank()), Count(r.last_arrivals()), Format("%.1f%%", share)});
+    }
+    out += "\n" + ranks.Render();
+  }
+  return out;
+}
+
+std::string RenderDrain(const v1::DrainResponse& d) {
+  return "draining: no new sessions; waiting for " + Count(d.sessions_running()) + " running session(s) for up to " +
+         FormatSeconds(d.drain_timeout_seconds()) + ", then the reducer exits\n";
+}
+
+std::string RenderPlan(const Plan& p) {
+  const PlanInput& in = p.input;
+  Table t;
+  t.AddRow({"workers", Count(in.workers) + " x " + Format("%g", in.worker_gbps) + " Gbps = " +
+                           Format("%g", p.worker_total_gbps) + " Gbps"});
+  t.AddRow({"reducers", Count(p.reducers) + " x " + Format("%g", in.reducer_gbps) + " Gbps = " +
+                            Format("%g", p.reducer_total_gbps) + " Gbps" +
+                            (p.reducer_bound ? " (less than the workers': the reducers are the bottleneck)" : "")});
+  t.AddRow({"recommended", Count(p.recommended_reducers) + " reducers (the fewest with total >= the workers' total)"});
+  t.AddRow({"algbw", Gbps(p.algbw_gbps) + " per worker" + (p.reducer_bound ? "" : " (the line rate)")});
+  t.AddRow({"ring algbw", Gbps(p.ring_algbw_gbps) + " per worker, for comparison"});
+  t.AddRow({"speedup", Format("%.2fx", p.speedup) + " over a ring all-reduce"});
+  t.AddRow({"connections", "each reducer serves all " + Count(in.workers) +
+                               " workers (fewer, larger reducers mean fewer connections)"});
+  return t.Render();
+}
+
+std::string PlanJson(const Plan& p) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "{\"workers\":%u,\"worker_gbps\":%.10g,\"reducer_gbps\":%.10g,\"reducers\":%u,"
+                "\"recommended_reducers\":%u,\"worker_total_gbps\":%.10g,\"reducer_total_gbps\":%.10g,"
+                "\"algbw_gbps\":%.10g,\"ring_algbw_gbps\":%.10g,\"speedup\":%.10g,\"reducer_bound\":%s}\n",
+                p.input.workers, p.input.worker_gbps, p.input.reducer_gbps, p.reducers, p.recommended_reducers,
+                p.worker_total_gbps, p.reducer_total_gbps, p.algbw_gbps, p.ring_algbw_gbps, p.speedup,
+                p.reducer_bound ? "true" : "false");
+  return buf;
+}
+
+}  // namespace rs::ctl
