@@ -6,6 +6,10 @@ RS_BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libasio-dev libssl-dev libhwy-dev libspdlog-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # control plane: gRPC + protobuf, the standard health.proto, prometheus-cpp
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto prometheus-cpp-dev
+  # tests: promtool and a real Prometheus server to scrape reducerd
+  prometheus
 )
 
 rs_install_deps() {
