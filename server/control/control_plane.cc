@@ -46,6 +46,9 @@ Status ControlPlane::StartGrpc(const ControlConfig& config) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(config.grpc_listen, grpc::InsecureServerCredentials(), &port);
+  // gRPC sets SO_REUSEPORT by default: a second reducerd on the same port
+  // would silently share it instead of failing.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(service_.get());
   grpc::ResourceQuota quota("reducerd-control");
   quota.SetMaxThreads(kMaxGrpcThreads);
@@ -92,6 +95,7 @@ void ControlPlane::Shutdown() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   grpc_.reset();
+  // civetweb notices the stop within its 2 s poll quantum: exits are that slow.
   exposer_.reset();
 }
 

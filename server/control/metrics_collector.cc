@@ -1,6 +1,7 @@
 #include "server/control/metrics_collector.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <string>
 
@@ -60,10 +61,12 @@ class Families {
     m.histogram.bucket.push_back({h.count, std::numeric_limits<double>::infinity()});
     Add(name, help, MetricType::Histogram).metric.push_back(std::move(m));
   }
-  std::vector<MetricFamily> Take() { return std::move(out_); }
+  std::vector<MetricFamily> Take() {
+    return std::vector<MetricFamily>(std::make_move_iterator(out_.begin()), std::make_move_iterator(out_.end()));
+  }
 
  private:
-  std::vector<MetricFamily> out_;
+  std::deque<MetricFamily> out_;  // a deque: Add()'s references stay valid
 };
 
 void AddSessionFamilies(Families& f, const std::vector<net::SessionSnapshot>& sessions,

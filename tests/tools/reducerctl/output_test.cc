@@ -1,0 +1,64 @@
+// reducerctl's tables and JSON.
+#include "tools/reducerctl/output.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+
+#include "tools/reducerctl/table.h"
+
+namespace rs::ctl {
+namespace {
+
+TEST(TableTest, ColumnsAreAsWideAsTheirWidestCell) {
+  Table t({"A", "LONG HEADER"});
+  t.AddRow({"wide cell", "x"});
+  EXPECT_EQ(t.Render(), "A          LONG HEADER\nwide cell  x\n");
+}
+
+TEST(OutputTest, SessionsTableNamesTheSlowestRankAndItsShare) {
+  v1::ListSessionsResponse list;
+  auto* s = list.add_sessions();
+  s->set_id("00112233445566778899aabbccddeeff");
+  s->set_state(v1::SessionInfo::RUNNING);
+  s->set_world_size(4);
+  s->set_ranks_joined(4);
+  s->set_pieces_completed(200);
+  auto* r = s->add_slowest_ranks();
+  r->set_rank(3);
+  r->set_last_arrivals(190);
+  const std::string text = RenderSessions(list);
+  EXPECT_NE(text.find("SLOWEST RANK"), std::string::npos);
+  EXPECT_NE(text.find("running"), std::string::npos);
+  EXPECT_NE(text.find("4/4"), std::string::npos);
+  EXPECT_NE(text.find("3 (95%)"), std::string::npos) << text;
+  EXPECT_EQ(RenderSessions(v1::ListSessionsResponse()), "no sessions\n");
+}
+
+TEST(OutputTest, JsonUsesProtoFieldNamesAndPrintsZeros) {
+  v1::ServerStatus status;
+  status.set_bytes_received(12345);
+  const std::string json = ToJson(status);
+  EXPECT_NE(json.find("\"bytes_received\":\"12345\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"sessions_active\":\"0\""), std::string::npos) << json;
+  v1::ServerStatus back;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &back).ok());
+  EXPECT_EQ(back.bytes_received(), 12345u);
+}
+
+TEST(OutputTest, PlanJsonCarriesTheNumbers) {
+  auto plan = ComputePlan({5, 100, 32, 0});
+  ASSERT_TRUE(plan.ok());
+  const std::string json = PlanJson(*plan);
+  EXPECT_NE(json.find("\"recommended_reducers\":16"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"speedup\":1.6,"), std::string::npos) << json;
+  EXPECT_NE(RenderPlan(*plan).find("1.60x over a ring"), std::string::npos);
+}
+
+TEST(OutputTest, DurationsReadLikeAClock) {
+  EXPECT_EQ(FormatSeconds(4.5), "4.5s");
+  EXPECT_EQ(FormatSeconds(723), "12m03s");
+  EXPECT_EQ(FormatSeconds(3 * 3600 + 7 * 60 + 5), "3h07m");
+}
+
+}  // namespace
+}  // namespace rs::ctl
