@@ -1,0 +1,40 @@
+// The common base of every object the plugin hands NCCL as an opaque
+// `void*` comm (listen, send and recv comms). NCCL gives these pointers back
+// untyped; As<T>() checks that a pointer is one of ours (magic) and of the
+// expected kind (dynamic_cast) before use, so a comm passed to the wrong
+// slot is reported as misuse instead of being reinterpreted. Pointers must
+// go out through ToOpaque, so that they point at this base.
+//
+// Thread-safety: the magic is immutable; As/ToOpaque are reentrant.
+#pragma once
+
+#include <cstdint>
+
+namespace rs::plugin {
+
+class OpaqueObject {
+ public:
+  virtual ~OpaqueObject() = default;
+  OpaqueObject(const OpaqueObject&) = delete;
+  OpaqueObject& operator=(const OpaqueObject&) = delete;
+
+  static void* ToOpaque(OpaqueObject* object) { return object; }
+
+  // nullptr when `opaque` is NULL, not ours, or not a T.
+  template <typename T>
+  static T* As(void* opaque) {
+    if (opaque == nullptr) return nullptr;
+    auto* object = static_cast<OpaqueObject*>(opaque);
+    if (object->magic_ != kMagic) return nullptr;
+    return dynamic_cast<T*>(object);
+  }
+
+ protected:
+  OpaqueObject() = default;
+
+ private:
+  static constexpr uint32_t kMagic = 0x4F52444E;  // "NDRO"
+  const uint32_t magic_ = kMagic;
+};
+
+}  // namespace rs::plugin

@@ -1,0 +1,105 @@
+#include "nccl_plugin/plugin.h"
+
+#include <cstring>
+
+#include "nccl_plugin/connector.h"
+#include "nccl_plugin/log.h"
+
+namespace rs::plugin {
+
+std::unique_ptr<Plugin> Plugin::Create(const Env& env, const std::vector<InterfaceCandidate>& interfaces) {
+  Status p2p_status;
+  P2pConfig p2p;
+  std::vector<NetInterface> devices;
+  StatusOr<P2pConfig> cfg = P2pConfigFromEnv(env);
+  if (cfg.ok()) {
+    p2p = std::move(cfg).value();
+    StatusOr<std::vector<NetInterface>> nics = SelectInterfaces(interfaces, p2p.ifname_spec, p2p.ifname_source);
+    if (nics.ok()) {
+      devices = std::move(nics).value();
+      for (NetInterface& nic : devices) Describe(&nic);
+    } else {
+      p2p_status = nics.status();
+    }
+  } else {
+    p2p_status = cfg.status();
+  }
+  std::unique_ptr<Plugin> plugin(
+      new Plugin(std::move(p2p_status), std::move(p2p), std::move(devices), CollNetConfigFromEnv(env)));
+
+  if (!plugin->p2p_status_.ok()) {
+    RS_PLOG_WARN("point-to-point misconfigured: %s", plugin->p2p_status_.message().c_str());
+  } else {
+    std::string list;
+    for (const NetInterface& nic : plugin->devices_) {
+      list += (list.empty() ? "" : ", ") + nic.name + " " + nic.addr.HostToString();
+    }
+    RS_PLOG_INFO("point-to-point over TCP on %s (%d helper thread(s) x %d socket(s) per comm)", list.c_str(),
+                 plugin->p2p_.threads, plugin->p2p_.socks_per_thread);
+  }
+  plugin->collnet_.LogSummary();
+  return plugin;
+}
+
+Plugin::Plugin(Status p2p_status, P2pConfig p2p, std::vector<NetInterface> devices,
+               StatusOr<CollNetConfig> collnet)
+    : p2p_status_(std::move(p2p_status)),
+      p2p_(std::move(p2p)),
+      devices_(std::move(devices)),
+      collnet_(std::move(collnet)) {}
+
+Status Plugin::CheckDevice(int dev) const {
+  RS_RETURN_IF_ERROR(p2p_status_);
+  if (dev < 0 || dev >= num_devices()) {
+    return Status(Code::kInvalidArgument,
+                  "device " + std::to_string(dev) + " does not exist (" + std::to_string(num_devices()) + " devices)");
+  }
+  return Status::Ok();
+}
+
+StatusOr<DeviceProperties> Plugin::Properties(int dev) const {
+  RS_RETURN_IF_ERROR(CheckDevice(dev));
+  const NetInterface& nic = devices_[static_cast<size_t>(dev)];
+  DeviceProperties props;
+  props.name = nic.name.c_str();
+  props.pci_path = nic.pci_path.empty() ? nullptr : nic.pci_path.c_str();
+  props.guid = static_cast<uint64_t>(dev);
+  props.speed_mbps = nic.speed_mbps;
+  props.max_comms = 65536;
+  props.max_recvs = 1;
+  return props;
+}
+
+StatusOr<std::unique_ptr<ListenComm>> Plugin::Listen(int dev, void* handle) const {
+  RS_RETURN_IF_ERROR(CheckDevice(dev));
+  if (handle == nullptr) return Status(Code::kInvalidArgument, "listen: NULL handle");
+  P2pHandle h{};
+  StatusOr<std::unique_ptr<ListenComm>> comm = ListenComm::Create(devices_[static_cast<size_t>(dev)].addr, p2p_, &h);
+  if (comm.ok()) std::memcpy(handle, &h, sizeof(h));
+  return comm;
+}
+
+StatusOr<std::unique_ptr<SendComm>> Plugin::Connect(int dev, void* handle) const {
+  RS_RETURN_IF_ERROR(CheckDevice(dev));
+  if (handle == nullptr) return Status(Code::kInvalidArgument, "connect: NULL handle");
+  P2pHandle h;
+  std::memcpy(&h, handle, sizeof(h));
+  // The connector outlives this call inside NCCL's handle buffer.
+  Connector* connector = reinterpret_cast<Connector*>(static_cast<uintptr_t>(h.connect_stage));
+  if (connector == nullptr) {
+    StatusOr<std::unique_ptr<Connector>> created = Connector::Create(h, p2p_);
+    if (!created.ok()) return created.status();
+    connector = std::move(created).value().release();
+    h.connect_stage = reinterpret_cast<uintptr_t>(connector);
+    std::memcpy(handle, &h, sizeof(h));
+  }
+  StatusOr<std::unique_ptr<SendComm>> step = connector->Step();
+  if (!step.ok() || *step != nullptr) {
+    delete connector;
+    h.connect_stage = 0;
+    std::memcpy(handle, &h, sizeof(h));
+  }
+  return step;
+}
+
+}  // namespace rs::plugin

@@ -1,0 +1,69 @@
+// The plugin core's root object: created once per loaded library at NCCL's
+// first init call, from the environment registry. It holds the immutable
+// configuration, the point-to-point devices (one per chosen interface) and
+// the CollNet part, and implements the device-level entry points
+// (properties, listen, connect). Comm-level calls go straight to the comm
+// objects. No NCCL types here: the ABI layer (nccl_tables.cc) translates.
+//
+// Creation never fails: a configuration problem is kept and returned by the
+// first call that needs the broken part, so that NCCL's init succeeds and
+// point-to-point survives a broken CollNet setting.
+//
+// Thread-safety: immutable after Create; every method may be called from any
+// thread. Connect is driven for one handle by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nccl_plugin/collnet.h"
+#include "nccl_plugin/env_registry.h"
+#include "nccl_plugin/listen_comm.h"
+#include "nccl_plugin/net_interface.h"
+#include "nccl_plugin/plugin_config.h"
+#include "nccl_plugin/send_comm.h"
+
+namespace rs::plugin {
+
+struct DeviceProperties {
+  const char* name = nullptr;
+  const char* pci_path = nullptr;  // nullptr for a virtual interface
+  uint64_t guid = 0;
+  int speed_mbps = 0;
+  int max_comms = 0;
+  int max_recvs = 1;
+};
+
+class Plugin {
+ public:
+  // `interfaces` is the system's interface list (tests pass their own).
+  static std::unique_ptr<Plugin> Create(const Env& env, const std::vector<InterfaceCandidate>& interfaces);
+  Plugin(const Plugin&) = delete;
+  Plugin& operator=(const Plugin&) = delete;
+
+  // A point-to-point configuration problem, or ok.
+  const Status& p2p_status() const { return p2p_status_; }
+  int num_devices() const { return static_cast<int>(devices_.size()); }
+  StatusOr<DeviceProperties> Properties(int dev) const;
+
+  // Writes the handle (at most 128 bytes) and returns the listen comm.
+  StatusOr<std::unique_ptr<ListenComm>> Listen(int dev, void* handle) const;
+  // One step of connecting with a peer's handle (NCCL's handle buffer, which
+  // also keeps the step's state between calls); ok(nullptr) until ready.
+  StatusOr<std::unique_ptr<SendComm>> Connect(int dev, void* handle) const;
+
+  CollNet& collnet() { return collnet_; }
+  const CollNet& collnet() const { return collnet_; }
+
+ private:
+  Plugin(Status p2p_status, P2pConfig p2p, std::vector<NetInterface> devices, StatusOr<CollNetConfig> collnet);
+  Status CheckDevice(int dev) const;
+
+  Status p2p_status_;
+  P2pConfig p2p_;
+  std::vector<NetInterface> devices_;
+  CollNet collnet_;
+};
+
+}  // namespace rs::plugin
