@@ -153,9 +153,15 @@ void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32
   ended_.push_front(std::move(last));
   if (ended_.size() > kSessionHistory) ended_.pop_back();
   if (failure.ok()) {
-    spdlog::info("session {} ended: {} pieces, {} bytes in, {} bytes out",
-                 wire::SessionIdToString(session->id()), st.pieces_completed, st.bytes_received,
-                 st.bytes_sent);
+    std::string straggler;
+    if (const auto top = SlowestRanks(st, 1); !top.empty() && st.pieces_completed > 0) {
+      straggler = fmt::format(", rank {} was last on {:.0f}% of pieces (waits {:.3g} s in all)", top[0].rank,
+                              100.0 * static_cast<double>(top[0].count) / static_cast<double>(st.pieces_completed),
+                              st.straggler_wait_seconds);
+    }
+    spdlog::info("session {} ended: {} operations, {} pieces, {} bytes in, {} bytes out{}",
+                 wire::SessionIdToString(session->id()), st.operations_completed, st.pieces_completed,
+                 st.bytes_received, st.bytes_sent, straggler);
   } else {
     ++sessions_failed_;
     spdlog::warn("session {} failed: {}", wire::SessionIdToString(session->id()), failure.ToString());
