@@ -115,7 +115,10 @@ std::vector<Status> MismatchedRun(FailuresTest* t, const std::string& session,
   std::vector<Status> results(4);
   RunRanks(4, [&](uint32_t rank) {
     auto c = client::Client::Create(t->RankOptions(session, rank, 4));
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    if (!c.ok()) {  // a slow rank may learn of the failure while joining
+      results[rank] = c.status();
+      return;
+    }
     std::vector<double> buf(4096, 1.0);
     results[rank] = (*c)->AllReduce(buf.data(), buf.data(), count_of(rank), dtype_of(rank), ReduceOp::kSum)
                         ->Wait(seconds(30));
