@@ -2,10 +2,9 @@
 // reducers through the client library (rs::client::Client). NCCL types stay
 // in the ABI layer; here data types and ops are already ours.
 //
-// State today: configuration, device count and reduceSupport are final. The
-// communication functions below the TODO marker are stubs returning
-// kInternal until they are built on rs::client::Client; the ABI layer
-// already routes every CollNet table slot to them.
+// Connect derives one session id from all ranks' handles and creates an
+// rs::client::Client, which returns only once every rank has joined every
+// reducer; iallreduce hands NCCL's chunk to it and test polls it.
 //
 // Thread-safety: the configuration accessors are immutable after
 // construction. NCCL may call the communication functions from its setup and
@@ -44,7 +43,6 @@ class CollNet {
   // server/core/dtype.h with sum, prod, max and min).
   static bool ReduceSupported(DataType type, ReduceOp op);
 
-  // ---- TODO(collnet): implement over rs::client::Client ----------------
   // Handles are at most 128 bytes; connect is collective and must succeed on
   // every rank or fail on every rank (see docs/nccl-abi.md).
   Status Listen(int dev, void* handle, void** listen_comm);
@@ -62,6 +60,8 @@ class CollNet {
   Status CloseListen(void* listen_comm);
 
  private:
+  Status CheckHandles(void* const* handles, int nranks, int rank, const class CollListenComm& listen) const;
+
   StatusOr<CollNetConfig> config_;
 };
 

@@ -1,12 +1,17 @@
 #include "tests/nccl_plugin/plugin_harness.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 #include <sched.h>
 
 #include <array>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 namespace rs::plugin::test {
 namespace {
@@ -179,6 +184,35 @@ long CheckPattern(const uint8_t* data, size_t size, int rank, int msg) {
     if (data[i] != PatternByte(rank, msg, i)) return static_cast<long>(i);
   }
   return -1;
+}
+
+void WriteFileAtomic(const std::string& path, const void* data, size_t len) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(len));
+  out.close();
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+// Waits for `path` to appear (renamed into place), without sleeping: inotify
+// wakes us, the deadline bounds the wait.
+bool WaitForFile(const std::string& dir, const std::string& path, Deadline deadline) {
+  int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (fd < 0) return false;
+  inotify_add_watch(fd, dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE);
+  bool found = false;
+  while (!(found = ::access(path.c_str(), F_OK) == 0)) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd pfd{fd, POLLIN, 0};
+    if (::poll(&pfd, 1, static_cast<int>(left)) > 0) {
+      char buf[4096];
+      while (::read(fd, buf, sizeof(buf)) > 0) {
+      }
+    }
+  }
+  ::close(fd);
+  return found;
 }
 
 }  // namespace rs::plugin::test

@@ -100,4 +100,10 @@ void FillPattern(uint8_t* data, size_t size, int rank, int msg);
 // Index of the first wrong byte, or -1.
 long CheckPattern(const uint8_t* data, size_t size, int rank, int msg);
 
+// Handle exchange through a shared directory, as NCCL's bootstrap network
+// would: write a file atomically (rename into place), and wait for one to
+// appear (inotify wakes the waiter; the deadline bounds the wait).
+void WriteFileAtomic(const std::string& path, const void* data, size_t len);
+bool WaitForFile(const std::string& dir, const std::string& path, Deadline deadline);
+
 }  // namespace rs::plugin::test

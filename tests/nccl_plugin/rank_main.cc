@@ -7,9 +7,6 @@
 //   nccl_plugin_rank <plugin.so> <dir> <rank 0|1> <table version 7|8> <scenario>
 //
 // Scenarios: sizes, inflight, tags, truncate, nocollnet, peer_exit.
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -62,35 +59,6 @@ void Expect(const Rank& r, Result got, Result want, const std::string& what) {
   }
   Fail(r, what + ": result " + std::to_string(static_cast<int>(got)) + ", expected " +
               std::to_string(static_cast<int>(want)));
-}
-
-void WriteFileAtomic(const std::string& path, const void* data, size_t len) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(len));
-  out.close();
-  std::rename(tmp.c_str(), path.c_str());
-}
-
-// Waits for `path` to appear (renamed into place), without sleeping: inotify
-// wakes us, the deadline bounds the wait.
-bool WaitForFile(const std::string& dir, const std::string& path, Deadline deadline) {
-  int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (fd < 0) return false;
-  inotify_add_watch(fd, dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE);
-  bool found = false;
-  while (!(found = ::access(path.c_str(), F_OK) == 0)) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) break;
-    pollfd pfd{fd, POLLIN, 0};
-    if (::poll(&pfd, 1, static_cast<int>(left)) > 0) {
-      char buf[4096];
-      while (::read(fd, buf, sizeof(buf)) > 0) {
-      }
-    }
-  }
-  ::close(fd);
-  return found;
 }
 
 void Setup(Rank& r) {
