@@ -89,6 +89,26 @@ TEST_P(CollNetTest, KilledReducerFailsEveryNode) {
   }
 }
 
+TEST_P(CollNetTest, NodesWithOtherReducerSettingsAreRefusedByEveryNode) {
+  std::vector<std::unique_ptr<ChildProcess>> nodes;
+  for (int r = 0; r < kNodes; ++r) {
+    // Node 2 opens 3 streams per reducer where the others open 2.
+    if (r == 2) setenv("REDUCER_STREAMS", "3", 1);
+    nodes.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
+        RS_COLLNET_RANK, RS_PLUGIN_SO, dir_, std::to_string(r), std::to_string(kNodes), std::to_string(GetParam()),
+        "connect_fails"}));
+    unsetenv("REDUCER_STREAMS");
+  }
+  for (int r = 0; r < kNodes; ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(60)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    const std::string out = nodes[r]->Output();
+    // InvalidUsage (5): a configuration problem, reported the same way everywhere.
+    EXPECT_NE(out.find("connect returned 5"), std::string::npos) << out;
+    EXPECT_NE(out.find("node 2 ("), std::string::npos) << out;
+    EXPECT_NE(out.find("other reducer settings than node 0"), std::string::npos) << out;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tables, CollNetTest, ::testing::Values(7, 8),
                          [](const ::testing::TestParamInfo<int>& info) { return "v" + std::to_string(info.param); });
 

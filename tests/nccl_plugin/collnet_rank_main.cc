@@ -13,6 +13,7 @@
 //   allreduce  float32, float16, bfloat16 and int32 chunks, every result checked
 //   failure    all-reduces until test() reports an error (a reducer is killed
 //              by the test once "running" is printed); prints the result code
+//   connect_fails  expects connect to fail (nodes configured differently)
 // Exit: 0 success, 1 failed check (reason on stderr), 2 timeout.
 #include <cstdio>
 #include <cstdlib>
@@ -248,7 +249,14 @@ int Run(const LoadedPlugin& plugin, const Table* coll, const std::string& dir, i
     std::ifstream(path, std::ios::binary).read(handles[r].data(), abi::kHandleMaxBytes);
     handle_ptrs[r] = handles[r].data();
   }
-  Check(coll->connect(handle_ptrs.data(), nranks, rank, listen_comm, &n.comm), "connect");
+  const Result connected = coll->connect(handle_ptrs.data(), nranks, rank, listen_comm, &n.comm);
+  if (scenario == "connect_fails") {
+    // Every node must refuse alike; the test compares what they print.
+    std::printf("connect returned %d\n", static_cast<int>(connected));
+    Check(coll->closeListen(listen_comm), "closeListen");
+    return connected == Result::kSuccess ? 1 : 0;
+  }
+  Check(connected, "connect");
   if (scenario == "allreduce") {
     AllReduceScenario(n);
   } else if (scenario == "failure") {
