@@ -36,6 +36,8 @@ class FailuresTest : public ::testing::Test {
     return o;
   }
 
+  uint16_t port() const { return reducer_->port(); }
+
   // A healthy 2-rank session must work after whatever the test broke.
   void ExpectFreshSessionWorks(const std::string& session) {
     RunRanks(2, [&](uint32_t rank) {
@@ -171,66 +173,64 @@ std::unique_ptr<ChildProcess> StartVictim(uint16_t port, const std::string& sess
       "4", kToken, std::to_string(ops)});
 }
 
-TEST_F(FailuresTest, KilledWorkerIsNamedToTheOthersAtOnce) {
-  constexpr int kOps = 3;
-  auto victim = StartVictim(reducer_->port(), "killed", kOps);
-  std::vector<Status> errors(3);
-  std::vector<std::chrono::steady_clock::time_point> failed_at(3);
-  std::chrono::steady_clock::time_point killed_at;
-  std::thread killer([&] {
+struct SurvivorError {
+  Status status;
+  std::chrono::steady_clock::time_point at;
+};
+
+// Ranks 0-2 of a 4-rank session run `ops` + 1 all-reduces while `fault` acts
+// on rank 3 (a separate process) once it stalls before operation `ops`.
+// Returns each survivor's error and when it arrived.
+std::vector<SurvivorError> RunSurvivors(FailuresTest* t, const std::string& session, int ops,
+                                        const std::function<void(ChildProcess&)>& fault) {
+  auto victim = StartVictim(t->port(), session, ops);
+  std::vector<SurvivorError> errors(3);
+  std::thread injector([&] {
     ASSERT_TRUE(victim->WaitForOutput("stalling before operation", seconds(30))) << victim->Output();
-    // The survivors are now inside operation kOps, waiting for rank 3.
-    killed_at = std::chrono::steady_clock::now();
-    victim->Kill();
+    // The survivors are now inside operation `ops`, waiting for rank 3.
+    fault(*victim);
   });
   RunRanks(3, [&](uint32_t rank) {
-    auto c = client::Client::Create(RankOptions("killed", rank, 4));
+    auto c = client::Client::Create(t->RankOptions(session, rank, 4));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     std::vector<float> v(1 << 16, 1.0f);
-    for (int i = 0; i <= kOps; ++i) {
+    for (int i = 0; i <= ops; ++i) {
       Status st = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(60));
       if (!st.ok()) {
-        errors[rank] = st;
-        failed_at[rank] = std::chrono::steady_clock::now();
+        errors[rank] = {st, std::chrono::steady_clock::now()};
         return;
       }
     }
   });
-  killer.join();
+  injector.join();
+  return errors;
+}
+
+TEST_F(FailuresTest, KilledWorkerIsNamedToTheOthersAtOnce) {
+  std::chrono::steady_clock::time_point killed_at;
+  auto errors = RunSurvivors(this, "killed", 3, [&](ChildProcess& victim) {
+    killed_at = std::chrono::steady_clock::now();
+    victim.Kill();
+  });
   for (uint32_t r = 0; r < 3; ++r) {
-    EXPECT_EQ(errors[r].code(), Code::kPeerFailed) << "rank " << r << ": " << errors[r].ToString();
-    EXPECT_NE(errors[r].message().find("rank 3 disconnected"), std::string::npos) << errors[r].message();
+    EXPECT_EQ(errors[r].status.code(), Code::kPeerFailed) << "rank " << r << ": " << errors[r].status.ToString();
+    EXPECT_NE(errors[r].status.message().find("rank 3 disconnected"), std::string::npos) << errors[r].status.message();
     // Within the reducer's --op-timeout (3 s): the disconnect is seen at once.
-    EXPECT_LT(failed_at[r] - killed_at, seconds(3));
+    EXPECT_LT(errors[r].at - killed_at, seconds(3));
   }
   ExpectFreshSessionWorks("after-kill");
 }
 
 TEST_F(FailuresTest, FrozenWorkerTimesOutNamingIt) {
-  constexpr int kOps = 2;
-  auto victim = StartVictim(reducer_->port(), "frozen", kOps);
-  std::vector<Status> errors(3);
-  std::thread freezer([&] {
-    ASSERT_TRUE(victim->WaitForOutput("stalling before operation", seconds(30))) << victim->Output();
-    kill(victim->pid(), SIGSTOP);  // alive but silent, like a hung GPU or a cut link
+  pid_t frozen = -1;
+  auto errors = RunSurvivors(this, "frozen", 2, [&](ChildProcess& victim) {
+    frozen = victim.pid();
+    kill(frozen, SIGSTOP);  // alive but silent, like a hung GPU or a cut link
   });
-  RunRanks(3, [&](uint32_t rank) {
-    auto c = client::Client::Create(RankOptions("frozen", rank, 4));
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    std::vector<float> v(1 << 16, 1.0f);
-    for (int i = 0; i <= kOps; ++i) {
-      Status st = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(60));
-      if (!st.ok()) {
-        errors[rank] = st;
-        return;
-      }
-    }
-  });
-  freezer.join();
-  kill(victim->pid(), SIGKILL);
   for (uint32_t r = 0; r < 3; ++r) {
-    EXPECT_EQ(errors[r].code(), Code::kTimeout) << "rank " << r << ": " << errors[r].ToString();
-    EXPECT_NE(errors[r].message().find("rank 3 never contributed"), std::string::npos) << errors[r].message();
+    EXPECT_EQ(errors[r].status.code(), Code::kTimeout) << "rank " << r << ": " << errors[r].status.ToString();
+    EXPECT_NE(errors[r].status.message().find("rank 3 never contributed"), std::string::npos)
+        << errors[r].status.message();
   }
 }
 
