@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <asio.hpp>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -42,7 +43,11 @@ class PrometheusServer {
         kPrometheus, "--config.file=" + dir_ + "/prometheus.yml", "--storage.tsdb.path=" + dir_ + "/data",
         "--web.listen-address=127.0.0.1:" + std::to_string(port_), "--log.level=warn"});
   }
-  ~PrometheusServer() { process_->Kill(); }
+  ~PrometheusServer() {
+    process_->Kill();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);  // its TSDB
+  }
 
   // Polls an instant query until its first sample's value satisfies `done`
   // (bounded); returns the last value seen, or -1.
