@@ -1,0 +1,121 @@
+# shellcheck shell=bash
+# Network-namespace cluster on one Linux machine (root). Sourced by run.sh.
+#
+# Topology: a switch namespace holding a bridge, and one namespace per host.
+# Each host gets a veth pair: eth0 inside the host, the other end on the
+# bridge. Every link is shaped in both directions to RS_RATE with tbf (the
+# host's egress on eth0, its ingress on the bridge port's egress), plus netem
+# delay when RS_DELAY is set. All addresses live only inside the namespaces
+# created here (10.77.0.0/24 by default), so the machine's own network is
+# never touched. ns_teardown removes everything; run.sh calls it from a trap.
+
+NS_PREFIX=${NS_PREFIX:-rsb$$}
+NS_SUBNET=${NS_SUBNET:-10.77.0}
+NS_HOSTS=()
+
+ns_name() { echo "${NS_PREFIX}-h$1"; }
+ns_switch() { echo "${NS_PREFIX}-sw"; }
+ns_addr() { echo "${NS_SUBNET}.$(($1 + 1))"; }
+
+# tbf needs a bucket of at least one packet plus what arrives in a timer tick;
+# 1 ms of traffic, and never below 64 KiB (GSO packets are up to 64 KiB).
+ns_burst_bytes() {
+  local bits=$1 burst
+  burst=$((bits / 8 / 1000))
+  ((burst < 65536)) && burst=65536
+  echo "$burst"
+}
+
+# Turns "1gbit", "500mbit", "100kbit" into bits per second (0 for unshaped).
+ns_rate_bits() {
+  local rate=${1,,}
+  case "$rate" in
+    0 | none | "") echo 0 ;;
+    *gbit) echo $((${rate%gbit} * 1000000000)) ;;
+    *mbit) echo $((${rate%mbit} * 1000000)) ;;
+    *kbit) echo $((${rate%kbit} * 1000)) ;;
+    *) echo "unknown rate '$1'; use e.g. 1gbit, 500mbit or 0" >&2; return 1 ;;
+  esac
+}
+
+# Shapes one device's egress: tbf at the rate, netem below it for delay.
+ns_shape_dev() {
+  local ns=$1 dev=$2 bits=$3 delay=$4
+  if ((bits > 0)); then
+    ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: tbf rate "${bits}bit" \
+      burst "$(ns_burst_bytes "$bits")" latency 25ms
+    if [[ -n $delay && $delay != 0 ]]; then
+      ip netns exec "$ns" tc qdisc add dev "$dev" parent 1:1 handle 10: netem delay "$delay" limit 100000
+    fi
+  elif [[ -n $delay && $delay != 0 ]]; then
+    ip netns exec "$ns" tc qdisc add dev "$dev" root handle 10: netem delay "$delay" limit 100000
+  fi
+}
+
+# Larger socket buffer limits inside a host namespace (these are per netns).
+ns_tune() {
+  local ns=$1
+  ip netns exec "$ns" sysctl -q -w net.core.rmem_max=16777216 net.core.wmem_max=16777216 \
+    net.ipv4.tcp_rmem="4096 131072 16777216" net.ipv4.tcp_wmem="4096 65536 16777216" >/dev/null || true
+}
+
+# ns_setup HOSTS RATE DELAY: builds the switch and HOSTS hosts, 0..HOSTS-1.
+ns_setup() {
+  local hosts=$1 rate=$2 delay=$3 bits i ns sw
+  bits=$(ns_rate_bits "$rate") || return 1
+  sw=$(ns_switch)
+  ip netns add "$sw"
+  NS_HOSTS+=("$sw")
+  ip netns exec "$sw" ip link add br0 type bridge
+  ip netns exec "$sw" ip link set br0 up
+  ip netns exec "$sw" ip link set lo up
+  for ((i = 0; i < hosts; i++)); do
+    ns=$(ns_name "$i")
+    ip netns add "$ns"
+    NS_HOSTS+=("$ns")
+    ip link add "${NS_PREFIX}e$i" type veth peer name "${NS_PREFIX}p$i"
+    ip link set "${NS_PREFIX}e$i" netns "$ns" name eth0
+    ip link set "${NS_PREFIX}p$i" netns "$sw" name "p$i"
+    ip netns exec "$sw" ip link set "p$i" master br0 up
+    ip netns exec "$ns" ip link set lo up
+    ip netns exec "$ns" ip addr add "$(ns_addr "$i")/24" dev eth0
+    ip netns exec "$ns" ip link set eth0 up
+    ns_tune "$ns"
+    ns_shape_dev "$ns" eth0 "$bits" "$delay"
+    ns_shape_dev "$sw" "p$i" "$bits" "$delay"
+  done
+}
+
+# Deleting a namespace deletes its veth ends (and so their peers) and qdiscs.
+ns_teardown() {
+  local ns
+  for ns in "${NS_HOSTS[@]}"; do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  NS_HOSTS=()
+}
+
+# ns_exec HOST CMD...: runs CMD inside host HOST's namespace.
+ns_exec() {
+  local host=$1
+  shift
+  ip netns exec "$(ns_name "$host")" "$@"
+}
+
+# ns_can_create: 0 when this process may create namespaces and veth pairs.
+ns_can_create() {
+  local probe="rsprobe$$"
+  ((EUID == 0)) || { echo "not root"; return 1; }
+  command -v ip >/dev/null || { echo "iproute2 (ip) is not installed"; return 1; }
+  command -v tc >/dev/null || { echo "tc (iproute2) is not installed"; return 1; }
+  ip netns add "$probe" 2>/dev/null || { echo "cannot create network namespaces here (ip netns add failed)"; return 1; }
+  if ! ip link add "${probe}a" type veth peer name "${probe}b" 2>/dev/null; then
+    ip netns del "$probe"
+    echo "cannot create veth pairs here"
+    return 1
+  fi
+  ip link del "${probe}a" 2>/dev/null || true
+  ip netns del "$probe"
+  return 0
+}

@@ -1,0 +1,209 @@
+# shellcheck shell=bash
+# The harness's phases (iperf3, ours, gloo) and CPU accounting. Sourced by
+# run.sh, which defines the settings, PIDS (stopped on exit) and the ns_* helpers.
+
+CLK_TCK=$(getconf CLK_TCK)
+TORCH_MASTER_PORT=${TORCH_MASTER_PORT:-29500}
+
+now() { date +%s.%N; }
+
+# CPU seconds (user + system) a live process has used so far.
+proc_cpu() {
+  awk -v hz="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# "busy total" jiffies of the whole machine, from /proc/stat.
+machine_jiffies() {
+  awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
+}
+
+cpu_row() { echo "$1,$2,$3,$4" >>"$OUT/cpu.csv"; }
+
+# Machine-wide CPU between two machine_jiffies samples, as CPU seconds.
+machine_row() {
+  local phase=$1 wall=$2 b0 t0 b1 t1
+  read -r b0 t0 <<<"$3"
+  read -r b1 t1 <<<"$4"
+  cpu_row "$phase" "all (whole machine incl. other users; ${CORES} cores)" \
+    "$(awk -v b=$((b1 - b0)) -v t=$((t1 - t0)) -v c="$CORES" -v w="$wall" 'BEGIN { printf "%.2f", t ? b / t * c * w : 0 }')" "$wall"
+}
+
+# run_accounted FILE HOST CMD...: runs CMD in HOST's namespace under the
+# phase timeout; CMD's CPU seconds (user + system) end up in FILE.
+run_accounted() {
+  local file=$1 host=$2
+  shift 2
+  # shellcheck disable=SC2016  # expanded by the inner shell
+  timeout -k 5 "$RUN_TIMEOUT" ip netns exec "$(ns_name "$host")" bash -c \
+    '"$@"; rc=$?; times >"$0"; exit $rc' "$file" "$@"  # not "times | ...": a subshell has no children
+}
+
+# CPU seconds in a file run_accounted wrote (times: "0m1.5s 0m0.2s", 2nd line).
+accounted_cpu() {
+  awk -F'[ms ]' 'NR == 2 { printf "%.2f", $1 * 60 + $2 + $4 * 60 + $5; found = 1 } END { if (!found) print 0 }' "$1" 2>/dev/null ||
+    echo 0
+}
+
+CORES=$(nproc)
+
+write_meta() {
+  local torch
+  torch=$("$PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)
+  cat >"$OUT/meta.env" <<EOF
+WORKERS=$WORKERS
+REDUCERS=$REDUCERS
+RATE=$RATE
+DELAY=$DELAY
+CORES=$CORES
+IPERF_SECONDS=$IPERF_SECONDS
+TORCH=$torch
+OURS_FLAGS=$BENCH_ARGS, reducerd $REDUCERD_ARGS, iters $ITERS, warmup $WARMUP
+COMMAND=sudo WORKERS=$WORKERS REDUCERS=$REDUCERS RATE=$RATE${DELAY:+ DELAY=$DELAY} MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP ITERS=$ITERS bench/netns/run.sh
+EOF
+}
+
+# Sizes of the sweep in bytes, as reducer-bench and gloo_allreduce.py walk it.
+sweep_total_bytes() {
+  "$PYTHON" - "$MIN_BYTES" "$MAX_BYTES" "$STEP" <<'EOF'
+import sys
+u = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+def size(t):
+    t = t.upper().rstrip("B").rstrip("I")
+    return int(t[:-1]) * u[t[-1]] if t[-1] in u else int(t)
+lo, hi, f = size(sys.argv[1]), size(sys.argv[2]), int(sys.argv[3])
+total = 0
+while lo <= hi:
+    total += lo // 4 * 4
+    lo *= f
+print(total)
+EOF
+}
+
+phase_iperf() {
+  log "iperf3: host 0 -> host 1, 1 TCP stream, ${IPERF_SECONDS} s"
+  ns_exec 1 timeout $((IPERF_SECONDS + 20)) iperf3 -s -1 -B "$(ns_addr 1)" -p 5201 >"$OUT/logs/iperf-server.log" 2>&1 &
+  PIDS+=($!)
+  local server=$! tries
+  for ((tries = 0; tries < 50; tries++)); do
+    ns_exec 1 ss -Hltn "sport = :5201" | grep -q . && break
+    sleep 0.1
+  done
+  if ! ns_exec 0 timeout $((IPERF_SECONDS + 15)) iperf3 -c "$(ns_addr 1)" -p 5201 -t "$IPERF_SECONDS" -J \
+    >"$OUT/iperf.json" 2>"$OUT/logs/iperf-client.err"; then
+    echo "iperf3 failed:" >&2
+    cat "$OUT/logs/iperf-client.err" "$OUT/iperf.json" >&2
+    exit 1
+  fi
+  wait "$server" 2>/dev/null || true
+}
+
+start_reducers() {
+  local i h port tries
+  REDUCER_PIDS=()
+  ADDRS=""
+  for ((i = 0; i < REDUCERS; i++)); do
+    h=$((WORKERS + i))
+    rm -f "$OUT/logs/reducer$i.port"
+    # Not ns_exec: a function would leave a bash in between, and $! must be reducerd for its CPU.
+    # shellcheck disable=SC2086  # REDUCERD_ARGS is a list of flags
+    ip netns exec "$(ns_name "$h")" "$BUILD_DIR/server/reducerd" --listen "$(ns_addr "$h"):0" --port-file "$OUT/logs/reducer$i.port" \
+      --job-token-file "$TOKEN_FILE" --op-timeout 60s --join-timeout 60s --drain-timeout 1s \
+      $REDUCERD_ARGS >"$OUT/logs/reducer$i.log" 2>&1 &
+    PIDS+=($!)
+    REDUCER_PIDS+=($!)
+  done
+  for ((i = 0; i < REDUCERS; i++)); do
+    port=""
+    for ((tries = 0; tries < 100; tries++)); do
+      port=$(cat "$OUT/logs/reducer$i.port" 2>/dev/null || true)
+      [[ $port =~ ^[0-9]+$ ]] && break
+      sleep 0.1
+    done
+    [[ $port =~ ^[0-9]+$ ]] || { echo "reducer $i did not start:" >&2; cat "$OUT/logs/reducer$i.log" >&2; exit 1; }
+    ADDRS+="${ADDRS:+,}$(ns_addr $((WORKERS + i))):$port"
+  done
+}
+
+stop_reducers() {
+  local pid
+  for pid in "${REDUCER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${REDUCER_PIDS[@]}"; do timeout 10 tail --pid="$pid" -f /dev/null || kill -KILL "$pid" 2>/dev/null || true; done
+}
+
+# wait_workers PHASE NAME PIDS...: waits for every worker; records their CPU.
+wait_workers() {
+  local phase=$1 name=$2 r=0 rc=0 pid
+  shift 2
+  for pid in "$@"; do
+    if ! wait "$pid"; then
+      echo "$phase: $name rank $r failed; its output:" >&2
+      tail -n 20 "$OUT/logs/$phase-rank$r.out" "$OUT/logs/$phase-rank$r.err" >&2 || true
+      rc=1
+    fi
+    r=$((r + 1))
+  done
+  return $rc
+}
+
+phase_ours() {
+  TOKEN_FILE=$(mktemp /tmp/rs-netns-token.XXXXXX)
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOKEN_FILE"
+  start_reducers
+  log "ours: $WORKERS reducer-bench workers -> reducers $ADDRS"
+  local i r pids=() cpu0=() m0 m1 t0 t1 wall
+  for pid in "${REDUCER_PIDS[@]}"; do cpu0+=("$(proc_cpu "$pid")"); done
+  m0=$(machine_jiffies)
+  t0=$(now)
+  for ((r = 0; r < WORKERS; r++)); do
+    # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
+    run_accounted "$OUT/logs/ours-rank$r.cpu" "$r" "$BUILD_DIR/bench/reducer-bench" --reducers "$ADDRS" \
+      --world "$WORKERS" --rank "$r" --job-token-file "$TOKEN_FILE" --session "netns-$$" -b "$MIN_BYTES" \
+      -e "$MAX_BYTES" -f "$STEP" -d float32 -n "$ITERS" -w "$WARMUP" --check 1 --timeout 60s \
+      --csv "$OUT/ours.csv" $BENCH_ARGS >"$OUT/logs/ours-rank$r.out" 2>"$OUT/logs/ours-rank$r.err" &
+    pids+=($!)
+    PIDS+=($!)
+  done
+  local ok=0
+  wait_workers ours reducer-bench "${pids[@]}" || ok=1
+  t1=$(now)
+  m1=$(machine_jiffies)
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+  for ((i = 0; i < REDUCERS; i++)); do
+    cpu_row ours "reducerd $i" "$(awk -v a="${cpu0[i]}" -v b="$(proc_cpu "${REDUCER_PIDS[i]}")" 'BEGIN { printf "%.2f", b - a }')" "$wall"
+  done
+  for ((r = 0; r < WORKERS; r++)); do
+    cpu_row ours "reducer-bench rank $r" "$(accounted_cpu "$OUT/logs/ours-rank$r.cpu")" "$wall"
+  done
+  machine_row ours "$wall" "$m0" "$m1"
+  stop_reducers
+  rm -f "$TOKEN_FILE"
+  echo "OURS_INPUT_BYTES=$((WORKERS * $(sweep_total_bytes) * (ITERS + (WARMUP > 0 ? WARMUP : 1))))" >>"$OUT/meta.env"
+  cat "$OUT/logs/ours-rank0.out"
+  ((ok == 0)) || exit 1
+}
+
+phase_gloo() {
+  log "gloo: $WORKERS torch.distributed ranks on the worker hosts"
+  local r pids=() m0 m1 t0 t1 wall
+  m0=$(machine_jiffies)
+  t0=$(now)
+  for ((r = 0; r < WORKERS; r++)); do
+    run_accounted "$OUT/logs/gloo-rank$r.cpu" "$r" env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
+      "$PYTHON" "$HERE/gloo_allreduce.py" --master "$(ns_addr 0):$TORCH_MASTER_PORT" --world "$WORKERS" --rank "$r" \
+      -b "$MIN_BYTES" -e "$MAX_BYTES" -f "$STEP" -n "$ITERS" -w "$WARMUP" --timeout 120 --csv "$OUT/gloo.csv" \
+      >"$OUT/logs/gloo-rank$r.out" 2>"$OUT/logs/gloo-rank$r.err" &
+    pids+=($!)
+    PIDS+=($!)
+  done
+  local ok=0
+  wait_workers gloo gloo "${pids[@]}" || ok=1
+  t1=$(now)
+  m1=$(machine_jiffies)
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+  for ((r = 0; r < WORKERS; r++)); do
+    cpu_row gloo "torch gloo rank $r" "$(accounted_cpu "$OUT/logs/gloo-rank$r.cpu")" "$wall"
+  done
+  machine_row gloo "$wall" "$m0" "$m1"
+  cat "$OUT/logs/gloo-rank0.out"
+  ((ok == 0)) || exit 1
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Multi-host all-reduce harness on one Linux machine (root): one network
+# namespace per host, links shaped both ways with tc. In one invocation it
+# measures the line rate with iperf3, runs our all-reduce (W worker hosts with
+# reducer-bench, R reducer hosts with reducerd) and a ring peer (torch gloo on
+# the same W worker hosts), records CPU per process, and writes results.md and
+# algbw.png into $OUT. Everything it creates is removed on exit or interrupt.
+# See --help.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=bench/netns/netns_lib.sh
+source "$HERE/netns_lib.sh"
+# shellcheck source=bench/netns/phases.sh
+source "$HERE/phases.sh"
+
+WORKERS=${WORKERS:-4}
+REDUCERS=${REDUCERS:-4}
+RATE=${RATE:-1gbit}
+DELAY=${DELAY:-}
+MIN_BYTES=${MIN_BYTES:-4K}
+MAX_BYTES=${MAX_BYTES:-64M}
+STEP=${STEP:-4}
+ITERS=${ITERS:-10}
+WARMUP=${WARMUP:-2}
+PHASES=${PHASES:-iperf ours gloo}
+IPERF_SECONDS=${IPERF_SECONDS:-5}
+BENCH_ARGS=${BENCH_ARGS:---streams 2 --piece-bytes 1M --inflight 1}
+REDUCERD_ARGS=${REDUCERD_ARGS:---memory-limit 512MiB}
+RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+BUILD_DIR=${BUILD_DIR:-$ROOT/build-perf}
+PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's, where python3-torch lives
+OUT=${OUT:-$ROOT/bench/results/w${WORKERS}-r${REDUCERS}-${RATE}}
+
+usage() {
+  cat <<EOF
+Usage: [VAR=value ...] $0 [--help]
+
+Builds $WORKERS worker hosts and $REDUCERS reducer hosts as network namespaces on a bridge,
+every link shaped to RATE both ways, runs the phases and writes \$OUT/results.md and
+\$OUT/algbw.png. Needs root, iproute2, iperf3, python3-torch and python3-matplotlib.
+Exit status: 0 on success, 77 when namespaces cannot be created here (with the reason),
+1 on any failure (logs kept in \$OUT/logs).
+
+Settings, from the environment (current value):
+  WORKERS=$WORKERS REDUCERS=$REDUCERS   hosts of each kind
+  RATE=$RATE            per-link rate both ways (tbf), e.g. 1gbit, 500mbit; 0 = unshaped
+  DELAY=$DELAY               one-way delay added per link direction (netem), e.g. 1ms
+  MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP   float32 size sweep
+  ITERS=$ITERS WARMUP=$WARMUP      timed and untimed operations per size (both systems)
+  PHASES='$PHASES'   any of iperf, ours, gloo
+  IPERF_SECONDS=$IPERF_SECONDS
+  BENCH_ARGS='$BENCH_ARGS'   more reducer-bench flags
+  REDUCERD_ARGS='$REDUCERD_ARGS'   more reducerd flags
+  RUN_TIMEOUT=$RUN_TIMEOUT      seconds any one phase may take
+  PYTHON=$PYTHON   the interpreter with python3-torch
+  BUILD_DIR=$BUILD_DIR   (built here when reducerd or reducer-bench is missing)
+  OUT=$OUT
+EOF
+}
+
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  "") ;;
+  *) echo "unknown argument '$1'; see $0 --help" >&2; exit 2 ;;
+esac
+
+log() { echo "== $*"; }
+
+PIDS=()
+FAILED=1
+cleanup() {
+  trap '' INT TERM  # a second Ctrl-C must not cut the cleanup short
+  local pid
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 30); do
+    local alive=0
+    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    sleep 0.1
+  done
+  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  ns_teardown
+  ((FAILED)) && [[ -d ${OUT:-}/logs ]] && echo "logs kept in $OUT/logs" >&2
+  return 0
+}
+
+build_if_missing() {
+  [[ -x $BUILD_DIR/server/reducerd && -x $BUILD_DIR/bench/reducer-bench ]] && return 0
+  log "building reducerd and reducer-bench in $BUILD_DIR"
+  local generator=()
+  [[ -f $BUILD_DIR/CMakeCache.txt ]] || generator=(-G Ninja)
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD_DIR" --target reducerd reducer-bench
+}
+
+check_tools() {
+  local missing=()
+  command -v iperf3 >/dev/null || [[ $PHASES != *iperf* ]] || missing+=(iperf3)
+  if [[ $PHASES == *gloo* ]] && ! "$PYTHON" -c 'import torch.distributed' 2>/dev/null; then
+    missing+=(python3-torch)
+  fi
+  "$PYTHON" -c 'import matplotlib' 2>/dev/null || missing+=(python3-matplotlib)
+  if ((${#missing[@]})); then
+    echo "missing: ${missing[*]}; apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+}
+
+main() {
+  local why
+  if ! why=$(ns_can_create); then
+    echo "SKIPPED: $why; the harness needs root and network namespaces" >&2
+    exit 77
+  fi
+  check_tools
+  build_if_missing
+  mkdir -p "$OUT/logs"
+  rm -f "$OUT"/{ours,gloo,cpu}.csv "$OUT"/iperf.json "$OUT"/logs/*
+  trap cleanup EXIT
+  trap 'echo "interrupted" >&2; exit 130' INT TERM
+  log "building $((WORKERS + REDUCERS)) hosts in namespaces ${NS_PREFIX}-*, links $RATE${DELAY:+ + $DELAY}"
+  ns_setup $((WORKERS + REDUCERS)) "$RATE" "$DELAY"
+  write_meta
+  echo "phase,process,cpu_s,wall_s" >"$OUT/cpu.csv"
+  local phase
+  for phase in $PHASES; do
+    case "$phase" in
+      iperf) phase_iperf ;;
+      ours) phase_ours ;;
+      gloo) phase_gloo ;;
+      *) echo "unknown phase '$phase'" >&2; exit 2 ;;
+    esac
+  done
+  "$PYTHON" "$HERE/report.py" "$OUT"
+  FAILED=0
+  log "wrote $OUT/results.md and $OUT/algbw.png"
+}
+
+main "$@"
