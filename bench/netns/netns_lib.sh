@@ -52,11 +52,12 @@ ns_shape_dev() {
   fi
 }
 
-# Larger socket buffer limits inside a host namespace (these are per netns).
+# Room for TCP autotuning inside a host namespace (tcp_rmem and tcp_wmem are
+# per namespace; net.core.*mem_max is not, and autotuning does not need it).
 ns_tune() {
   local ns=$1
-  ip netns exec "$ns" sysctl -q -w net.core.rmem_max=16777216 net.core.wmem_max=16777216 \
-    net.ipv4.tcp_rmem="4096 131072 16777216" net.ipv4.tcp_wmem="4096 65536 16777216" >/dev/null || true
+  ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_rmem="4096 131072 16777216" \
+    net.ipv4.tcp_wmem="4096 65536 16777216" >/dev/null 2>&1 || true
 }
 
 # ns_setup HOSTS RATE DELAY: builds the switch and HOSTS hosts, 0..HOSTS-1.

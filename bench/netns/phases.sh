@@ -145,6 +145,17 @@ wait_workers() {
   return $rc
 }
 
+# Queue drops and TCP retransmissions of a phase: what shaping did to the flows.
+link_stats() {
+  local phase=$1 h
+  for ((h = 0; h < WORKERS + REDUCERS; h++)); do
+    echo "== host $h: eth0 egress; its bridge port's egress (= host ingress); TCP retransmitted segments"
+    ns_exec "$h" tc -s qdisc show dev eth0 | grep -E 'qdisc|Sent'
+    ip netns exec "$(ns_switch)" tc -s qdisc show dev "p$h" | grep -E 'qdisc|Sent'
+    ns_exec "$h" nstat -az TcpRetransSegs | grep TcpRetransSegs || true
+  done >"$OUT/logs/links-$phase.txt" 2>&1
+}
+
 phase_ours() {
   TOKEN_FILE=$(mktemp /tmp/rs-netns-token.XXXXXX)
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOKEN_FILE"
@@ -175,6 +186,7 @@ phase_ours() {
     cpu_row ours "reducer-bench rank $r" "$(accounted_cpu "$OUT/logs/ours-rank$r.cpu")" "$wall"
   done
   machine_row ours "$wall" "$m0" "$m1"
+  link_stats ours
   stop_reducers
   rm -f "$TOKEN_FILE"
   echo "OURS_INPUT_BYTES=$((WORKERS * $(sweep_total_bytes) * (ITERS + (WARMUP > 0 ? WARMUP : 1))))" >>"$OUT/meta.env"
@@ -204,6 +216,7 @@ phase_gloo() {
     cpu_row gloo "torch gloo rank $r" "$(accounted_cpu "$OUT/logs/gloo-rank$r.cpu")" "$wall"
   done
   machine_row gloo "$wall" "$m0" "$m1"
+  link_stats gloo
   cat "$OUT/logs/gloo-rank0.out"
   ((ok == 0)) || exit 1
 }

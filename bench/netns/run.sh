@@ -26,7 +26,7 @@ ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-2}
 PHASES=${PHASES:-iperf ours gloo}
 IPERF_SECONDS=${IPERF_SECONDS:-5}
-BENCH_ARGS=${BENCH_ARGS:---streams 2 --piece-bytes 1M --inflight 1}
+BENCH_ARGS=${BENCH_ARGS:---streams 1 --piece-bytes 256K --inflight 1}
 REDUCERD_ARGS=${REDUCERD_ARGS:---memory-limit 512MiB}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-perf}
@@ -108,6 +108,15 @@ check_tools() {
   fi
 }
 
+# Every phase asked for must have left its result, and the report its files.
+check_outputs() {
+  local f
+  for f in results.md algbw.png; do [[ -s $OUT/$f ]] || { echo "no $OUT/$f" >&2; exit 1; }; done
+  [[ $PHASES != *iperf* ]] || grep -q bits_per_second "$OUT/iperf.json" || { echo "iperf3 gave no rate" >&2; exit 1; }
+  [[ $PHASES != *ours* ]] || (($(wc -l <"$OUT/ours.csv") > 1)) || { echo "ours: no results" >&2; exit 1; }
+  [[ $PHASES != *gloo* ]] || (($(wc -l <"$OUT/gloo.csv") > 1)) || { echo "gloo: no results" >&2; exit 1; }
+}
+
 main() {
   local why
   if ! why=$(ns_can_create); then
@@ -134,6 +143,7 @@ main() {
     esac
   done
   "$PYTHON" "$HERE/report.py" "$OUT"
+  check_outputs
   FAILED=0
   log "wrote $OUT/results.md and $OUT/algbw.png"
 }

@@ -10,6 +10,9 @@ RS_BUILD_PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto prometheus-cpp-dev
   # tests: promtool and a real Prometheus server to scrape reducerd
   prometheus
+  # the network-namespace harness (bench/netns) and its smoke test: ip/tc, the
+  # ring peer (torch.distributed gloo) and the plot
+  iproute2 python3-torch python3-matplotlib
 )
 
 rs_install_deps() {
