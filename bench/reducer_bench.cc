@@ -44,6 +44,7 @@ struct Options {
   bool check = true;
   int streams = 2;
   uint64_t piece_bytes = 1 << 20;
+  uint64_t send_window = 4 << 20;
   int io_threads = 1;
   int inflight = 1;
   std::chrono::milliseconds timeout{90'000};
@@ -76,7 +77,7 @@ StatusOr<std::vector<DataType>> ParseTypes(const std::string& list) {
 // Turns the flags' text into Options, checking everything once.
 struct RawFlags {
   std::string reducers, token_file, min_bytes = "4K", max_bytes = "64M", dtype = "float32", op = "sum";
-  std::string piece_bytes = "1M", timeout = "90s";
+  std::string piece_bytes = "1M", send_window = "4M", timeout = "90s";
 };
 
 Status Validate(const RawFlags& raw, Options* out) {
@@ -89,7 +90,8 @@ Status Validate(const RawFlags& raw, Options* out) {
   }
   for (auto [flag, text, dest] : {std::tuple{"--min-bytes", &raw.min_bytes, &out->min_bytes},
                                   std::tuple{"--max-bytes", &raw.max_bytes, &out->max_bytes},
-                                  std::tuple{"--piece-bytes", &raw.piece_bytes, &out->piece_bytes}}) {
+                                  std::tuple{"--piece-bytes", &raw.piece_bytes, &out->piece_bytes},
+                                  std::tuple{"--send-window", &raw.send_window, &out->send_window}}) {
     auto size = ParseSize(*text);
     if (!size.ok()) return size.status().Prefixed(flag);
     *dest = *size;
@@ -161,6 +163,10 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   app.add_option("--piece-bytes", raw.piece_bytes, "Largest piece of an operation (same on every rank)")
       ->envname("REDUCER_PIECE_BYTES")
       ->capture_default_str();
+  app.add_option("--send-window", raw.send_window,
+                 "Bytes of pieces a stream may have sent without their results back; 0: no limit")
+      ->envname("REDUCER_SEND_WINDOW")
+      ->capture_default_str();
   app.add_option("--io-threads", o.io_threads, "Client I/O threads")->envname("REDUCER_IO_THREADS")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -223,8 +229,10 @@ class Report {
     for (const auto& r : o_.reducers) list += (list.empty() ? "" : ",") + r.ToString();
     std::printf("# reducer-bench: %u ranks, %zu reducers (%s), session '%s'\n", o_.world, o_.reducers.size(),
                 list.c_str(), o_.session.c_str());
-    std::printf("# %d stream(s) per reducer, pieces up to %s, %d operation(s) in flight, %d I/O thread(s)\n",
-                o_.streams, FormatBytes(o_.piece_bytes).c_str(), o_.inflight, o_.io_threads);
+    std::printf("# %d stream(s) per reducer, pieces up to %s, send window %s, %d operation(s) in flight, "
+                "%d I/O thread(s)\n",
+                o_.streams, FormatBytes(o_.piece_bytes).c_str(),
+                o_.send_window ? FormatBytes(o_.send_window).c_str() : "unlimited", o_.inflight, o_.io_threads);
     std::printf("# iters %d, warmup %d, check %s, job token %s\n", o_.iters, o_.warmup, o_.check ? "on" : "off",
                 o_.job_token.empty() ? "none" : "set");
     std::printf("# waiting for all %u ranks to join...\n", o_.world);
@@ -309,6 +317,7 @@ class Bench {
     c.streams_per_reducer = o_.streams;
     c.io_threads = o_.io_threads;
     c.max_piece_bytes = o_.piece_bytes;
+    c.send_window_bytes = o_.send_window;
     c.connect_timeout = o_.timeout;
     c.op_timeout = o_.timeout;
     // Errors come back as statuses and are printed with their context; only

@@ -127,6 +127,7 @@ Status ClientImpl::Connect() {
       params.hello.streams = static_cast<uint16_t>(opts_.streams_per_reducer);
       params.token = opts_.job_token;
       params.connect_deadline = deadline;
+      params.send_window_bytes = opts_.send_window_bytes;
       streams_[r].push_back(
           std::make_shared<ReducerStream>(*contexts_[next++ % contexts_.size()], std::move(params), this));
       ++total_streams_;

@@ -57,6 +57,12 @@ struct ClientOptions {
   // naming the reducer. Keep it above the reducers' --op-timeout so their
   // error (which names the missing ranks) arrives first.
   std::chrono::milliseconds op_timeout{90'000};
+  // Bytes of pieces one stream may have written without their results back
+  // (0: no limit; one piece always goes). A piece completes only when every
+  // rank's copy is in, so a stream that runs ahead of the others only fills
+  // the reducer's memory while taking link share from the streams the
+  // reducer waits for; the window keeps a worker's streams in step.
+  size_t send_window_bytes = 4 << 20;
   LogFn log;  // optional
 };
 

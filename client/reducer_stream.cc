@@ -1,5 +1,7 @@
 #include "client/reducer_stream.h"
 
+#include <algorithm>
+
 #include "server/core/auth.h"
 
 namespace rs::client {
@@ -186,6 +188,9 @@ void ReducerStream::ReadResult() {
 }
 
 void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, const asio::error_code& ec) {
+  // The window reopens by what this result answered, even for a dropped one.
+  unanswered_bytes_ -= std::min<uint64_t>(unanswered_bytes_, result_header_.PayloadBytes());
+  if (!writing_ && !queue_.empty() && state_ != State::kClosed && !write_failed_) WriteNext();
   if (op) {
     if (!ec && op->PieceDone()) owner_->OperationComplete(op->seq());
     op->Release();
@@ -221,9 +226,12 @@ void ReducerStream::WriteNext() {
     if (close_after_write_) Shutdown();
     return;
   }
+  in_flight_ = BatchSize();
+  if (in_flight_ == 0) {  // the window is full: a result will call again
+    writing_ = false;
+    return;
+  }
   writing_ = true;
-  constexpr size_t kMaxBatch = 16;
-  in_flight_ = std::min(queue_.size(), kMaxBatch);
   std::vector<asio::const_buffer> buffers;
   buffers.reserve(2 * in_flight_);
   for (size_t i = 0; i < in_flight_; ++i) {
@@ -231,6 +239,7 @@ void ReducerStream::WriteNext() {
     if (out.piece.op) {
       buffers.emplace_back(out.piece.head.data(), out.piece.head.size());
       buffers.emplace_back(out.piece.data, out.piece.bytes);
+      unanswered_bytes_ += out.piece.bytes;
     } else {
       buffers.emplace_back(out.control.data(), out.control.size());
     }
@@ -255,6 +264,23 @@ void ReducerStream::WriteNext() {
     }
     self->WriteNext();
   });
+}
+
+// Frames for the next write: up to 16, control frames always, pieces while
+// the send window has room (the first piece always, so nothing can stall).
+size_t ReducerStream::BatchSize() const {
+  constexpr size_t kMaxBatch = 16;
+  const uint64_t window = params_.send_window_bytes;
+  uint64_t unanswered = unanswered_bytes_;
+  size_t n = 0;
+  for (; n < std::min(queue_.size(), kMaxBatch); ++n) {
+    const Outgoing& out = queue_[n];
+    if (out.piece.op) {
+      if (window != 0 && unanswered != 0 && unanswered + out.piece.bytes > window) break;
+      unanswered += out.piece.bytes;
+    }
+  }
+  return n;
 }
 
 void ReducerStream::Fail(const Status& status) {

@@ -39,6 +39,7 @@ struct StreamParams {
   wire::Hello hello;         // session, rank, world, stream, streams
   std::string token;
   Clock::time_point connect_deadline;
+  size_t send_window_bytes = 0;  // ClientOptions::send_window_bytes
 };
 
 // A DATA frame to write: header plus a view of the caller's send buffer.
@@ -79,6 +80,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void OnResultRead(const std::shared_ptr<OperationImpl>& op, const asio::error_code& ec);
   void WriteControl(std::vector<uint8_t> frame);
   void WriteNext();
+  size_t BatchSize() const;
   void Fail(const Status& status);
   void Shutdown();
   void DropQueued();
@@ -107,6 +109,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   };
   std::deque<Outgoing> queue_;
   size_t in_flight_ = 0;
+  uint64_t unanswered_bytes_ = 0;  // pieces written (or being written) without their result yet
   bool writing_ = false;
   bool close_after_write_ = false;
   bool write_failed_ = false;
