@@ -11,7 +11,7 @@ namespace {
 
 using ::grpc::health::v1::HealthCheckResponse;
 
-constexpr size_t kCount = 1 << 20;  // floats: 4 MiB, 4 pieces of 1 MiB
+constexpr size_t kCount = 1 << 20;  // floats: 4 MiB, at least 4 pieces (1 MiB at most each)
 constexpr int kOps = 5;
 
 TEST(ControlPlaneIntegrationTest, StatusAndSessionsReportAFourRankRun) {
@@ -34,7 +34,7 @@ TEST(ControlPlaneIntegrationTest, StatusAndSessionsReportAFourRankRun) {
     EXPECT_EQ(s.ranks_joined(), 4u);
     EXPECT_EQ(s.streams_per_rank(), 2u);
     EXPECT_EQ(s.operations_completed(), static_cast<uint64_t>(kOps));
-    EXPECT_EQ(s.pieces_completed(), 4u * kOps);
+    EXPECT_GE(s.pieces_completed(), 4u * kOps);
     EXPECT_EQ(s.bytes_received(), bytes);
 
     v1::ServerStatus status;
@@ -43,7 +43,7 @@ TEST(ControlPlaneIntegrationTest, StatusAndSessionsReportAFourRankRun) {
     EXPECT_EQ(status.sessions_active(), 1u);
     EXPECT_EQ(status.connections_active(), 8u);  // 4 ranks x 2 streams
     EXPECT_EQ(status.operations_completed(), static_cast<uint64_t>(kOps));
-    EXPECT_EQ(status.pieces_completed(), 4u * kOps);
+    EXPECT_EQ(status.pieces_completed(), s.pieces_completed());
     EXPECT_EQ(status.bytes_received(), bytes);
     EXPECT_EQ(status.bytes_sent(), bytes);
     EXPECT_EQ(status.data_address(), "127.0.0.1:" + std::to_string(reducer.process().port()));
