@@ -43,7 +43,7 @@ ns_shape_dev() {
   local ns=$1 dev=$2 bits=$3 delay=$4
   if ((bits > 0)); then
     ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: tbf rate "${bits}bit" \
-      burst "$(ns_burst_bytes "$bits")" latency 25ms
+      burst "$(ns_burst_bytes "$bits")" latency "${NS_TBF_LATENCY:-25ms}"
     if [[ -n $delay && $delay != 0 ]]; then
       ip netns exec "$ns" tc qdisc add dev "$dev" parent 1:1 handle 10: netem delay "$delay" limit 100000
     fi

@@ -12,20 +12,27 @@ proc_cpu() {
   awk -v hz="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
-# "busy total" jiffies of the whole machine, from /proc/stat.
+# Seconds a live process's threads have spent runnable but waiting for a CPU.
+proc_runq() {
+  cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ t += $2 } END { printf "%.3f", t / 1e9 }'
+}
+
+# "busy total kernel" jiffies of the whole machine, from /proc/stat; kernel is
+# system + irq + softirq, where the veth/bridge/tbf packet work is counted.
 machine_jiffies() {
-  awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
+  awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6, t, $4 + $7 + $8 }' /proc/stat
 }
 
 cpu_row() { echo "$1,$2,$3,$4" >>"$OUT/cpu.csv"; }
 
 # Machine-wide CPU between two machine_jiffies samples, as CPU seconds.
 machine_row() {
-  local phase=$1 wall=$2 b0 t0 b1 t1
-  read -r b0 t0 <<<"$3"
-  read -r b1 t1 <<<"$4"
-  cpu_row "$phase" "all (whole machine incl. other users; ${CORES} cores)" \
-    "$(awk -v b=$((b1 - b0)) -v t=$((t1 - t0)) -v c="$CORES" -v w="$wall" 'BEGIN { printf "%.2f", t ? b / t * c * w : 0 }')" "$wall"
+  local phase=$1 wall=$2 b0 t0 k0 b1 t1 k1
+  read -r b0 t0 k0 <<<"$3"
+  read -r b1 t1 k1 <<<"$4"
+  share() { awk -v b="$1" -v t=$((t1 - t0)) -v c="$CORES" -v w="$wall" 'BEGIN { printf "%.2f", t ? b / t * c * w : 0 }'; }
+  cpu_row "$phase" "all (whole machine incl. other users; ${CORES} cores)" "$(share $((b1 - b0)))" "$wall"
+  cpu_row "$phase" "of which kernel: system + irq + softirq (packet work)" "$(share $((k1 - k0)))" "$wall"
 }
 
 # run_accounted FILE HOST CMD...: runs CMD in HOST's namespace under the
@@ -162,7 +169,11 @@ phase_ours() {
   start_reducers
   log "ours: $WORKERS reducer-bench workers -> reducers $ADDRS"
   local i r pids=() cpu0=() m0 m1 t0 t1 wall
-  for pid in "${REDUCER_PIDS[@]}"; do cpu0+=("$(proc_cpu "$pid")"); done
+  local runq0=()
+  for pid in "${REDUCER_PIDS[@]}"; do
+    cpu0+=("$(proc_cpu "$pid")")
+    runq0+=("$(proc_runq "$pid")")
+  done
   m0=$(machine_jiffies)
   t0=$(now)
   for ((r = 0; r < WORKERS; r++)); do
@@ -181,6 +192,10 @@ phase_ours() {
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
   for ((i = 0; i < REDUCERS; i++)); do
     cpu_row ours "reducerd $i" "$(awk -v a="${cpu0[i]}" -v b="$(proc_cpu "${REDUCER_PIDS[i]}")" 'BEGIN { printf "%.2f", b - a }')" "$wall"
+  done
+  for ((i = 0; i < REDUCERS; i++)); do
+    cpu_row ours "reducerd $i: waiting for a CPU while runnable" \
+      "$(awk -v a="${runq0[i]}" -v b="$(proc_runq "${REDUCER_PIDS[i]}")" 'BEGIN { printf "%.2f", b - a }')" "$wall"
   done
   for ((r = 0; r < WORKERS; r++)); do
     cpu_row ours "reducer-bench rank $r" "$(accounted_cpu "$OUT/logs/ours-rank$r.cpu")" "$wall"

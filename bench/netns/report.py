@@ -80,7 +80,7 @@ def cpu_table(rows):
         cpu, wall = float(r["cpu_s"]), float(r["wall_s"])
         pct = 100 * cpu / wall if wall > 0 else 0
         out.append(f"| {r['phase']} | {r['process']} | {cpu:.2f} | {wall:.2f} | {pct:.0f} |")
-        if r["phase"] == "ours" and r["process"].startswith("reducerd"):
+        if r["phase"] == "ours" and r["process"].startswith("reducerd") and "waiting" not in r["process"]:
             reducer_cpu += cpu
     return out, reducer_cpu
 
