@@ -103,8 +103,13 @@ Status ClientImpl::Connect() {
     return Status(Code::kInvalidArgument, "rank " + std::to_string(opts_.rank) + " is not below world size " +
                                               std::to_string(opts_.world));
   }
-  if (opts_.streams_per_reducer < 1 || opts_.streams_per_reducer > 64) {
-    return Status(Code::kInvalidArgument, "streams per reducer must be 1 to 64");
+  if (opts_.world > wire::kMaxWorld) {
+    return Status(Code::kInvalidArgument, "world size " + std::to_string(opts_.world) + " exceeds the protocol's " +
+                                              std::to_string(wire::kMaxWorld));
+  }
+  if (opts_.streams_per_reducer < 1 || opts_.streams_per_reducer > wire::kMaxStreams) {
+    return Status(Code::kInvalidArgument,
+                  "streams per reducer must be 1 to " + std::to_string(wire::kMaxStreams));
   }
   if (opts_.max_piece_bytes < 4096) return Status(Code::kInvalidArgument, "piece size must be at least 4 KiB");
   const int threads = std::max(1, opts_.io_threads);

@@ -123,7 +123,14 @@ Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
   out->stream = GetLE<uint16_t>(p + 8);
   out->streams = GetLE<uint16_t>(p + 10);
   std::memcpy(out->client_nonce.data(), p + 12, kNonceBytes);
-  if (out->world == 0) return Status(Code::kInvalidArgument, "world size 0 in HELLO");
+  if (out->world == 0 || out->world > kMaxWorld) {
+    return Status(Code::kInvalidArgument, "world size " + std::to_string(out->world) +
+                                              " in HELLO is outside 1 to " + std::to_string(kMaxWorld));
+  }
+  if (out->streams > kMaxStreams) {
+    return Status(Code::kInvalidArgument, std::to_string(out->streams) + " streams per rank in HELLO; at most " +
+                                              std::to_string(kMaxStreams));
+  }
   if (out->rank >= out->world) {
     return Status(Code::kInvalidArgument, "rank " + std::to_string(out->rank) +
                                               " is not below world size " + std::to_string(out->world));

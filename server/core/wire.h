@@ -41,6 +41,10 @@ inline constexpr size_t kPieceHeaderBytes = 48;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;
 inline constexpr size_t kSessionIdBytes = 16;
+// Bounds on what a HELLO may ask for: a session allocates per rank and
+// stream, so these keep a hostile or broken frame from exhausting memory.
+inline constexpr uint32_t kMaxWorld = 16384;
+inline constexpr uint16_t kMaxStreams = 64;
 // Largest payload of any frame other than DATA/RESULT (error messages included).
 inline constexpr uint32_t kMaxControlPayload = 64 * 1024;
 

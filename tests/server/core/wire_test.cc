@@ -162,6 +162,25 @@ TEST(WireTest, RejectsMalformedPayloads) {
   EXPECT_EQ(DecodeHello(Payload(frame), &out).code(), Code::kProtocol);
 }
 
+TEST(WireTest, RejectsHellosThatWouldExhaustMemory) {
+  Hello hello;
+  hello.world = kMaxWorld + 1;
+  Hello out;
+  Status st = DecodeHello(Payload(EncodeHello(hello)), &out);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("outside 1 to 16384"), std::string::npos) << st.message();
+
+  hello.world = kMaxWorld;
+  hello.streams = 65535;
+  hello.stream = 0;
+  st = DecodeHello(Payload(EncodeHello(hello)), &out);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("at most 64"), std::string::npos) << st.message();
+
+  hello.streams = kMaxStreams;
+  EXPECT_TRUE(DecodeHello(Payload(EncodeHello(hello)), &out).ok());
+}
+
 TEST(WireTest, RejectsInconsistentPieceHeaders) {
   PieceHeader p;
   p.seq = 3;
