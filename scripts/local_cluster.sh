@@ -7,6 +7,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/deps.sh
+source "$ROOT/scripts/lib/deps.sh"
 WORKERS=${WORKERS:-4}
 REDUCERS=${REDUCERS:-2}
 MIN_BYTES=${MIN_BYTES:-4K}
@@ -17,9 +19,6 @@ BENCH_ARGS=${BENCH_ARGS:-}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1200}
 BUILD_DIR=${BUILD_DIR:-build}
 [[ $BUILD_DIR = /* ]] || BUILD_DIR=$ROOT/$BUILD_DIR
-
-PACKAGES=(build-essential cmake ninja-build pkg-config libasio-dev libssl-dev libhwy-dev libspdlog-dev
-  libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev)
 
 usage() {
   cat <<EOF
@@ -52,21 +51,6 @@ esac
 
 log() { echo "== $*"; }
 
-install_packages() {
-  local missing=() p
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
-  done
-  ((${#missing[@]} == 0)) && return 0
-  if ((EUID != 0)); then
-    echo "missing packages: ${missing[*]}; run as root, or: apt-get install ${missing[*]}" >&2
-    exit 1
-  fi
-  log "installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update
-  apt-get install -y --no-install-recommends "${PACKAGES[@]}"
-}
 
 build() {
   log "building reducerd and reducer-bench in $BUILD_DIR"
@@ -189,7 +173,8 @@ verdict() {
 }
 
 main() {
-  install_packages
+  # shellcheck disable=SC2119
+  rs_install_deps
   build
   WORK=$(mktemp -d /tmp/reducer-cluster.XXXXXX)
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$WORK/job-token")

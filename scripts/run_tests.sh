@@ -13,9 +13,10 @@ if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
   exit 0
 fi
 
+# shellcheck source=scripts/lib/deps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/deps.sh"
 root=$(rs_repo_root)
-rs_install_deps iperf3
+rs_install_deps "${RS_TEST_PACKAGES[@]}"
 
 build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}

@@ -1,18 +1,26 @@
+# shellcheck shell=bash
 # Shared by the quick-start scripts: installs the Debian 12 packages the
 # build needs, only when something is missing (so a second run is offline and
-# instant). Source it, then call rs_install_deps [extra packages...].
+# instant). Source it, then call rs_install_deps [extra packages...]: the build
+# packages plus the extras (the test command adds "${RS_TEST_PACKAGES[@]}").
 
+# What building everything needs (CMake requires all of it at configure time).
 RS_BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libasio-dev libssl-dev libhwy-dev libspdlog-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # control plane: gRPC + protobuf, the standard health.proto, prometheus-cpp
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto prometheus-cpp-dev
-  # tests: promtool and a real Prometheus server to scrape reducerd
+)
+
+# What only the test suite needs on top (used by scripts/run_tests.sh).
+# shellcheck disable=SC2034
+RS_TEST_PACKAGES=(
+  # promtool and a real Prometheus server to scrape reducerd
   prometheus
   # the network-namespace harness (bench/netns) and its smoke test: ip/tc, the
-  # ring peer (torch.distributed gloo) and the plot
-  iproute2 python3-torch python3-matplotlib
+  # ring peer (torch.distributed gloo), the plot, the line rate
+  iproute2 python3-torch python3-matplotlib iperf3
 )
 
 rs_install_deps() {
