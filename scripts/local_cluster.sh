@@ -9,6 +9,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/lib/deps.sh
 source "$ROOT/scripts/lib/deps.sh"
+# shellcheck source=scripts/lib/procs.sh
+source "$ROOT/scripts/lib/procs.sh"
 WORKERS=${WORKERS:-4}
 REDUCERS=${REDUCERS:-2}
 MIN_BYTES=${MIN_BYTES:-4K}
@@ -70,16 +72,8 @@ WORK=""
 FAILED=1
 cleanup() {
   trap '' INT TERM  # a second Ctrl-C must not cut the cleanup short
-  local pid
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   # reducerd drains on SIGTERM (bounded by --drain-timeout); give everyone 5 s, then SIGKILL.
-  for _ in $(seq 50); do
-    local alive=0
-    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    ((alive)) || break
-    sleep 0.1
-  done
-  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  rs_stop_pids 50 "${PIDS[@]}"
   if [[ -n $WORK ]]; then
     if ((FAILED)); then echo "logs kept in $WORK" >&2; else rm -rf "$WORK"; fi
   fi

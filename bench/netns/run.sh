@@ -14,6 +14,8 @@ ROOT=$(cd "$HERE/../.." && pwd)
 source "$HERE/netns_lib.sh"
 # shellcheck source=bench/netns/phases.sh
 source "$HERE/phases.sh"
+# shellcheck source=scripts/lib/procs.sh
+source "$ROOT/scripts/lib/procs.sh"
 
 WORKERS=${WORKERS:-4}
 REDUCERS=${REDUCERS:-4}
@@ -72,15 +74,7 @@ PIDS=()
 FAILED=1
 cleanup() {
   trap '' INT TERM  # a second Ctrl-C must not cut the cleanup short
-  local pid
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 30); do
-    local alive=0
-    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    ((alive)) || break
-    sleep 0.1
-  done
-  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  rs_stop_pids 30 "${PIDS[@]}"
   ns_teardown
   ((FAILED)) && [[ -d ${OUT:-}/logs ]] && echo "logs kept in $OUT/logs" >&2
   return 0
