@@ -117,6 +117,14 @@ ns_can_create() {
     return 1
   fi
   ip link del "${probe}a" 2>/dev/null || true
+  # Running inside a namespace needs a mount namespace of its own, which
+  # fails where / is not a mount point (a chroot, say).
+  local exec_error
+  if ! exec_error=$(ip netns exec "$probe" true 2>&1); then
+    ip netns del "$probe"
+    echo "cannot run commands inside a network namespace here (ip netns exec: ${exec_error})"
+    return 1
+  fi
   ip netns del "$probe"
   return 0
 }
