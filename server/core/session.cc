@@ -326,6 +326,19 @@ void Session::Fail(const Status& status) {
   for (auto& m : notify) m->SendErrorAndClose(status);
 }
 
+void Session::DropMembers() {
+  std::vector<std::shared_ptr<SessionMember>> members;
+  std::map<PieceKey, std::shared_ptr<Piece>> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Stream& s : members_) members.push_back(std::move(s.member));
+    joined_ = 0;
+    pending.swap(pending_);
+  }
+  // Released here, outside the lock: a member's destructor may be the last
+  // reference to this session's other members.
+}
+
 std::vector<std::shared_ptr<SessionMember>> Session::FailLocked(const Status& status) {
   failure_ = status;
   // Counted here, once per session, however many members are told.

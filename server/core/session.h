@@ -157,6 +157,11 @@ class Session {
   // Fails the session: every member gets `status` and is closed.
   void Fail(const Status& status);
 
+  // Lets go of every member and pending piece without telling anyone: for
+  // teardown once the I/O threads have stopped, since members and the
+  // session hold each other until a member leaves.
+  void DropMembers();
+
   Status failure() const;
   SessionStats stats() const;
 

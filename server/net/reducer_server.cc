@@ -212,7 +212,17 @@ void ReducerServer::Stop() {
 
 ReducerServer::~ReducerServer() {
   Stop();
-  // Handlers still queued hold connections; destroy them before the sessions.
+  // With the I/O threads stopped no stream will leave its session, so break
+  // the session <-> connection cycles now, while the io_contexts that the
+  // connections' sockets belong to still exist; the handlers still queued
+  // hold the last references and go with their io_context, closing sockets.
+  std::map<wire::SessionId, std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [id, session] : sessions) session->DropMembers();
+  sessions.clear();
   sweep_.reset();
   acceptor_.reset();
   contexts_.clear();
