@@ -22,6 +22,7 @@
 #include "client/client.h"
 #include "server/core/auth.h"
 #include "server/core/units.h"
+#include "server/cli_parse.h"
 
 namespace rs::bench {
 namespace {
@@ -179,14 +180,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       ->envname("REDUCER_TIMEOUT")
       ->capture_default_str();
   app.add_option("--csv", o.csv, "Rank 0 also writes the results to this CSV file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    app.exit(e);
-    return Status(Code::kCancelled, "help printed");
-  } catch (const CLI::ParseError& e) {
-    return Status(Code::kInvalidArgument, e.what());
-  }
+  RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
   RS_RETURN_IF_ERROR(Validate(raw, &o));
   return o;
 }

@@ -9,6 +9,7 @@
 
 #include "server/core/auth.h"
 #include "server/core/units.h"
+#include "server/cli_parse.h"
 
 namespace rs::server {
 namespace {
@@ -112,14 +113,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    app.exit(e);
-    return Status(Code::kCancelled, "help printed");
-  } catch (const CLI::ParseError& e) {
-    return Status(Code::kInvalidArgument, e.what());
-  }
+  RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
 
   Options out;
   auto hp = ParseHostPort(listen);
