@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "server/core/half.h"
+#include "common/half.h"
 
 namespace rs::bench {
 namespace {

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "server/core/dtype.h"
+#include "common/dtype.h"
 
 namespace rs::bench {
 

@@ -1,4 +1,4 @@
-// Throughput of rs::Reduce (sum, every dtype, 2/4/8/16 inputs) next to
+// Throughput of rs::kernels::Reduce (sum, every dtype, 2/4/8/16 inputs) next to
 // memcpy of the same input bytes, for arrays far larger than the caches
 // (8 MiB per input) and for cache-resident ones (64 KiB per input).
 //
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "server/core/dtype.h"
-#include "server/core/kernels.h"
+#include "common/dtype.h"
+#include "kernels/kernels.h"
 
 namespace rs {
 namespace {
@@ -73,13 +73,13 @@ void SetRates(benchmark::State& state, size_t moved_bytes, size_t input_bytes) {
   state.counters["in_bytes_per_second"] =
       benchmark::Counter(static_cast<double>(state.iterations() * input_bytes),
                          benchmark::Counter::kIsRate, benchmark::Counter::kIs1024);
-  state.SetLabel(ReduceTargetName());
+  state.SetLabel(kernels::ReduceTargetName());
 }
 
 void BM_Reduce(benchmark::State& state, Buffers* buffers, DataType type, size_t n) {
   const size_t count = buffers->bytes() / DataTypeSize(type);
   for (auto _ : state) {
-    Reduce(type, ReduceOp::kSum, buffers->out(), buffers->inputs(), n, count);
+    kernels::Reduce(type, ReduceOp::kSum, buffers->out(), buffers->inputs(), n, count);
     benchmark::ClobberMemory();
   }
   SetRates(state, (n + 1) * buffers->bytes(), n * buffers->bytes());
@@ -111,7 +111,7 @@ void RegisterAll(Buffers* buffers, const std::string& size_name) {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("reduce_simd_target", rs::ReduceTargetName());
+  benchmark::AddCustomContext("reduce_simd_target", rs::kernels::ReduceTargetName());
   // 2 x 16 x 8 MiB + 8 MiB: the caches hold a negligible share of it.
   rs::Buffers large(8 << 20);
   rs::Buffers small(64 << 10);

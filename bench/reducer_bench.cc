@@ -20,9 +20,9 @@
 
 #include "bench/bench_check.h"
 #include "client/client.h"
-#include "server/core/auth.h"
-#include "server/core/units.h"
-#include "server/cli_parse.h"
+#include "protocol/auth.h"
+#include "common/units.h"
+#include "common/cli_parse.h"
 
 namespace rs::bench {
 namespace {
@@ -111,7 +111,7 @@ Status Validate(const RawFlags& raw, Options* out) {
   if (timeout->count() <= 0) return Status(Code::kInvalidArgument, "--timeout must be positive");
   out->timeout = *timeout;
   if (!raw.token_file.empty()) {
-    auto token = auth::ReadTokenFile(raw.token_file);
+    auto token = protocol::ReadTokenFile(raw.token_file);
     if (!token.ok()) return token.status().Prefixed("--job-token-file");
     out->job_token = *token;
   } else if (const char* env = std::getenv("REDUCER_JOB_TOKEN"); env != nullptr && *env != '\0') {
@@ -304,7 +304,7 @@ class Bench {
     report_.Preamble();
     client::ClientOptions c;
     c.reducers = o_.reducers;
-    c.session = auth::SessionIdFromName(o_.session);
+    c.session = protocol::SessionIdFromName(o_.session);
     c.rank = o_.rank;
     c.world = o_.world;
     c.job_token = o_.job_token;

@@ -8,7 +8,7 @@
 
 #include "client/operation.h"
 #include "client/reducer_stream.h"
-#include "server/core/units.h"
+#include "common/units.h"
 
 namespace rs::client {
 
@@ -103,13 +103,13 @@ Status ClientImpl::Connect() {
     return Status(Code::kInvalidArgument, "rank " + std::to_string(opts_.rank) + " is not below world size " +
                                               std::to_string(opts_.world));
   }
-  if (opts_.world > wire::kMaxWorld) {
+  if (opts_.world > protocol::kMaxWorld) {
     return Status(Code::kInvalidArgument, "world size " + std::to_string(opts_.world) + " exceeds the protocol's " +
-                                              std::to_string(wire::kMaxWorld));
+                                              std::to_string(protocol::kMaxWorld));
   }
-  if (opts_.streams_per_reducer < 1 || opts_.streams_per_reducer > wire::kMaxStreams) {
+  if (opts_.streams_per_reducer < 1 || opts_.streams_per_reducer > protocol::kMaxStreams) {
     return Status(Code::kInvalidArgument,
-                  "streams per reducer must be 1 to " + std::to_string(wire::kMaxStreams));
+                  "streams per reducer must be 1 to " + std::to_string(protocol::kMaxStreams));
   }
   if (opts_.max_piece_bytes < 4096) return Status(Code::kInvalidArgument, "piece size must be at least 4 KiB");
   const int threads = std::max(1, opts_.io_threads);
@@ -195,7 +195,7 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
                     Status(Code::kInvalidArgument, "all-reduce of " + std::to_string(count) +
                                                        " elements with a null buffer"));
   }
-  PartitionParams params;
+  protocol::PartitionParams params;
   params.count = count;
   params.elem_size = DataTypeSize(dtype);
   params.max_piece_bytes = piece_bytes_;
@@ -203,7 +203,7 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
   params.reducers = static_cast<uint32_t>(streams_.size());
   params.streams = static_cast<uint32_t>(opts_.streams_per_reducer);
   params.seq = seq;
-  auto op_state = std::make_shared<OperationImpl>(seq, send, recv, count, dtype, op, Partition(params),
+  auto op_state = std::make_shared<OperationImpl>(seq, send, recv, count, dtype, op, protocol::Partition(params),
                                                   params.reducers, Clock::now());
   if (op_state->pieces().empty()) return op_state;
   {
@@ -219,8 +219,8 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
   std::vector<std::vector<std::vector<PieceSend>>> batches(
       streams_.size(), std::vector<std::vector<PieceSend>>(opts_.streams_per_reducer));
   const size_t elem = DataTypeSize(dtype);
-  for (const PieceSpan& p : op_state->pieces()) {
-    wire::PieceHeader h;
+  for (const protocol::PieceSpan& p : op_state->pieces()) {
+    protocol::PieceHeader h;
     h.seq = seq;
     h.piece = p.index;
     h.pieces = static_cast<uint32_t>(op_state->pieces().size());
@@ -230,7 +230,7 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
     h.offset = p.offset;
     h.count = p.count;
     PieceSend s;
-    wire::EncodePieceFrame(wire::FrameType::kData, h, &s.head);
+    protocol::EncodePieceFrame(protocol::FrameType::kData, h, &s.head);
     s.data = static_cast<const uint8_t*>(send) + p.offset * elem;
     s.bytes = p.count * elem;
     if (!op_state->Acquire()) break;  // failed meanwhile
@@ -248,7 +248,7 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
 std::shared_ptr<OperationImpl> ClientImpl::FailedOp(uint64_t seq, const void* send, void* recv, size_t count,
                                                     DataType dtype, ReduceOp op, const Status& status) {
   auto failed = std::make_shared<OperationImpl>(seq, send, recv, count, dtype, op,
-                                                std::vector<PieceSpan>{PieceSpan{0, 0, 1, 0, 0}}, 1,
+                                                std::vector<protocol::PieceSpan>{protocol::PieceSpan{0, 0, 1, 0, 0}}, 1,
                                                 Clock::now());
   failed->Finish(status);
   return failed;

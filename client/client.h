@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "server/core/dtype.h"
-#include "server/core/status.h"
-#include "server/core/wire.h"
+#include "common/dtype.h"
+#include "common/status.h"
+#include "protocol/wire.h"
 
 namespace rs::client {
 
@@ -40,7 +40,7 @@ using LogFn = std::function<void(LogLevel, const std::string&)>;
 
 struct ClientOptions {
   std::vector<Endpoint> reducers;
-  wire::SessionId session{};
+  protocol::SessionId session{};
   uint32_t rank = 0;
   uint32_t world = 1;
   std::string job_token;  // empty: no authentication

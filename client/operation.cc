@@ -3,7 +3,7 @@
 namespace rs::client {
 
 OperationImpl::OperationImpl(uint64_t seq, const void* send, void* recv, uint64_t count, DataType dtype,
-                             ReduceOp op, std::vector<PieceSpan> pieces, uint32_t reducers,
+                             ReduceOp op, std::vector<protocol::PieceSpan> pieces, uint32_t reducers,
                              Clock::time_point start)
     : seq_(seq),
       send_(send),
@@ -16,7 +16,7 @@ OperationImpl::OperationImpl(uint64_t seq, const void* send, void* recv, uint64_
       claimed_(pieces_.size(), 0),
       owed_(reducers, 0),
       pieces_left_(pieces_.size()) {
-  for (const PieceSpan& p : pieces_) ++owed_[p.reducer];
+  for (const protocol::PieceSpan& p : pieces_) ++owed_[p.reducer];
   if (pieces_left_ == 0) {
     has_result_ = true;
     done_ = true;
@@ -55,12 +55,12 @@ void OperationImpl::Release() {
   MaybeSignalLocked();
 }
 
-Status OperationImpl::ClaimResult(uint32_t reducer, const wire::PieceHeader& h) {
+Status OperationImpl::ClaimResult(uint32_t reducer, const protocol::PieceHeader& h) {
   const std::string where = "operation " + std::to_string(seq_) + " piece " + std::to_string(h.piece);
   if (h.piece >= pieces_.size() || h.pieces != pieces_.size()) {
     return Status(Code::kProtocol, "reducer sent a result for " + where + ", which was never sent to it");
   }
-  const PieceSpan& p = pieces_[h.piece];
+  const protocol::PieceSpan& p = pieces_[h.piece];
   if (p.reducer != reducer || p.offset != h.offset || p.count != h.count || h.dtype != dtype_ || h.op != op_ ||
       h.total_count != count_) {
     return Status(Code::kProtocol, "reducer's result for " + where + " does not match what was sent");

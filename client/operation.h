@@ -12,15 +12,15 @@
 #include <vector>
 
 #include "client/client.h"
-#include "server/core/partition.h"
-#include "server/core/session.h"  // Clock
+#include "protocol/partition.h"
+#include "common/clock.h"
 
 namespace rs::client {
 
 class OperationImpl final : public Operation {
  public:
   OperationImpl(uint64_t seq, const void* send, void* recv, uint64_t count, DataType dtype, ReduceOp op,
-                std::vector<PieceSpan> pieces, uint32_t reducers, Clock::time_point start);
+                std::vector<protocol::PieceSpan> pieces, uint32_t reducers, Clock::time_point start);
 
   bool Done() const override;
   Status Wait(std::chrono::milliseconds timeout) override;
@@ -32,7 +32,7 @@ class OperationImpl final : public Operation {
   uint64_t count() const { return count_; }
   DataType dtype() const { return dtype_; }
   ReduceOp op() const { return op_; }
-  const std::vector<PieceSpan>& pieces() const { return pieces_; }
+  const std::vector<protocol::PieceSpan>& pieces() const { return pieces_; }
   Clock::time_point start() const { return start_; }
 
   // Takes an I/O lease unless the operation already has a result.
@@ -40,7 +40,7 @@ class OperationImpl final : public Operation {
   void Release();
   // Checks a RESULT header against what was sent to `reducer`; on success
   // marks the piece as being received (a second RESULT for it is an error).
-  Status ClaimResult(uint32_t reducer, const wire::PieceHeader& header);
+  Status ClaimResult(uint32_t reducer, const protocol::PieceHeader& header);
   // The piece's bytes are in recv. Returns true for the last piece, which
   // completes the operation.
   bool PieceDone();
@@ -58,7 +58,7 @@ class OperationImpl final : public Operation {
   const uint64_t count_;
   const DataType dtype_;
   const ReduceOp op_;
-  const std::vector<PieceSpan> pieces_;
+  const std::vector<protocol::PieceSpan> pieces_;
   const Clock::time_point start_;
 
   mutable std::mutex mu_;

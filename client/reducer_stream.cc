@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 
 namespace rs::client {
 
@@ -38,8 +38,8 @@ void ReducerStream::Connect() {
                               self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
                               self->socket_.set_option(asio::socket_base::keep_alive(true), ignored);
                               self->state_ = State::kAwaitChallenge;
-                              self->params_.hello.client_nonce = auth::RandomNonce();
-                              self->WriteControl(wire::EncodeHello(self->params_.hello));
+                              self->params_.hello.client_nonce = protocol::RandomNonce();
+                              self->WriteControl(protocol::EncodeHello(self->params_.hello));
                               self->ReadFrame();
                             });
       });
@@ -68,13 +68,13 @@ void ReducerStream::ReadFrame() {
                                                (ec == asio::error::eof ? "closed by the reducer" : ec.message())));
       return;
     }
-    const uint64_t max_data = wire::kPieceHeaderBytes + self->max_piece_bytes_;
-    Status st = wire::DecodeHeader(self->header_buf_, max_data, &self->header_, "this worker");
+    const uint64_t max_data = protocol::kPieceHeaderBytes + self->max_piece_bytes_;
+    Status st = protocol::DecodeHeader(self->header_buf_, max_data, &self->header_, "this worker");
     if (!st.ok()) {
       self->Fail(st.Prefixed(self->Name()));
       return;
     }
-    if (self->header_.type == wire::FrameType::kResult) {
+    if (self->header_.type == protocol::FrameType::kResult) {
       self->ReadResult();
       return;
     }
@@ -91,10 +91,10 @@ void ReducerStream::ReadFrame() {
 }
 
 void ReducerStream::OnFrame() {
-  using wire::FrameType;
+  using protocol::FrameType;
   if (header_.type == FrameType::kError) {
-    wire::ErrorFrame err;
-    Status st = wire::DecodeError(payload_, &err);
+    protocol::ErrorFrame err;
+    Status st = protocol::DecodeError(payload_, &err);
     if (!st.ok()) {
       Fail(st.Prefixed(Name()));
       return;
@@ -120,30 +120,30 @@ void ReducerStream::OnFrame() {
     default:
       break;
   }
-  Fail(Status(Code::kProtocol, Name() + " sent an unexpected " + wire::FrameTypeName(header_.type) + " frame"));
+  Fail(Status(Code::kProtocol, Name() + " sent an unexpected " + protocol::FrameTypeName(header_.type) + " frame"));
 }
 
 void ReducerStream::OnChallenge() {
-  Status st = wire::DecodeChallenge(payload_, &challenge_);
+  Status st = protocol::DecodeChallenge(payload_, &challenge_);
   if (!st.ok()) return Fail(st.Prefixed(Name()));
   if (challenge_.token_required && params_.token.empty()) {
     return Fail(Status(Code::kAuth, Name() + " requires a job token and none is configured (REDUCER_JOB_TOKEN)"));
   }
-  wire::Auth auth_frame;
-  if (!params_.token.empty()) auth_frame.mac = auth::ClientProof(params_.token, params_.hello, challenge_.server_nonce);
+  protocol::Auth auth_frame;
+  if (!params_.token.empty()) auth_frame.mac = protocol::ClientProof(params_.token, params_.hello, challenge_.server_nonce);
   state_ = State::kAwaitWelcome;
-  WriteControl(wire::EncodeAuth(auth_frame));
+  WriteControl(protocol::EncodeAuth(auth_frame));
   ReadFrame();
 }
 
 void ReducerStream::OnWelcome() {
-  wire::Welcome welcome;
-  Status st = wire::DecodeWelcome(payload_, &welcome);
+  protocol::Welcome welcome;
+  Status st = protocol::DecodeWelcome(payload_, &welcome);
   if (!st.ok()) return Fail(st.Prefixed(Name()));
   if (!params_.token.empty()) {
     if (!challenge_.token_required) {
       owner_->Log(LogLevel::kWarn, Name() + " does not check job tokens: any process may join its sessions");
-    } else if (!auth::MacEqual(welcome.mac, auth::ServerProof(params_.token, params_.hello, challenge_.server_nonce))) {
+    } else if (!protocol::MacEqual(welcome.mac, protocol::ServerProof(params_.token, params_.hello, challenge_.server_nonce))) {
       return Fail(Status(Code::kAuth, Name() + " could not prove it holds this job's token"));
     }
   }
@@ -156,17 +156,17 @@ void ReducerStream::ReadResult() {
   if (state_ != State::kReady) {
     return Fail(Status(Code::kProtocol, Name() + " sent a RESULT before the session was ready"));
   }
-  payload_.resize(wire::kPieceHeaderBytes);
+  payload_.resize(protocol::kPieceHeaderBytes);
   asio::async_read(socket_, asio::buffer(payload_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
     if (self->state_ == State::kClosed) return;
     if (ec) {
       self->Fail(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " + ec.message()));
       return;
     }
-    Status st = wire::DecodePieceHeader(self->payload_, self->header_.payload_bytes, self->max_piece_bytes_,
+    Status st = protocol::DecodePieceHeader(self->payload_, self->header_.payload_bytes, self->max_piece_bytes_,
                                         &self->result_header_);
     if (!st.ok()) return self->Fail(st.Prefixed(self->Name()));
-    const wire::PieceHeader& h = self->result_header_;
+    const protocol::PieceHeader& h = self->result_header_;
     std::shared_ptr<OperationImpl> op = self->owner_->FindOperation(h.seq);
     if (op && !op->Acquire()) op.reset();
     if (!op) {
@@ -295,7 +295,7 @@ void ReducerStream::Close(bool bye) {
     if (bye && self->state_ == State::kReady) {
       self->state_ = State::kClosed;
       self->close_after_write_ = true;
-      self->WriteControl(wire::EncodeBye());
+      self->WriteControl(protocol::EncodeBye());
       return;
     }
     self->Shutdown();
@@ -309,7 +309,7 @@ void ReducerStream::Abort(const Status& why) {
       self->state_ = State::kClosed;
       self->close_after_write_ = true;
       self->DropQueued();  // pieces not yet sent are moot now
-      self->WriteControl(wire::EncodeError({why.code(), why.message()}));
+      self->WriteControl(protocol::EncodeError({why.code(), why.message()}));
       return;
     }
     self->Shutdown();

@@ -18,7 +18,7 @@
 
 #include "client/client.h"
 #include "client/operation.h"
-#include "server/core/wire.h"
+#include "protocol/wire.h"
 
 namespace rs::client {
 
@@ -36,7 +36,7 @@ class StreamOwner {
 struct StreamParams {
   Endpoint endpoint;
   uint32_t reducer = 0;      // index in the client's reducer list
-  wire::Hello hello;         // session, rank, world, stream, streams
+  protocol::Hello hello;         // session, rank, world, stream, streams
   std::string token;
   Clock::time_point connect_deadline;
   size_t send_window_bytes = 0;  // ClientOptions::send_window_bytes
@@ -45,7 +45,7 @@ struct StreamParams {
 // A DATA frame to write: header plus a view of the caller's send buffer.
 // The operation's lease is held until the bytes have been written.
 struct PieceSend {
-  std::array<uint8_t, wire::kHeaderBytes + wire::kPieceHeaderBytes> head{};
+  std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
   const uint8_t* data = nullptr;
   size_t bytes = 0;
   std::shared_ptr<OperationImpl> op;
@@ -95,13 +95,13 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   std::chrono::milliseconds backoff_{50};
   std::string last_connect_error_;
 
-  std::array<uint8_t, wire::kHeaderBytes> header_buf_{};
-  wire::FrameHeader header_;
+  std::array<uint8_t, protocol::kHeaderBytes> header_buf_{};
+  protocol::FrameHeader header_;
   std::vector<uint8_t> payload_;
   std::vector<uint8_t> discard_;
-  wire::Challenge challenge_;
+  protocol::Challenge challenge_;
   uint64_t max_piece_bytes_ = 0;
-  wire::PieceHeader result_header_;
+  protocol::PieceHeader result_header_;
 
   struct Outgoing {
     std::vector<uint8_t> control;

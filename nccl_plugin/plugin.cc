@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "nccl_plugin/connector.h"
+#include "nccl_plugin/p2p/connector.h"
 #include "nccl_plugin/log.h"
 
 namespace rs::plugin {

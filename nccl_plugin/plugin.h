@@ -17,12 +17,12 @@
 #include <memory>
 #include <vector>
 
-#include "nccl_plugin/collnet.h"
-#include "nccl_plugin/env_registry.h"
-#include "nccl_plugin/listen_comm.h"
-#include "nccl_plugin/net_interface.h"
-#include "nccl_plugin/plugin_config.h"
-#include "nccl_plugin/send_comm.h"
+#include "nccl_plugin/collnet/collnet.h"
+#include "nccl_plugin/config/env_registry.h"
+#include "nccl_plugin/p2p/listen_comm.h"
+#include "nccl_plugin/p2p/net_interface.h"
+#include "nccl_plugin/config/plugin_config.h"
+#include "nccl_plugin/p2p/send_comm.h"
 
 namespace rs::plugin {
 

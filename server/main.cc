@@ -8,8 +8,8 @@
 
 #include "server/control/control_plane.h"
 #include "server/control/stop_request.h"
-#include "server/core/kernels.h"
-#include "server/core/units.h"
+#include "kernels/kernels.h"
+#include "common/units.h"
 #include "server/logging.h"
 #include "server/net/reducer_server.h"
 #include "server/options.h"
@@ -46,13 +46,13 @@ int main(int argc, char** argv) {
   rs::server::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
 
-  auto server = rs::net::ReducerServer::Create(options->net);
+  auto server = rs::server::ReducerServer::Create(options->net);
   if (!server.ok()) {
     std::fprintf(stderr, "reducerd: %s\n", server.status().message().c_str());
     return 1;
   }
-  rs::control::StopRequest stop;
-  auto control = rs::control::ControlPlane::Create(options->control, **server, stop);
+  rs::server::StopRequest stop;
+  auto control = rs::server::ControlPlane::Create(options->control, **server, stop);
   if (!control.ok()) {
     std::fprintf(stderr, "reducerd: %s\n", control.status().message().c_str());
     return 1;
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   }
   spdlog::info("{} I/O threads, memory limit {}, max piece {}, op timeout {} ms, kernels: {}",
                cfg.io_threads, rs::FormatBytes(cfg.memory_limit), rs::FormatBytes(cfg.max_piece_bytes),
-               cfg.op_timeout.count(), rs::ReduceTargetName());
+               cfg.op_timeout.count(), rs::kernels::ReduceTargetName());
   if ((*control)->grpc_port() != 0) {
     AnnouncePort("grpc on", HostOf(options->control.grpc_listen), (*control)->grpc_port(),
                  options->grpc_port_file);

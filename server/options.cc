@@ -7,9 +7,9 @@
 #include <iostream>
 #include <thread>
 
-#include "server/core/auth.h"
-#include "server/core/units.h"
-#include "server/cli_parse.h"
+#include "protocol/auth.h"
+#include "common/units.h"
+#include "common/cli_parse.h"
 
 namespace rs::server {
 namespace {
@@ -142,7 +142,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   }
 
   if (!token_file.empty()) {
-    auto token = auth::ReadTokenFile(token_file);
+    auto token = protocol::ReadTokenFile(token_file);
     if (!token.ok()) return token.status().Prefixed("--job-token-file");
     out.net.job_token = *token;
   } else if (const char* env = std::getenv("REDUCER_JOB_TOKEN"); env != nullptr && *env != '\0') {

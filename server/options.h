@@ -6,14 +6,14 @@
 #include <string>
 
 #include "server/control/control_config.h"
-#include "server/core/status.h"
+#include "common/status.h"
 #include "server/net/server_config.h"
 
 namespace rs::server {
 
 struct Options {
-  net::ServerConfig net;
-  control::ControlConfig control;  // its drain_timeout is the one below
+  ServerConfig net;
+  ControlConfig control;  // its drain_timeout is the one below
   std::chrono::milliseconds drain_timeout{30'000};
   std::string log_level = "info";
   std::string log_format = "text";  // or "json"

@@ -25,7 +25,7 @@ void BlockStopSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-SignalWatcher::SignalWatcher(control::StopRequest& stop) : stop_(stop), thread_([this] { Run(); }) {}
+SignalWatcher::SignalWatcher(StopRequest& stop) : stop_(stop), thread_([this] { Run(); }) {}
 
 SignalWatcher::~SignalWatcher() {
   quit_ = true;

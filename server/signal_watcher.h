@@ -19,7 +19,7 @@ void BlockStopSignals();
 
 class SignalWatcher {
  public:
-  explicit SignalWatcher(control::StopRequest& stop);
+  explicit SignalWatcher(StopRequest& stop);
   ~SignalWatcher();
   SignalWatcher(const SignalWatcher&) = delete;
   SignalWatcher& operator=(const SignalWatcher&) = delete;
@@ -27,7 +27,7 @@ class SignalWatcher {
  private:
   void Run();
 
-  control::StopRequest& stop_;
+  StopRequest& stop_;
   std::atomic<bool> quit_{false};
   std::thread thread_;
 };

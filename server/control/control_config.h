@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string>
 
-namespace rs::control {
+namespace rs::server {
 
 struct ControlConfig {
   std::string grpc_listen;     // HOST:PORT, empty: no gRPC service
@@ -20,4 +20,4 @@ struct ControlConfig {
   std::chrono::milliseconds drain_timeout{30'000};  // reported by Drain
 };
 
-}  // namespace rs::control
+}  // namespace rs::server

@@ -14,7 +14,7 @@
 #define RS_VERSION "unknown"
 #endif
 
-namespace rs::control {
+namespace rs::server {
 namespace {
 
 // The control plane needs few threads; bounding gRPC's pool keeps a burst of
@@ -24,10 +24,10 @@ constexpr size_t kMetricsThreads = 2;
 
 }  // namespace
 
-ControlPlane::ControlPlane(net::ReducerServer& server, StopRequest& stop) : server_(server), stop_(stop) {}
+ControlPlane::ControlPlane(ReducerServer& server, StopRequest& stop) : server_(server), stop_(stop) {}
 
 StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Create(const ControlConfig& config,
-                                                             net::ReducerServer& server, StopRequest& stop) {
+                                                             ReducerServer& server, StopRequest& stop) {
   std::unique_ptr<ControlPlane> plane(new ControlPlane(server, stop));
   if (!config.grpc_listen.empty()) RS_RETURN_IF_ERROR(plane->StartGrpc(config));
   if (!config.metrics_listen.empty()) RS_RETURN_IF_ERROR(plane->StartMetrics(config));
@@ -101,4 +101,4 @@ void ControlPlane::Shutdown() {
 
 ControlPlane::~ControlPlane() { Shutdown(); }
 
-}  // namespace rs::control
+}  // namespace rs::server

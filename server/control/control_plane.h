@@ -13,7 +13,7 @@
 
 #include "server/control/control_config.h"
 #include "server/control/stop_request.h"
-#include "server/core/status.h"
+#include "common/status.h"
 #include "server/net/reducer_server.h"
 
 namespace grpc {
@@ -23,7 +23,7 @@ namespace prometheus {
 class Exposer;
 }
 
-namespace rs::control {
+namespace rs::server {
 
 class ControlService;
 class MetricsCollector;
@@ -32,7 +32,7 @@ class ControlPlane {
  public:
   // Starts what `config` enables (either or both may be off). Errors name
   // the flag and the address.
-  static StatusOr<std::unique_ptr<ControlPlane>> Create(const ControlConfig& config, net::ReducerServer& server,
+  static StatusOr<std::unique_ptr<ControlPlane>> Create(const ControlConfig& config, ReducerServer& server,
                                                         StopRequest& stop);
   ~ControlPlane();
   ControlPlane(const ControlPlane&) = delete;
@@ -47,11 +47,11 @@ class ControlPlane {
   void Shutdown();
 
  private:
-  ControlPlane(net::ReducerServer& server, StopRequest& stop);
+  ControlPlane(ReducerServer& server, StopRequest& stop);
   Status StartGrpc(const ControlConfig& config);
   Status StartMetrics(const ControlConfig& config);
 
-  net::ReducerServer& server_;
+  ReducerServer& server_;
   StopRequest& stop_;
   std::unique_ptr<ControlService> service_;
   std::mutex mu_;                       // guards grpc_ against BeginDrain during Shutdown
@@ -62,4 +62,4 @@ class ControlPlane {
   uint16_t metrics_port_ = 0;
 };
 
-}  // namespace rs::control
+}  // namespace rs::server

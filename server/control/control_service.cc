@@ -2,12 +2,12 @@
 
 #include <cctype>
 
-namespace rs::control {
+namespace rs::server {
 
 // The slowest ranks a session reports; metrics have their own bound.
 constexpr size_t kSlowestRanks = 8;
 
-v1::ServerStatus ToProto(const net::ServerStats& stats) {
+v1::ServerStatus ToProto(const ServerStats& stats) {
   v1::ServerStatus out;
   out.set_state(stats.accepting ? v1::ServerStatus::SERVING : v1::ServerStatus::DRAINING);
   out.set_sessions_active(stats.sessions_active);
@@ -26,10 +26,10 @@ v1::ServerStatus ToProto(const net::ServerStats& stats) {
   return out;
 }
 
-v1::SessionInfo ToProto(const net::SessionSnapshot& session) {
+v1::SessionInfo ToProto(const SessionSnapshot& session) {
   const SessionStats& st = session.stats;
   v1::SessionInfo out;
-  out.set_id(wire::SessionIdToString(session.id));
+  out.set_id(protocol::SessionIdToString(session.id));
   if (!session.failure.ok()) {
     out.set_state(v1::SessionInfo::FAILED);
     out.set_failure(session.failure.ToString());
@@ -56,7 +56,7 @@ v1::SessionInfo ToProto(const net::SessionSnapshot& session) {
 }
 
 std::string NormalizeSessionId(const std::string& text) {
-  if (text.size() != 2 * wire::kSessionIdBytes) return {};
+  if (text.size() != 2 * protocol::kSessionIdBytes) return {};
   std::string out;
   for (char c : text) {
     if (!std::isxdigit(static_cast<unsigned char>(c))) return {};
@@ -65,7 +65,7 @@ std::string NormalizeSessionId(const std::string& text) {
   return out;
 }
 
-ControlService::ControlService(const net::ReducerServer& server, StopRequest& stop,
+ControlService::ControlService(const ReducerServer& server, StopRequest& stop,
                                std::function<void()> begin_drain, Info info)
     : server_(server), stop_(stop), begin_drain_(std::move(begin_drain)), info_(std::move(info)) {}
 
@@ -96,7 +96,7 @@ grpc::Status ControlService::GetSession(grpc::ServerContext*, const v1::GetSessi
   }
   const auto sessions = server_.Sessions();
   for (const auto& s : sessions) {
-    if (wire::SessionIdToString(s.id) == id) {
+    if (protocol::SessionIdToString(s.id) == id) {
       *response = ToProto(s);
       return grpc::Status::OK;
     }
@@ -104,7 +104,7 @@ grpc::Status ControlService::GetSession(grpc::ServerContext*, const v1::GetSessi
   return grpc::Status(grpc::StatusCode::NOT_FOUND,
                       "no session " + id + " on this reducer (it knows " + std::to_string(sessions.size()) +
                           " sessions: the live ones and the last " +
-                          std::to_string(net::ReducerServer::kSessionHistory) + " ended)");
+                          std::to_string(ReducerServer::kSessionHistory) + " ended)");
 }
 
 grpc::Status ControlService::Drain(grpc::ServerContext* context, const v1::DrainRequest*,
@@ -123,4 +123,4 @@ grpc::Status ControlService::Drain(grpc::ServerContext* context, const v1::Drain
   return grpc::Status::OK;
 }
 
-}  // namespace rs::control
+}  // namespace rs::server

@@ -15,11 +15,14 @@
 #include "server/control/stop_request.h"
 #include "server/net/reducer_server.h"
 
-namespace rs::control {
+namespace rs::server {
+
+// The service's generated types (proto package rs.control.v1).
+namespace v1 = ::rs::control::v1;
 
 // Conversions, exposed for tests.
-v1::ServerStatus ToProto(const net::ServerStats& stats);
-v1::SessionInfo ToProto(const net::SessionSnapshot& session);
+v1::ServerStatus ToProto(const ServerStats& stats);
+v1::SessionInfo ToProto(const SessionSnapshot& session);
 // 32 hex digits, any case -> lower case; empty if malformed.
 std::string NormalizeSessionId(const std::string& text);
 
@@ -32,7 +35,7 @@ class ControlService final : public v1::ReducerControl::Service {
   };
   // `begin_drain` runs on a Drain call before it makes the stop request and
   // returns: it must be quick and idempotent (flip health, stop accepting).
-  ControlService(const net::ReducerServer& server, StopRequest& stop, std::function<void()> begin_drain, Info info);
+  ControlService(const ReducerServer& server, StopRequest& stop, std::function<void()> begin_drain, Info info);
 
   grpc::Status GetStatus(grpc::ServerContext* context, const v1::GetStatusRequest* request,
                          v1::ServerStatus* response) override;
@@ -44,10 +47,10 @@ class ControlService final : public v1::ReducerControl::Service {
                      v1::DrainResponse* response) override;
 
  private:
-  const net::ReducerServer& server_;
+  const ReducerServer& server_;
   StopRequest& stop_;
   const std::function<void()> begin_drain_;
   const Info info_;
 };
 
-}  // namespace rs::control
+}  // namespace rs::server

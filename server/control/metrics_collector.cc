@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-namespace rs::control {
+namespace rs::server {
 namespace {
 
 using prometheus::ClientMetric;
@@ -69,7 +69,7 @@ class Families {
   std::deque<MetricFamily> out_;  // a deque: Add()'s references stay valid
 };
 
-void AddSessionFamilies(Families& f, const std::vector<net::SessionSnapshot>& sessions,
+void AddSessionFamilies(Families& f, const std::vector<SessionSnapshot>& sessions,
                         const MetricsLimits& limits) {
   auto& last = f.Add("reducer_straggler_last_arrivals_total",
                      "Pieces whose last contribution came from this rank: the rank everybody waited for "
@@ -82,8 +82,8 @@ void AddSessionFamilies(Families& f, const std::vector<net::SessionSnapshot>& se
   auto& world = f.Add("reducer_session_world_size", "Ranks this session expects", MetricType::Gauge);
   const size_t n = std::min(limits.max_sessions, sessions.size());
   for (size_t i = 0; i < n; ++i) {
-    const net::SessionSnapshot& s = sessions[i];
-    const std::string id = wire::SessionIdToString(s.id);
+    const SessionSnapshot& s = sessions[i];
+    const std::string id = protocol::SessionIdToString(s.id);
     Families::Sample(ops, static_cast<double>(s.stats.operations_completed), {{"session", id}});
     Families::Sample(joined, s.stats.ranks_joined, {{"session", id}});
     Families::Sample(world, s.stats.world, {{"session", id}});
@@ -95,8 +95,8 @@ void AddSessionFamilies(Families& f, const std::vector<net::SessionSnapshot>& se
 
 }  // namespace
 
-std::vector<MetricFamily> BuildMetricFamilies(const net::ServerStats& stats,
-                                              const std::vector<net::SessionSnapshot>& sessions,
+std::vector<MetricFamily> BuildMetricFamilies(const ServerStats& stats,
+                                              const std::vector<SessionSnapshot>& sessions,
                                               const MetricsLimits& limits) {
   const ReducerStatsSnapshot& t = stats.totals;
   Families f;
@@ -153,4 +153,4 @@ std::vector<MetricFamily> MetricsCollector::Collect() const {
   return BuildMetricFamilies(server_.stats(), server_.Sessions(), limits_);
 }
 
-}  // namespace rs::control
+}  // namespace rs::server

@@ -18,7 +18,7 @@
 
 #include "server/net/reducer_server.h"
 
-namespace rs::control {
+namespace rs::server {
 
 struct MetricsLimits {
   size_t max_sessions = 16;
@@ -26,18 +26,18 @@ struct MetricsLimits {
 };
 
 // Every family, from one snapshot of the reducer.
-std::vector<prometheus::MetricFamily> BuildMetricFamilies(const net::ServerStats& stats,
-                                                          const std::vector<net::SessionSnapshot>& sessions,
+std::vector<prometheus::MetricFamily> BuildMetricFamilies(const ServerStats& stats,
+                                                          const std::vector<SessionSnapshot>& sessions,
                                                           const MetricsLimits& limits);
 
 class MetricsCollector final : public prometheus::Collectable {
  public:
-  MetricsCollector(const net::ReducerServer& server, MetricsLimits limits) : server_(server), limits_(limits) {}
+  MetricsCollector(const ReducerServer& server, MetricsLimits limits) : server_(server), limits_(limits) {}
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
-  const net::ReducerServer& server_;
+  const ReducerServer& server_;
   const MetricsLimits limits_;
 };
 
-}  // namespace rs::control
+}  // namespace rs::server

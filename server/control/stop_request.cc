@@ -1,6 +1,6 @@
 #include "server/control/stop_request.h"
 
-namespace rs::control {
+namespace rs::server {
 
 bool StopRequest::Request(const std::string& reason) {
   {
@@ -29,4 +29,4 @@ std::string StopRequest::Wait() const {
   return reason_;
 }
 
-}  // namespace rs::control
+}  // namespace rs::server

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-namespace rs::control {
+namespace rs::server {
 
 class StopRequest {
  public:
@@ -28,4 +28,4 @@ class StopRequest {
   std::string reason_;      // guarded by mu_
 };
 
-}  // namespace rs::control
+}  // namespace rs::server

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace rs {
+namespace rs::server {
 
 void LatencyHistogram::Observe(std::chrono::nanoseconds duration) {
   const int64_t ns = std::max<int64_t>(duration.count(), 0);
@@ -27,4 +27,4 @@ HistogramSnapshot LatencyHistogram::Snapshot() const {
   return out;
 }
 
-}  // namespace rs
+}  // namespace rs::server

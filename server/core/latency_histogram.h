@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace rs {
+namespace rs::server {
 
 struct HistogramSnapshot {
   std::vector<double> upper_bounds;   // seconds, ascending; +Inf is implied
@@ -44,4 +44,4 @@ class LatencyHistogram {
   std::atomic<uint64_t> sum_ns_{0};
 };
 
-}  // namespace rs
+}  // namespace rs::server

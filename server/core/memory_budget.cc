@@ -4,7 +4,7 @@
 
 #include <new>
 
-namespace rs {
+namespace rs::server {
 namespace {
 
 size_t RoundUp(size_t bytes) {
@@ -102,4 +102,4 @@ uint64_t MemoryBudget::waits() const {
   return waits_;
 }
 
-}  // namespace rs
+}  // namespace rs::server

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <vector>
 
-namespace rs {
+namespace rs::server {
 
 class MemoryBudget;
 
@@ -77,4 +77,4 @@ class MemoryBudget : public std::enable_shared_from_this<MemoryBudget> {
   std::vector<std::function<void()>> waiters_;     // guarded by mu_
 };
 
-}  // namespace rs
+}  // namespace rs::server

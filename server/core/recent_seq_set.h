@@ -13,7 +13,7 @@
 #include <bitset>
 #include <cstdint>
 
-namespace rs {
+namespace rs::server {
 
 class RecentSeqSet {
  public:
@@ -44,4 +44,4 @@ class RecentSeqSet {
   bool any_ = false;
 };
 
-}  // namespace rs
+}  // namespace rs::server

@@ -1,6 +1,6 @@
 #include "server/core/reducer_stats.h"
 
-namespace rs {
+namespace rs::server {
 
 void ReducerStats::PieceCompleted(uint64_t bytes_sent, std::chrono::nanoseconds latency,
                                   std::chrono::nanoseconds wait) {
@@ -31,4 +31,4 @@ ReducerStatsSnapshot ReducerStats::Snapshot() const {
   return out;
 }
 
-}  // namespace rs
+}  // namespace rs::server

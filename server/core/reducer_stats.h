@@ -13,9 +13,9 @@
 #include <cstdint>
 
 #include "server/core/latency_histogram.h"
-#include "server/core/status.h"
+#include "common/status.h"
 
-namespace rs {
+namespace rs::server {
 
 inline constexpr size_t kErrorKinds = static_cast<size_t>(Code::kInternal) + 1;
 
@@ -55,4 +55,4 @@ class ReducerStats {
   std::array<std::atomic<uint64_t>, kErrorKinds> errors_{};
 };
 
-}  // namespace rs
+}  // namespace rs::server

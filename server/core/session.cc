@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "server/core/kernels.h"
+#include "kernels/kernels.h"
 
-namespace rs {
+namespace rs::server {
 namespace {
 
 constexpr size_t kSlotAlign = 64;
@@ -31,7 +31,7 @@ std::string RankList(const std::vector<uint32_t>& ranks) {
 }
 
 // Describes the first field on which two ranks' headers for one piece differ.
-std::string Disagreement(const wire::PieceHeader& a, uint32_t rank_a, const wire::PieceHeader& b,
+std::string Disagreement(const protocol::PieceHeader& a, uint32_t rank_a, const protocol::PieceHeader& b,
                          uint32_t rank_b) {
   const std::string op = " for operation " + std::to_string(b.seq);
   auto say = [&](const std::string& what, const std::string& va, const std::string& vb) {
@@ -48,7 +48,7 @@ std::string Disagreement(const wire::PieceHeader& a, uint32_t rank_a, const wire
     return say("", std::to_string(a.total_count) + " elements", std::to_string(b.total_count) + " elements");
   }
   if (a.pieces != b.pieces || a.offset != b.offset || a.count != b.count) {
-    auto layout = [](const wire::PieceHeader& h) {
+    auto layout = [](const protocol::PieceHeader& h) {
       return "piece " + std::to_string(h.piece) + "/" + std::to_string(h.pieces) + " = elements [" +
              std::to_string(h.offset) + ", " + std::to_string(h.offset + h.count) + ")";
     };
@@ -74,7 +74,7 @@ std::vector<RankCount> SlowestRanks(const SessionStats& stats, size_t max) {
   return ranks;
 }
 
-Piece::Piece(const wire::PieceHeader& header, uint32_t first_rank, uint32_t world,
+Piece::Piece(const protocol::PieceHeader& header, uint32_t first_rank, uint32_t world,
              std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, Clock::time_point now)
     : header_(header),
       first_rank_(first_rank),
@@ -85,11 +85,11 @@ Piece::Piece(const wire::PieceHeader& header, uint32_t first_rank, uint32_t worl
       ended_(world, 0),
       reply_to_(world) {}
 
-Session::Session(const wire::SessionId& id, uint32_t world, uint16_t streams,
+Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams,
                  std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
                  std::shared_ptr<ReducerStats> stats)
     : id_(id),
-      name_(wire::SessionIdToString(id)),
+      name_(protocol::SessionIdToString(id)),
       world_(world),
       streams_(streams),
       budget_(std::move(budget)),
@@ -99,7 +99,7 @@ Session::Session(const wire::SessionId& id, uint32_t world, uint16_t streams,
       members_(size_t{world} * streams),
       last_arrivals_(new std::atomic<uint64_t>[world]()) {}
 
-Status Session::Join(const wire::Hello& hello, std::shared_ptr<SessionMember> member) {
+Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member) {
   std::vector<std::shared_ptr<SessionMember>> notify;
   Status failed;
   {
@@ -171,7 +171,7 @@ bool Session::Leave(uint32_t rank, uint16_t stream, bool clean, const Status& wh
 }
 
 Contribution Session::BeginContribution(uint32_t rank, const std::shared_ptr<SessionMember>& member,
-                                        uint16_t stream, const wire::PieceHeader& header,
+                                        uint16_t stream, const protocol::PieceHeader& header,
                                         std::function<void()> wake, Clock::time_point now) {
   Contribution result;
   std::vector<std::shared_ptr<SessionMember>> notify;
@@ -274,7 +274,7 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
 void Session::Reduce(Piece& piece) {
   std::vector<const void*> inputs(world_);
   for (uint32_t r = 0; r < world_; ++r) inputs[r] = piece.slot(r);
-  rs::Reduce(piece.header_.dtype, piece.header_.op, piece.slot(0), inputs.data(), world_, piece.header_.count);
+  kernels::Reduce(piece.header_.dtype, piece.header_.op, piece.slot(0), inputs.data(), world_, piece.header_.count);
 }
 
 std::string Session::MissingRanksLocked() const {
@@ -380,4 +380,4 @@ SessionStats Session::stats() const {
   return out;
 }
 
-}  // namespace rs
+}  // namespace rs::server

@@ -35,12 +35,12 @@
 #include "server/core/memory_budget.h"
 #include "server/core/recent_seq_set.h"
 #include "server/core/reducer_stats.h"
-#include "server/core/status.h"
-#include "server/core/wire.h"
+#include "common/status.h"
+#include "common/clock.h"
+#include "protocol/wire.h"
 
-namespace rs {
+namespace rs::server {
 
-using Clock = std::chrono::steady_clock;
 
 class Piece;
 
@@ -60,16 +60,16 @@ class SessionMember {
 // One piece of one operation: a slot per rank, reduced into slot 0.
 class Piece {
  public:
-  Piece(const wire::PieceHeader& header, uint32_t first_rank, uint32_t world,
+  Piece(const protocol::PieceHeader& header, uint32_t first_rank, uint32_t world,
         std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, Clock::time_point now);
 
-  const wire::PieceHeader& header() const { return header_; }
+  const protocol::PieceHeader& header() const { return header_; }
   const uint8_t* result() const { return buffer_->data(); }
   uint8_t* slot(uint32_t rank) { return buffer_->data() + rank * slot_bytes_; }
 
  private:
   friend class Session;
-  wire::PieceHeader header_;
+  protocol::PieceHeader header_;
   uint32_t first_rank_;
   std::unique_ptr<PieceBuffer> buffer_;
   size_t slot_bytes_;
@@ -124,17 +124,17 @@ struct Contribution {
 class Session {
  public:
   // `stats` collects the reducer-wide counters; null gives the session its own.
-  Session(const wire::SessionId& id, uint32_t world, uint16_t streams,
+  Session(const protocol::SessionId& id, uint32_t world, uint16_t streams,
           std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
           std::shared_ptr<ReducerStats> stats = nullptr);
 
-  const wire::SessionId& id() const { return id_; }
+  const protocol::SessionId& id() const { return id_; }
   uint32_t world() const { return world_; }
   Clock::time_point created() const { return created_; }
 
   // Adds an authenticated stream. Errors concern only the joining stream,
   // except a world or stream-count disagreement, which fails the session.
-  Status Join(const wire::Hello& hello, std::shared_ptr<SessionMember> member);
+  Status Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member);
 
   // A stream ended. `clean` when the rank said BYE. A rank lost without BYE
   // fails the session. Returns true when no member is left (the session can
@@ -144,7 +144,7 @@ class Session {
   // A DATA frame's header arrived from (rank, member). On kWaitForMemory
   // `wake` has been registered with the budget; call again when it fires.
   Contribution BeginContribution(uint32_t rank, const std::shared_ptr<SessionMember>& member,
-                                 uint16_t stream, const wire::PieceHeader& header,
+                                 uint16_t stream, const protocol::PieceHeader& header,
                                  std::function<void()> wake, Clock::time_point now);
   // The payload has been read into the slot at `now`. The last rank's call
   // reduces the piece (on the calling thread), records it as the piece's
@@ -178,7 +178,7 @@ class Session {
   std::string MissingRanksLocked() const;
   void Reduce(Piece& piece);
 
-  const wire::SessionId id_;
+  const protocol::SessionId id_;
   const std::string name_;  // hex id, for messages
   const uint32_t world_;
   const uint16_t streams_;
@@ -204,4 +204,4 @@ class Session {
   const std::unique_ptr<std::atomic<uint64_t>[]> last_arrivals_;  // world entries
 };
 
-}  // namespace rs
+}  // namespace rs::server

@@ -2,10 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 #include "server/net/reducer_server.h"
 
-namespace rs::net {
+namespace rs::server {
 namespace {
 
 std::string PeerName(const asio::ip::tcp::socket& socket) {
@@ -74,20 +74,20 @@ void Connection::OnHeader(const asio::error_code& ec) {
     CloseNow(Status(Code::kIo, ec == asio::error::eof ? "connection closed by the worker" : ec.message()));
     return;
   }
-  const uint64_t max_data = wire::kPieceHeaderBytes +
+  const uint64_t max_data = protocol::kPieceHeaderBytes +
                             (state_ == State::kJoined ? server_.MaxPieceBytes(hello_.world) : 0);
-  Status st = wire::DecodeHeader(header_buf_, max_data, &header_, "this reducer");
+  Status st = protocol::DecodeHeader(header_buf_, max_data, &header_, "this reducer");
   if (!st.ok()) {
     Reject(st);
     return;
   }
-  if (header_.type == wire::FrameType::kData) {
+  if (header_.type == protocol::FrameType::kData) {
     if (state_ != State::kJoined) {
       Reject(Status(Code::kProtocol, "DATA frame before the handshake finished"));
       return;
     }
     // Read only the piece header: the elements go straight into the slot.
-    payload_.resize(wire::kPieceHeaderBytes);
+    payload_.resize(protocol::kPieceHeaderBytes);
     Read(asio::buffer(payload_), [this](const asio::error_code& ec2) {
       if (ec2) {
         CloseNow(Status(Code::kIo, "connection lost in a DATA frame: " + ec2.message()));
@@ -112,7 +112,7 @@ void Connection::ReadPayload() {
 }
 
 void Connection::OnPayload() {
-  using wire::FrameType;
+  using protocol::FrameType;
   switch (state_) {
     case State::kAwaitHello:
       if (header_.type != FrameType::kHello) break;
@@ -132,8 +132,8 @@ void Connection::OnPayload() {
       if (header_.type == FrameType::kError) {
         // The worker gave up, usually because another reducer reported an
         // error: pass its reason on so every rank learns the root cause.
-        wire::ErrorFrame err;
-        (void)wire::DecodeError(payload_, &err);
+        protocol::ErrorFrame err;
+        (void)protocol::DecodeError(payload_, &err);
         session_->Fail(Status(err.code, "rank " + std::to_string(hello_.rank) + " aborted: " + err.message));
         CloseNow(Status(Code::kPeerFailed, "aborted by the worker"));
         return;
@@ -142,40 +142,40 @@ void Connection::OnPayload() {
     case State::kClosing:
       return;
   }
-  Reject(Status(Code::kProtocol, std::string("unexpected ") + wire::FrameTypeName(header_.type) +
+  Reject(Status(Code::kProtocol, std::string("unexpected ") + protocol::FrameTypeName(header_.type) +
                                      " frame during the " +
                                      (state_ == State::kJoined ? "session" : "handshake")));
 }
 
 void Connection::OnHello() {
-  Status st = wire::DecodeHello(payload_, &hello_);
+  Status st = protocol::DecodeHello(payload_, &hello_);
   if (!st.ok()) {
     Reject(st);
     return;
   }
-  server_nonce_ = auth::RandomNonce();
+  server_nonce_ = protocol::RandomNonce();
   state_ = State::kAwaitAuth;
-  EnqueueControl(wire::EncodeChallenge({server_nonce_, !server_.config().job_token.empty()}));
+  EnqueueControl(protocol::EncodeChallenge({server_nonce_, !server_.config().job_token.empty()}));
   ReadHeader();
 }
 
 void Connection::OnAuth() {
-  wire::Auth auth_frame;
-  Status st = wire::DecodeAuth(payload_, &auth_frame);
+  protocol::Auth auth_frame;
+  Status st = protocol::DecodeAuth(payload_, &auth_frame);
   if (!st.ok()) {
     Reject(st);
     return;
   }
   const std::string& token = server_.config().job_token;
-  wire::Welcome welcome;
+  protocol::Welcome welcome;
   if (!token.empty()) {
-    if (!auth::MacEqual(auth_frame.mac, auth::ClientProof(token, hello_, server_nonce_))) {
+    if (!protocol::MacEqual(auth_frame.mac, protocol::ClientProof(token, hello_, server_nonce_))) {
       spdlog::warn("{}: rank {} of session {} failed authentication", peer_, hello_.rank,
-                   wire::SessionIdToString(hello_.session));
+                   protocol::SessionIdToString(hello_.session));
       Reject(Status(Code::kAuth, "job token does not match this reducer's"));
       return;
     }
-    welcome.mac = auth::ServerProof(token, hello_, server_nonce_);
+    welcome.mac = protocol::ServerProof(token, hello_, server_nonce_);
   }
   auto session = server_.JoinSession(hello_, shared_from_this());
   if (!session.ok()) {
@@ -185,12 +185,12 @@ void Connection::OnAuth() {
   session_ = std::move(session).value();
   state_ = State::kJoined;
   welcome.max_piece_bytes = server_.MaxPieceBytes(hello_.world);
-  EnqueueControl(wire::EncodeWelcome(welcome));
+  EnqueueControl(protocol::EncodeWelcome(welcome));
   ReadHeader();
 }
 
 void Connection::OnPieceHeader() {
-  Status st = wire::DecodePieceHeader(payload_, header_.payload_bytes, server_.MaxPieceBytes(hello_.world),
+  Status st = protocol::DecodePieceHeader(payload_, header_.payload_bytes, server_.MaxPieceBytes(hello_.world),
                                       &piece_header_);
   if (!st.ok()) {
     const Status named = st.Prefixed("rank " + std::to_string(hello_.rank));
@@ -242,7 +242,7 @@ void Connection::OnContributionRead(const asio::error_code& ec) {
 void Connection::SendReady() {
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     if (self->state_ == State::kClosing) return;
-    self->EnqueueControl(wire::EncodeReady());
+    self->EnqueueControl(protocol::EncodeReady());
   });
 }
 
@@ -250,7 +250,7 @@ void Connection::SendResult(std::shared_ptr<Piece> piece) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), piece = std::move(piece)]() mutable {
     if (self->state_ == State::kClosing) return;
     Outgoing out;
-    wire::EncodePieceFrame(wire::FrameType::kResult, piece->header(), &out.piece_head);
+    protocol::EncodePieceFrame(protocol::FrameType::kResult, piece->header(), &out.piece_head);
     out.piece = std::move(piece);
     self->Enqueue(std::move(out));
   });
@@ -334,7 +334,7 @@ void Connection::Reject(const Status& status) {
   while (write_queue_.size() > in_flight_) write_queue_.pop_back();
   close_after_write_ = true;
   Outgoing error;
-  error.bytes = wire::EncodeError({status.code(), status.message()});
+  error.bytes = protocol::EncodeError({status.code(), status.message()});
   write_queue_.push_back(std::move(error));
   if (!writing_) WriteNext();
 }
@@ -352,4 +352,4 @@ void Connection::LeaveSession(bool clean, const Status& why) {
   server_.LeaveSession(session_, hello_.rank, hello_.stream, clean, why);
 }
 
-}  // namespace rs::net
+}  // namespace rs::server

@@ -17,9 +17,9 @@
 #include <asio.hpp>
 
 #include "server/core/session.h"
-#include "server/core/wire.h"
+#include "protocol/wire.h"
 
-namespace rs::net {
+namespace rs::server {
 
 class ReducerServer;
 
@@ -41,7 +41,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   enum class State { kAwaitHello, kAwaitAuth, kJoined, kClosing };
   struct Outgoing {
     std::vector<uint8_t> bytes;               // control frames
-    std::array<uint8_t, wire::kHeaderBytes + wire::kPieceHeaderBytes> piece_head{};
+    std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> piece_head{};
     std::shared_ptr<Piece> piece;             // RESULT: header + elements
   };
 
@@ -73,15 +73,15 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   const std::string peer_;
   State state_ = State::kAwaitHello;
 
-  std::array<uint8_t, wire::kHeaderBytes> header_buf_{};
-  wire::FrameHeader header_;
+  std::array<uint8_t, protocol::kHeaderBytes> header_buf_{};
+  protocol::FrameHeader header_;
   std::vector<uint8_t> payload_;               // control frames and piece headers
-  wire::Hello hello_;
-  wire::Nonce server_nonce_{};
+  protocol::Hello hello_;
+  protocol::Nonce server_nonce_{};
 
   std::shared_ptr<Session> session_;
   bool left_ = false;
-  wire::PieceHeader piece_header_;
+  protocol::PieceHeader piece_header_;
   std::shared_ptr<Piece> piece_;               // the contribution being read
 
   std::deque<Outgoing> write_queue_;
@@ -92,4 +92,4 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   std::array<uint8_t, 4096> drain_buf_{};
 };
 
-}  // namespace rs::net
+}  // namespace rs::server

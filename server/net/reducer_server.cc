@@ -6,7 +6,7 @@
 
 #include "server/net/connection.h"
 
-namespace rs::net {
+namespace rs::server {
 namespace {
 
 // Pieces must leave room for one slot per rank within the memory limit.
@@ -104,7 +104,7 @@ uint64_t ReducerServer::MaxPieceBytes(uint32_t world) const {
   return limit < kMinPieceBytes ? 0 : limit;
 }
 
-StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const wire::Hello& hello,
+StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::Hello& hello,
                                                               std::shared_ptr<SessionMember> member) {
   if (MaxPieceBytes(hello.world) == 0) {
     return Status(Code::kResourceExhausted,
@@ -134,7 +134,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const wire::Hello&
   }
   if (created) {
     spdlog::info("session {} opened by rank {} (world {}, {} streams per rank)",
-                 wire::SessionIdToString(hello.session), hello.rank, hello.world, hello.streams);
+                 protocol::SessionIdToString(hello.session), hello.rank, hello.world, hello.streams);
   }
   return session;
 }
@@ -160,11 +160,11 @@ void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32
                               st.straggler_wait_seconds);
     }
     spdlog::info("session {} ended: {} operations, {} pieces, {} bytes in, {} bytes out{}",
-                 wire::SessionIdToString(session->id()), st.operations_completed, st.pieces_completed,
+                 protocol::SessionIdToString(session->id()), st.operations_completed, st.pieces_completed,
                  st.bytes_received, st.bytes_sent, straggler);
   } else {
     ++sessions_failed_;
-    spdlog::warn("session {} failed: {}", wire::SessionIdToString(session->id()), failure.ToString());
+    spdlog::warn("session {} failed: {}", protocol::SessionIdToString(session->id()), failure.ToString());
   }
   sessions_changed_.notify_all();
 }
@@ -216,7 +216,7 @@ ReducerServer::~ReducerServer() {
   // the session <-> connection cycles now, while the io_contexts that the
   // connections' sockets belong to still exist; the handlers still queued
   // hold the last references and go with their io_context, closing sockets.
-  std::map<wire::SessionId, std::shared_ptr<Session>> sessions;
+  std::map<protocol::SessionId, std::shared_ptr<Session>> sessions;
   {
     std::lock_guard<std::mutex> lock(mu_);
     sessions.swap(sessions_);
@@ -268,4 +268,4 @@ std::vector<SessionSnapshot> ReducerServer::Sessions() const {
   return snapshots;
 }
 
-}  // namespace rs::net
+}  // namespace rs::server

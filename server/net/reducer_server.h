@@ -29,7 +29,7 @@
 #include "server/core/session.h"
 #include "server/net/server_config.h"
 
-namespace rs::net {
+namespace rs::server {
 
 struct ServerStats {
   uint64_t connections_accepted = 0;
@@ -47,7 +47,7 @@ struct ServerStats {
 
 // One session as the control plane reports it.
 struct SessionSnapshot {
-  wire::SessionId id{};
+  protocol::SessionId id{};
   SessionStats stats;
   Status failure;        // ok unless the session failed
   bool ended = false;    // every rank has left
@@ -81,7 +81,7 @@ class ReducerServer {
 
   // For connections.
   uint64_t MaxPieceBytes(uint32_t world) const;
-  StatusOr<std::shared_ptr<Session>> JoinSession(const wire::Hello& hello,
+  StatusOr<std::shared_ptr<Session>> JoinSession(const protocol::Hello& hello,
                                                  std::shared_ptr<SessionMember> member);
   void LeaveSession(const std::shared_ptr<Session>& session, uint32_t rank, uint16_t stream, bool clean,
                     const Status& why);
@@ -109,7 +109,7 @@ class ReducerServer {
 
   mutable std::mutex mu_;
   std::condition_variable sessions_changed_;
-  std::map<wire::SessionId, std::shared_ptr<Session>> sessions_;  // guarded by mu_
+  std::map<protocol::SessionId, std::shared_ptr<Session>> sessions_;  // guarded by mu_
   uint64_t sessions_started_ = 0;                                 // guarded by mu_
   uint64_t sessions_failed_ = 0;                                  // guarded by mu_
   std::deque<SessionSnapshot> ended_;                             // guarded by mu_; newest first
@@ -117,4 +117,4 @@ class ReducerServer {
   std::atomic<uint64_t> connections_active_{0};
 };
 
-}  // namespace rs::net
+}  // namespace rs::server

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace rs::net {
+namespace rs::server {
 
 struct ServerConfig {
   std::string listen_host = "0.0.0.0";
@@ -19,4 +19,4 @@ struct ServerConfig {
   std::chrono::milliseconds join_timeout{60'000};
 };
 
-}  // namespace rs::net
+}  // namespace rs::server

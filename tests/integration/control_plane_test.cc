@@ -3,7 +3,7 @@
 // lets a running session finish before the daemon exits 0 by itself.
 #include <gtest/gtest.h>
 
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 #include "tests/integration/control_helpers.h"
 
 namespace rs::testing {
@@ -17,7 +17,7 @@ constexpr int kOps = 5;
 TEST(ControlPlaneIntegrationTest, StatusAndSessionsReportAFourRankRun) {
   ControlledReducer reducer;
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
-  const std::string id = wire::SessionIdToString(auth::SessionIdFromName("ctl-four"));
+  const std::string id = protocol::SessionIdToString(protocol::SessionIdFromName("ctl-four"));
   const uint64_t bytes = 4ull * kOps * kCount * sizeof(float);
   {
     auto clients = JoinSession({reducer.process().endpoint()}, "ctl-four", 4);

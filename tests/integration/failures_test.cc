@@ -8,7 +8,7 @@
 #include <asio.hpp>
 #include <thread>
 
-#include "server/core/wire.h"
+#include "protocol/wire.h"
 #include "tests/integration/test_cluster.h"
 
 namespace rs::testing {
@@ -50,20 +50,20 @@ class FailuresTest : public ::testing::Test {
   }
 
   // Sends raw bytes to the reducer and returns the ERROR frame it answers with.
-  wire::ErrorFrame RawExchange(const std::vector<uint8_t>& bytes) {
+  protocol::ErrorFrame RawExchange(const std::vector<uint8_t>& bytes) {
     asio::io_context io;
     asio::ip::tcp::socket s(io);
     s.connect({asio::ip::make_address("127.0.0.1"), reducer_->port()});
     asio::write(s, asio::buffer(bytes));
-    std::array<uint8_t, wire::kHeaderBytes> head;
+    std::array<uint8_t, protocol::kHeaderBytes> head;
     asio::read(s, asio::buffer(head));
-    wire::FrameHeader h;
-    EXPECT_TRUE(wire::DecodeHeader(head, 0, &h).ok());
-    EXPECT_EQ(h.type, wire::FrameType::kError);
+    protocol::FrameHeader h;
+    EXPECT_TRUE(protocol::DecodeHeader(head, 0, &h).ok());
+    EXPECT_EQ(h.type, protocol::FrameType::kError);
     std::vector<uint8_t> payload(h.payload_bytes);
     asio::read(s, asio::buffer(payload));
-    wire::ErrorFrame err;
-    EXPECT_TRUE(wire::DecodeError(payload, &err).ok());
+    protocol::ErrorFrame err;
+    EXPECT_TRUE(protocol::DecodeError(payload, &err).ok());
     return err;
   }
 
@@ -94,9 +94,9 @@ TEST_F(FailuresTest, MissingTokenIsExplained) {
 }
 
 TEST_F(FailuresTest, WrongProtocolVersionIsRefusedNamingBothVersions) {
-  wire::Hello hello;
+  protocol::Hello hello;
   hello.world = 1;
-  const wire::ErrorFrame err = RawExchange(wire::EncodeHello(hello, /*version=*/2));
+  const protocol::ErrorFrame err = RawExchange(protocol::EncodeHello(hello, /*version=*/2));
   EXPECT_EQ(err.code, Code::kVersion);
   EXPECT_EQ(err.message, "protocol version 2 not supported, this reducer speaks 1");
   ExpectFreshSessionWorks("after-wrong-version");
@@ -104,7 +104,7 @@ TEST_F(FailuresTest, WrongProtocolVersionIsRefusedNamingBothVersions) {
 
 TEST_F(FailuresTest, GarbageIsRefusedAsNotOurProtocol) {
   const std::string http = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
-  const wire::ErrorFrame err = RawExchange(std::vector<uint8_t>(http.begin(), http.end()));
+  const protocol::ErrorFrame err = RawExchange(std::vector<uint8_t>(http.begin(), http.end()));
   EXPECT_EQ(err.code, Code::kProtocol);
   EXPECT_NE(err.message.find("bad magic"), std::string::npos) << err.message;
   ExpectFreshSessionWorks("after-garbage");

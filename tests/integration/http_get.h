@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "server/core/status.h"
+#include "common/status.h"
 
 namespace rs::testing {
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <regex>
 
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 #include "tests/integration/control_helpers.h"
 #include "tests/integration/http_get.h"
 
@@ -142,7 +142,7 @@ TEST(MetricsIntegrationTest, ADelayedRankIsNamedTheStragglerAndItsDelayShows) {
   constexpr int kSlowRank = 2;
   constexpr int kOps = 8;
   constexpr auto kDelay = std::chrono::milliseconds(60);
-  const std::string id = wire::SessionIdToString(auth::SessionIdFromName("metrics-straggler"));
+  const std::string id = protocol::SessionIdToString(protocol::SessionIdFromName("metrics-straggler"));
   auto clients = JoinSession({reducer.process().endpoint()}, "metrics-straggler", 4);
   ASSERT_EQ(clients.size(), 4u);
   RunOps(clients, kOps, 1024, kSlowRank, kDelay);  // one piece per operation

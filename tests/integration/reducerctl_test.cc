@@ -4,7 +4,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 #include "tests/integration/control_helpers.h"
 
 namespace rs::testing {
@@ -68,7 +68,7 @@ TEST(ReducerctlTest, AnUnreachableReducerIsAClearError) {
 TEST(ReducerctlTest, StatusSessionsHealthAndDrainAgainstALiveReducer) {
   ControlledReducer reducer({"--log-format", "json"});
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
-  const std::string id = wire::SessionIdToString(auth::SessionIdFromName("ctl-cli"));
+  const std::string id = protocol::SessionIdToString(protocol::SessionIdFromName("ctl-cli"));
   auto clients = JoinSession({reducer.process().endpoint()}, "ctl-cli", 3);
   ASSERT_EQ(clients.size(), 3u);
   RunOps(clients, 2, 1000);

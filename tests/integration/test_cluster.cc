@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 
 namespace rs::testing {
 namespace {
@@ -123,7 +123,7 @@ client::ClientOptions Options(const std::vector<client::Endpoint>& reducers, con
                               uint32_t rank, uint32_t world, const std::string& token) {
   client::ClientOptions o;
   o.reducers = reducers;
-  o.session = auth::SessionIdFromName(session);
+  o.session = protocol::SessionIdFromName(session);
   o.rank = rank;
   o.world = world;
   o.job_token = token;

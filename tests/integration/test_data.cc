@@ -3,8 +3,8 @@
 #include <cstring>
 #include <cmath>
 
-#include "server/core/half.h"
-#include "server/core/kernels.h"
+#include "common/half.h"
+#include "kernels/kernels.h"
 
 namespace rs::testing {
 
@@ -71,7 +71,7 @@ std::vector<uint8_t> RankOrderReference(DataType dtype, ReduceOp op, size_t coun
   std::vector<uint8_t> out(count * DataTypeSize(dtype));
   std::vector<const void*> ptrs;
   for (const auto& in : inputs) ptrs.push_back(in.data());
-  if (count > 0) Reduce(dtype, op, out.data(), ptrs.data(), ptrs.size(), count);
+  if (count > 0) kernels::Reduce(dtype, op, out.data(), ptrs.data(), ptrs.size(), count);
   return out;
 }
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "server/core/dtype.h"
+#include "common/dtype.h"
 
 namespace rs::testing {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "client/client.h"
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 
 int main(int argc, char** argv) {
   if (argc != 7) {
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   if (!reducers.ok()) return 2;
   rs::client::ClientOptions o;
   o.reducers = *reducers;
-  o.session = rs::auth::SessionIdFromName(argv[2]);
+  o.session = rs::protocol::SessionIdFromName(argv[2]);
   o.rank = static_cast<uint32_t>(std::atoi(argv[3]));
   o.world = static_cast<uint32_t>(std::atoi(argv[4]));
   o.job_token = argv[5];

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "server/core/half.h"
+#include "common/half.h"
 #include "tests/nccl_plugin/plugin_harness.h"
 
 namespace rs::plugin::test {

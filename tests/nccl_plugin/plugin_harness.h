@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "nccl_plugin/nccl_abi.h"
+#include "nccl_plugin/abi/nccl_abi.h"
 
 namespace rs::plugin::test {
 

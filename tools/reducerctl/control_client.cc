@@ -2,7 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-namespace rs::ctl {
+namespace rs::reducerctl {
 
 ControlClient::ControlClient(const std::string& target, std::chrono::milliseconds timeout)
     : target_(target), timeout_(timeout) {
@@ -63,4 +63,4 @@ StatusOr<health::HealthCheckResponse> ControlClient::CheckHealth() {
   });
 }
 
-}  // namespace rs::ctl
+}  // namespace rs::reducerctl

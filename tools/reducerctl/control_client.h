@@ -12,9 +12,9 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "proto/reducer_control.grpc.pb.h"
-#include "server/core/status.h"
+#include "common/status.h"
 
-namespace rs::ctl {
+namespace rs::reducerctl {
 
 namespace v1 = ::rs::control::v1;
 namespace health = ::grpc::health::v1;
@@ -39,4 +39,4 @@ class ControlClient {
   std::unique_ptr<health::Health::Stub> health_;
 };
 
-}  // namespace rs::ctl
+}  // namespace rs::reducerctl

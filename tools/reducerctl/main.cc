@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "server/core/units.h"
+#include "common/units.h"
 #include "tools/reducerctl/control_client.h"
 #include "tools/reducerctl/output.h"
 #include "tools/reducerctl/sizing.h"
@@ -26,7 +26,7 @@ int Fail(const std::string& what, const rs::Status& status) {
 template <typename Response, typename Render>
 int Print(const std::string& what, const rs::StatusOr<Response>& response, bool json, Render render) {
   if (!response.ok()) return Fail(what, response.status());
-  std::cout << (json ? rs::ctl::ToJson(*response) : render(*response));
+  std::cout << (json ? rs::reducerctl::ToJson(*response) : render(*response));
   return 0;
 }
 
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   auto* drain = app.add_subcommand(
       "drain", "Stop accepting sessions, let running ones finish (up to --drain-timeout), then exit");
   auto* plan = app.add_subcommand("plan", "How many reducers a job needs, and the speedup over a ring");
-  rs::ctl::PlanInput plan_input;
+  rs::reducerctl::PlanInput plan_input;
   plan->add_option("--workers", plan_input.workers, "Worker (GPU) nodes")->required();
   plan->add_option("--worker-gbps", plan_input.worker_gbps, "Each worker node's NIC bandwidth, Gbit/s")->required();
   plan->add_option("--reducer-gbps", plan_input.reducer_gbps, "Each reducer machine's NIC bandwidth, Gbit/s")
@@ -72,12 +72,12 @@ int main(int argc, char** argv) {
   }
 
   if (*plan) {
-    auto p = rs::ctl::ComputePlan(plan_input);
+    auto p = rs::reducerctl::ComputePlan(plan_input);
     if (!p.ok()) {
       std::fprintf(stderr, "reducerctl plan: %s\n", p.status().message().c_str());
       return kUsage;
     }
-    std::cout << (json ? rs::ctl::PlanJson(*p) : rs::ctl::RenderPlan(*p));
+    std::cout << (json ? rs::reducerctl::PlanJson(*p) : rs::reducerctl::RenderPlan(*p));
     return 0;
   }
 
@@ -87,19 +87,19 @@ int main(int argc, char** argv) {
                  timeout_text.c_str());
     return kUsage;
   }
-  rs::ctl::ControlClient client(target, *timeout);
-  if (*status) return Print("status", client.GetStatus(), json, rs::ctl::RenderStatus);
+  rs::reducerctl::ControlClient client(target, *timeout);
+  if (*status) return Print("status", client.GetStatus(), json, rs::reducerctl::RenderStatus);
   if (*sessions && !session_id.empty()) {
-    return Print("sessions --id " + session_id, client.GetSession(session_id), json, rs::ctl::RenderSession);
+    return Print("sessions --id " + session_id, client.GetSession(session_id), json, rs::reducerctl::RenderSession);
   }
-  if (*sessions) return Print("sessions", client.ListSessions(), json, rs::ctl::RenderSessions);
-  if (*drain) return Print("drain", client.Drain(), json, rs::ctl::RenderDrain);
+  if (*sessions) return Print("sessions", client.ListSessions(), json, rs::reducerctl::RenderSessions);
+  if (*drain) return Print("drain", client.Drain(), json, rs::reducerctl::RenderDrain);
   if (*health) {
     auto h = client.CheckHealth();
     if (!h.ok()) return Fail("health", h.status());
-    const std::string name = rs::ctl::health::HealthCheckResponse::ServingStatus_Name(h->status());
-    std::cout << (json ? rs::ctl::ToJson(*h) : name + "\n");
-    return h->status() == rs::ctl::health::HealthCheckResponse::SERVING ? 0 : kNotServing;
+    const std::string name = rs::reducerctl::health::HealthCheckResponse::ServingStatus_Name(h->status());
+    std::cout << (json ? rs::reducerctl::ToJson(*h) : name + "\n");
+    return h->status() == rs::reducerctl::health::HealthCheckResponse::SERVING ? 0 : kNotServing;
   }
   return kUsage;
 }

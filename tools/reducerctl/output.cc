@@ -4,10 +4,10 @@
 
 #include <cstdio>
 
-#include "server/core/units.h"
+#include "common/units.h"
 #include "tools/reducerctl/table.h"
 
-namespace rs::ctl {
+namespace rs::reducerctl {
 namespace {
 
 std::string Format(const char* fmt, double value) {
@@ -150,4 +150,4 @@ std::string PlanJson(const Plan& p) {
   return buf;
 }
 
-}  // namespace rs::ctl
+}  // namespace rs::reducerctl

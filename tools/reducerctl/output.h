@@ -10,7 +10,7 @@
 #include "proto/reducer_control.pb.h"
 #include "tools/reducerctl/sizing.h"
 
-namespace rs::ctl {
+namespace rs::reducerctl {
 
 namespace v1 = ::rs::control::v1;
 
@@ -26,4 +26,4 @@ std::string PlanJson(const Plan& plan);
 // "45s", "12m03s", "3h07m".
 std::string FormatSeconds(double seconds);
 
-}  // namespace rs::ctl
+}  // namespace rs::reducerctl

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace rs::ctl {
+namespace rs::reducerctl {
 
 StatusOr<Plan> ComputePlan(const PlanInput& input) {
   if (input.workers < 2) {
@@ -32,4 +32,4 @@ StatusOr<Plan> ComputePlan(const PlanInput& input) {
   return plan;
 }
 
-}  // namespace rs::ctl
+}  // namespace rs::reducerctl

@@ -16,9 +16,9 @@
 
 #include <cstdint>
 
-#include "server/core/status.h"
+#include "common/status.h"
 
-namespace rs::ctl {
+namespace rs::reducerctl {
 
 struct PlanInput {
   uint32_t workers = 0;        // worker nodes (one NIC each, or their sum)
@@ -42,4 +42,4 @@ struct Plan {
 // Errors name the flag: --workers below 2, a bandwidth not above zero.
 StatusOr<Plan> ComputePlan(const PlanInput& input);
 
-}  // namespace rs::ctl
+}  // namespace rs::reducerctl

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace rs::ctl {
+namespace rs::reducerctl {
 
 std::string Table::Render() const {
   std::vector<const std::vector<std::string>*> lines;
@@ -25,4 +25,4 @@ std::string Table::Render() const {
   return out;
 }
 
-}  // namespace rs::ctl
+}  // namespace rs::reducerctl

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace rs::ctl {
+namespace rs::reducerctl {
 
 class Table {
  public:
@@ -19,4 +19,4 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-}  // namespace rs::ctl
+}  // namespace rs::reducerctl

@@ -11,9 +11,10 @@
 #include "proto/reducer_control.grpc.pb.h"
 #include "tests/integration/http_get.h"
 
-namespace rs::control {
+namespace rs::server {
 namespace {
 
+namespace v1 = ::rs::control::v1;
 using grpc::health::v1::Health;
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
@@ -21,11 +22,11 @@ using grpc::health::v1::HealthCheckResponse;
 class ControlPlaneTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    net::ServerConfig net;
+    server::ServerConfig net;
     net.listen_host = "127.0.0.1";
     net.io_threads = 1;
     net.memory_limit = 8 << 20;
-    auto server = net::ReducerServer::Create(net);
+    auto server = server::ReducerServer::Create(net);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(server).value();
     ControlConfig config;
@@ -72,7 +73,7 @@ class ControlPlaneTest : public ::testing::Test {
                 response);
   }
 
-  std::unique_ptr<net::ReducerServer> server_;
+  std::unique_ptr<server::ReducerServer> server_;
   StopRequest stop_;
   std::unique_ptr<ControlPlane> plane_;
   std::unique_ptr<v1::ReducerControl::Stub> control_;
@@ -151,4 +152,4 @@ TEST_F(ControlPlaneTest, AnAddressInUseIsAnErrorNamingTheFlag) {
 }
 
 }  // namespace
-}  // namespace rs::control
+}  // namespace rs::server

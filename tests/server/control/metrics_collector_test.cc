@@ -10,14 +10,14 @@
 #include <regex>
 #include <set>
 
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 
-namespace rs::control {
+namespace rs::server {
 namespace {
 
-net::SessionSnapshot FakeSession(const std::string& name, uint32_t world) {
-  net::SessionSnapshot s;
-  s.id = auth::SessionIdFromName(name);
+SessionSnapshot FakeSession(const std::string& name, uint32_t world) {
+  SessionSnapshot s;
+  s.id = protocol::SessionIdFromName(name);
   s.stats.world = world;
   s.stats.ranks_joined = world;
   s.stats.operations_completed = 7;
@@ -34,7 +34,7 @@ const prometheus::MetricFamily* Find(const std::vector<prometheus::MetricFamily>
 }
 
 TEST(MetricsCollectorTest, EveryFamilyIsNamedReducerWhatUnitAndHasHelp) {
-  const auto families = BuildMetricFamilies(net::ServerStats{}, {}, MetricsLimits{});
+  const auto families = BuildMetricFamilies(server::ServerStats{}, {}, MetricsLimits{});
   const std::regex name("reducer_[a-z_]+");
   std::set<std::string> seen;
   for (const auto& f : families) {
@@ -53,7 +53,7 @@ TEST(MetricsCollectorTest, EveryFamilyIsNamedReducerWhatUnitAndHasHelp) {
 }
 
 TEST(MetricsCollectorTest, TotalsAndHistogramsComeFromTheSnapshot) {
-  net::ServerStats stats;
+  server::ServerStats stats;
   stats.totals.bytes_received = 123456789;
   stats.totals.straggler_wait.upper_bounds = {0.1, 1.0};
   stats.totals.straggler_wait.cumulative = {2, 3};
@@ -86,9 +86,9 @@ TEST(MetricsCollectorTest, TotalsAndHistogramsComeFromTheSnapshot) {
 }
 
 TEST(MetricsCollectorTest, PerSessionSeriesAreBoundedBySessionsAndRanks) {
-  std::vector<net::SessionSnapshot> sessions;
+  std::vector<server::SessionSnapshot> sessions;
   for (int i = 0; i < 10; ++i) sessions.push_back(FakeSession("s" + std::to_string(i), 64));
-  const auto families = BuildMetricFamilies(net::ServerStats{}, sessions, MetricsLimits{3, 4});
+  const auto families = BuildMetricFamilies(server::ServerStats{}, sessions, MetricsLimits{3, 4});
 
   const auto* last = Find(families, "reducer_straggler_last_arrivals_total");
   EXPECT_EQ(last->metric.size(), 3u * 4u);
@@ -102,14 +102,14 @@ TEST(MetricsCollectorTest, PerSessionSeriesAreBoundedBySessionsAndRanks) {
     EXPECT_EQ(m.counter.value, std::stod(labels.at("rank")));
   }
   // The first sessions of the list (live, newest) are the ones kept.
-  EXPECT_EQ(session_labels, (std::set<std::string>{wire::SessionIdToString(sessions[0].id),
-                                                   wire::SessionIdToString(sessions[1].id),
-                                                   wire::SessionIdToString(sessions[2].id)}));
+  EXPECT_EQ(session_labels, (std::set<std::string>{protocol::SessionIdToString(sessions[0].id),
+                                                   protocol::SessionIdToString(sessions[1].id),
+                                                   protocol::SessionIdToString(sessions[2].id)}));
   EXPECT_EQ(Find(families, "reducer_session_operations_completed_total")->metric.size(), 3u);
 }
 
 TEST(MetricsCollectorTest, SerializesToTheTextFormat) {
-  net::ServerStats stats;
+  server::ServerStats stats;
   stats.totals.bytes_received = 42;
   const std::string text = prometheus::TextSerializer().Serialize(
       BuildMetricFamilies(stats, {FakeSession("job", 2)}, MetricsLimits{}));
@@ -121,4 +121,4 @@ TEST(MetricsCollectorTest, SerializesToTheTextFormat) {
 }
 
 }  // namespace
-}  // namespace rs::control
+}  // namespace rs::server

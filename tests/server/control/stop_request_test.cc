@@ -5,7 +5,7 @@
 
 #include <thread>
 
-namespace rs::control {
+namespace rs::server {
 namespace {
 
 TEST(StopRequestTest, TheFirstRequestWinsAndNamesTheReason) {
@@ -25,4 +25,4 @@ TEST(StopRequestTest, WaitReturnsOnceRequestedFromAnotherThread) {
 }
 
 }  // namespace
-}  // namespace rs::control
+}  // namespace rs::server

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace rs {
+namespace rs::server {
 namespace {
 
 TEST(MemoryBudgetTest, NeverHandsOutMoreThanTheLimit) {
@@ -52,4 +52,4 @@ TEST(MemoryBudgetTest, RecyclesAndEvictsCachedBlocksWithinTheLimit) {
 }
 
 }  // namespace
-}  // namespace rs
+}  // namespace rs::server

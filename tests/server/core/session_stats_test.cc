@@ -5,13 +5,13 @@
 
 #include <cstring>
 
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 #include "server/core/latency_histogram.h"
 #include "server/core/recent_seq_set.h"
 #include "server/core/reducer_stats.h"
 #include "server/core/session.h"
 
-namespace rs {
+namespace rs::server {
 namespace {
 
 using std::chrono::milliseconds;
@@ -80,11 +80,11 @@ class StragglerTest : public ::testing::Test {
   static constexpr uint32_t kWorld = 4;
 
   void SetUp() override {
-    session_ = std::make_shared<Session>(auth::SessionIdFromName("straggler"), kWorld, 1,
+    session_ = std::make_shared<Session>(protocol::SessionIdFromName("straggler"), kWorld, 1,
                                          MemoryBudget::Create(1 << 20), SessionLimits{}, t0_, stats_);
     for (uint32_t r = 0; r < kWorld; ++r) {
       members_.push_back(std::make_shared<NullMember>());
-      wire::Hello h;
+      protocol::Hello h;
       h.session = session_->id();
       h.rank = r;
       h.world = kWorld;
@@ -96,7 +96,7 @@ class StragglerTest : public ::testing::Test {
   // contribution i completes at t0 + end_ms[i].
   void RunPiece(uint64_t seq, uint32_t piece, const std::vector<uint32_t>& order,
                 const std::vector<int>& end_ms) {
-    wire::PieceHeader h;
+    protocol::PieceHeader h;
     h.seq = seq;
     h.piece = piece;
     h.pieces = 2;
@@ -178,4 +178,4 @@ TEST_F(StragglerTest, AFailureIsCountedOnceByKind) {
 }
 
 }  // namespace
-}  // namespace rs
+}  // namespace rs::server

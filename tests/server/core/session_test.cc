@@ -6,9 +6,9 @@
 
 #include <cstring>
 
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 
-namespace rs {
+namespace rs::server {
 namespace {
 
 class FakeMember : public SessionMember {
@@ -30,12 +30,12 @@ class SessionTest : public ::testing::Test {
     SessionLimits limits;
     limits.op_timeout = std::chrono::seconds(5);
     limits.join_timeout = std::chrono::seconds(10);
-    session_ = std::make_shared<Session>(auth::SessionIdFromName("t"), kWorld, 1, budget_, limits, t0_);
+    session_ = std::make_shared<Session>(protocol::SessionIdFromName("t"), kWorld, 1, budget_, limits, t0_);
     for (uint32_t r = 0; r < kWorld; ++r) members_.push_back(std::make_shared<FakeMember>());
   }
 
-  wire::Hello HelloFor(uint32_t rank) {
-    wire::Hello h;
+  protocol::Hello HelloFor(uint32_t rank) {
+    protocol::Hello h;
     h.session = session_->id();
     h.rank = rank;
     h.world = kWorld;
@@ -46,8 +46,8 @@ class SessionTest : public ::testing::Test {
     for (uint32_t r = 0; r < kWorld; ++r) ASSERT_TRUE(session_->Join(HelloFor(r), members_[r]).ok());
   }
 
-  static wire::PieceHeader FloatPiece(uint64_t seq, uint64_t count) {
-    wire::PieceHeader h;
+  static protocol::PieceHeader FloatPiece(uint64_t seq, uint64_t count) {
+    protocol::PieceHeader h;
     h.seq = seq;
     h.pieces = 1;
     h.dtype = DataType::kFloat32;
@@ -57,7 +57,7 @@ class SessionTest : public ::testing::Test {
   }
 
   // Sends one contribution of `values` from `rank`.
-  Contribution Contribute(uint32_t rank, const wire::PieceHeader& h, const std::vector<float>& values) {
+  Contribution Contribute(uint32_t rank, const protocol::PieceHeader& h, const std::vector<float>& values) {
     Contribution c = session_->BeginContribution(rank, members_[rank], 0, h, {}, t0_);
     if (c.kind == Contribution::Kind::kReceive) {
       std::memcpy(c.dest, values.data(), values.size() * sizeof(float));
@@ -100,7 +100,7 @@ TEST_F(SessionTest, ReducesInRankOrderWhateverTheArrivalOrder) {
 TEST_F(SessionTest, DtypeMismatchFailsEveryRankNamingBoth) {
   JoinAll();
   Contribute(0, FloatPiece(17, 4), {1, 2, 3, 4});
-  wire::PieceHeader bf = FloatPiece(17, 4);
+  protocol::PieceHeader bf = FloatPiece(17, 4);
   bf.dtype = DataType::kBfloat16;
   Contribution c = session_->BeginContribution(2, members_[2], 0, bf, {}, t0_);
   EXPECT_EQ(c.kind, Contribution::Kind::kFailed);
@@ -123,7 +123,7 @@ TEST_F(SessionTest, CountMismatchNamesTheCounts) {
 
 TEST_F(SessionTest, WorldSizeDisagreementFailsTheSession) {
   ASSERT_TRUE(session_->Join(HelloFor(0), members_[0]).ok());
-  wire::Hello h = HelloFor(1);
+  protocol::Hello h = HelloFor(1);
   h.world = 4;
   Status st = session_->Join(h, members_[1]);
   EXPECT_EQ(st.code(), Code::kMismatch);
@@ -187,10 +187,10 @@ TEST_F(SessionTest, CleanGoodbyeEndsTheSessionQuietly) {
 
 TEST_F(SessionTest, WaitsForMemoryInsteadOfAllocating) {
   auto tiny = MemoryBudget::Create(128 << 10);
-  auto session = std::make_shared<Session>(auth::SessionIdFromName("m"), 2, 1, tiny, SessionLimits{}, t0_);
+  auto session = std::make_shared<Session>(protocol::SessionIdFromName("m"), 2, 1, tiny, SessionLimits{}, t0_);
   auto a = std::make_shared<FakeMember>();
   auto b = std::make_shared<FakeMember>();
-  wire::Hello h;
+  protocol::Hello h;
   h.session = session->id();
   h.world = 2;
   ASSERT_TRUE(session->Join(h, a).ok());
@@ -221,4 +221,4 @@ TEST_F(SessionTest, WaitsForMemoryInsteadOfAllocating) {
 }
 
 }  // namespace
-}  // namespace rs
+}  // namespace rs::server

@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "client/client.h"
-#include "server/core/auth.h"
+#include "protocol/auth.h"
 
-namespace rs::net {
+namespace rs::server {
 namespace {
 
 // A reducerd whose drain times out exits with sessions still live: tearing
@@ -27,7 +27,7 @@ TEST(ReducerServerTest, DestroyedWithALiveSessionCleansUp) {
     threads.emplace_back([&, rank] {
       client::ClientOptions o;
       o.reducers = {{"127.0.0.1", (*server)->port()}};
-      o.session = auth::SessionIdFromName("live-at-teardown");
+      o.session = protocol::SessionIdFromName("live-at-teardown");
       o.rank = rank;
       o.world = 2;
       o.log = [](client::LogLevel, const std::string&) {};
@@ -48,4 +48,4 @@ TEST(ReducerServerTest, DestroyedWithALiveSessionCleansUp) {
 }
 
 }  // namespace
-}  // namespace rs::net
+}  // namespace rs::server

@@ -6,7 +6,7 @@
 
 #include "tools/reducerctl/table.h"
 
-namespace rs::ctl {
+namespace rs::reducerctl {
 namespace {
 
 TEST(TableTest, ColumnsAreAsWideAsTheirWidestCell) {
@@ -61,4 +61,4 @@ TEST(OutputTest, DurationsReadLikeAClock) {
 }
 
 }  // namespace
-}  // namespace rs::ctl
+}  // namespace rs::reducerctl

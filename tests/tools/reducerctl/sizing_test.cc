@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace rs::ctl {
+namespace rs::reducerctl {
 namespace {
 
 Plan MustPlan(uint32_t workers, double worker_gbps, double reducer_gbps, uint32_t reducers = 0) {
@@ -61,4 +61,4 @@ TEST(SizingTest, BadInputNamesTheFlag) {
 }
 
 }  // namespace
-}  // namespace rs::ctl
+}  // namespace rs::reducerctl

@@ -1,0 +1,310 @@
+// Our own declarations of the NCCL network-plugin ABI, versions 7 and 8: the
+// point-to-point (`ncclNet`) and collective (`ncclCollNet`) tables, the
+// properties structs, the device handle, the scatter-gather entry, the logger
+// and the result codes. NCCL ships no plugin headers, so these are written
+// from the layout facts in docs/nccl-abi.md; every size and offset listed
+// there is pinned by a static_assert below, so a wrong declaration fails the
+// build instead of corrupting NCCL's memory.
+//
+// Only the ABI layer (nccl_tables.cc) and the ABI tests include this file;
+// the plugin core never sees NCCL types. Also here: the pure mappings from
+// our Status codes and NCCL enums, so the tests can check them directly.
+//
+// Thread-safety: declarations and constexpr functions only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "common/dtype.h"
+#include "common/status.h"
+
+namespace rs::plugin::abi {
+
+// ---- constants ------------------------------------------------------------
+
+inline constexpr size_t kHandleMaxBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
+inline constexpr int kMaxRequestsPerComm = 32;  // NCCL_NET_MAX_REQUESTS since 2.19
+
+inline constexpr int kPtrHost = 0x1;
+inline constexpr int kPtrCuda = 0x2;
+inline constexpr int kPtrDmaBuf = 0x4;
+
+// Enum-typed values cross the ABI as 4-byte ints.
+enum class Result : int32_t {
+  kSuccess = 0,
+  kUnhandledCudaError = 1,
+  kSystemError = 2,
+  kInternalError = 3,
+  kInvalidArgument = 4,
+  kInvalidUsage = 5,
+  kRemoteError = 6,
+  kInProgress = 7,
+};
+static_assert(sizeof(Result) == 4);
+
+enum NcclLogLevel : int { kLogNone = 0, kLogVersion = 1, kLogWarn = 2, kLogInfo = 3, kLogAbort = 4, kLogTrace = 5 };
+inline constexpr unsigned long kLogFlagInit = 0x1;
+inline constexpr unsigned long kLogFlagNet = 0x10;
+inline constexpr unsigned long kLogFlagAll = ~0UL;
+
+// NCCL's data-type and reduction-op numbering.
+inline constexpr int kNcclInt8 = 0, kNcclUint8 = 1, kNcclInt32 = 2, kNcclUint32 = 3, kNcclInt64 = 4,
+                     kNcclUint64 = 5, kNcclFloat16 = 6, kNcclFloat32 = 7, kNcclFloat64 = 8,
+                     kNcclBfloat16 = 9, kNcclFloat8e4m3 = 10, kNcclFloat8e5m2 = 11;
+inline constexpr int kNcclSum = 0, kNcclProd = 1, kNcclMax = 2, kNcclMin = 3, kNcclAvg = 4;
+
+inline constexpr int kNetDeviceHost = 0;  // netDeviceType of a host-only plugin
+
+using Logger = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt,
+                        ...);
+
+// ---- structs --------------------------------------------------------------
+
+struct DeviceHandle {  // ncclNetDeviceHandle_v7_t / _v8_t (identical)
+  int type;
+  int version;
+  void* handle;
+  size_t size;
+  int needsProxyProgress;
+};
+
+struct PropertiesV8 {
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport;
+  int regIsGlobal;
+  int speed;  // Mbps
+  int port;
+  float latency;  // microseconds
+  int maxComms;
+  int maxRecvs;
+  int netDeviceType;
+  int netDeviceVersion;
+};
+
+struct PropertiesV7 {  // v8 without regIsGlobal
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport;
+  int speed;
+  int port;
+  float latency;
+  int maxComms;
+  int maxRecvs;
+  int netDeviceType;
+  int netDeviceVersion;
+};
+
+struct Sge {  // ncclNetSGE_v8_t
+  void* mhandle;
+  void* address;
+  uint32_t size;
+};
+
+// ---- point-to-point tables -------------------------------------------------
+// v7 and v8 differ only in the properties type and regMr's size parameter.
+
+template <typename Props, typename RegSize>
+struct NetTable {
+  const char* name;
+  Result (*init)(Logger logger);
+  Result (*devices)(int* ndev);
+  Result (*getProperties)(int dev, Props* props);
+  Result (*listen)(int dev, void* handle, void** listenComm);
+  Result (*connect)(int dev, void* handle, void** sendComm, DeviceHandle** sendDevComm);
+  Result (*accept)(void* listenComm, void** recvComm, DeviceHandle** recvDevComm);
+  Result (*regMr)(void* comm, void* data, RegSize size, int type, void** mhandle);
+  Result (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
+                        void** mhandle);
+  Result (*deregMr)(void* comm, void* mhandle);
+  Result (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle, void** request);
+  Result (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles,
+                  void** request);
+  Result (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
+  Result (*test)(void* request, int* done, int* sizes);
+  Result (*closeSend)(void* sendComm);
+  Result (*closeRecv)(void* recvComm);
+  Result (*closeListen)(void* listenComm);
+  Result (*getDeviceMr)(void* comm, void* mhandle, void** dptr);
+  Result (*irecvConsumed)(void* recvComm, int n, void* request);
+};
+using NetV8 = NetTable<PropertiesV8, size_t>;
+using NetV7 = NetTable<PropertiesV7, int>;
+
+// ---- collective tables -----------------------------------------------------
+
+struct CollNetV8 {
+  const char* name;
+  Result (*init)(Logger logger);
+  Result (*devices)(int* ndev);
+  Result (*getProperties)(int dev, PropertiesV8* props);
+  Result (*listen)(int dev, void* handle, void** listenComm);
+  Result (*connect)(void* handles[], int nranks, int rank, void* listenComm, void** collComm);
+  Result (*reduceSupport)(int dataType, int redOp, int* supported);
+  Result (*regMr)(void* collComm, void* data, size_t size, int type, void** mhandle);
+  Result (*regMrDmaBuf)(void* collComm, void* data, size_t size, int type, uint64_t offset, int fd,
+                        void** mhandle);
+  Result (*deregMr)(void* collComm, void* mhandle);
+  Result (*iallreduce)(void* collComm, void* sendData, void* recvData, int count, int dataType,
+                       int redOp, void* sendMhandle, void* recvMhandle, void** request);
+  Result (*iallgather)(void* collComm, void* sendData, int nRecvParts, Sge* recvParts,
+                       size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
+                       void* sendMhandle, void** request);
+  Result (*ireducescatter)(void* collComm, int nSendParts, Sge* sendParts, void* recvData,
+                           size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
+                           int dataType, int redOp, void* recvMhandle, void** request);
+  Result (*iflush)(void* collComm, void* data, int size, void* mhandle, void** request);
+  Result (*test)(void* request, int* done, int* size);
+  Result (*closeColl)(void* collComm);
+  Result (*closeListen)(void* listenComm);
+};
+
+struct CollNetV7 {  // no iallgather/ireducescatter; int size in regMr
+  const char* name;
+  Result (*init)(Logger logger);
+  Result (*devices)(int* ndev);
+  Result (*getProperties)(int dev, PropertiesV7* props);
+  Result (*listen)(int dev, void* handle, void** listenComm);
+  Result (*connect)(void* handles[], int nranks, int rank, void* listenComm, void** collComm);
+  Result (*reduceSupport)(int dataType, int redOp, int* supported);
+  Result (*regMr)(void* collComm, void* data, int size, int type, void** mhandle);
+  Result (*regMrDmaBuf)(void* collComm, void* data, size_t size, int type, uint64_t offset, int fd,
+                        void** mhandle);
+  Result (*deregMr)(void* collComm, void* mhandle);
+  Result (*iallreduce)(void* collComm, void* sendData, void* recvData, int count, int dataType,
+                       int redOp, void* sendMhandle, void* recvMhandle, void** request);
+  Result (*iflush)(void* collComm, void* data, int size, void* mhandle, void** request);
+  Result (*test)(void* request, int* done, int* size);
+  Result (*closeColl)(void* collComm);
+  Result (*closeListen)(void* listenComm);
+};
+
+// ---- layout checks (docs/nccl-abi.md, x86-64) ------------------------------
+
+static_assert(sizeof(DeviceHandle) == 32);
+static_assert(offsetof(DeviceHandle, type) == 0 && offsetof(DeviceHandle, version) == 4 &&
+              offsetof(DeviceHandle, handle) == 8 && offsetof(DeviceHandle, size) == 16 &&
+              offsetof(DeviceHandle, needsProxyProgress) == 24);
+
+static_assert(sizeof(Sge) == 24);
+static_assert(offsetof(Sge, mhandle) == 0 && offsetof(Sge, address) == 8 &&
+              offsetof(Sge, size) == 16);
+
+static_assert(sizeof(PropertiesV8) == 64);
+static_assert(offsetof(PropertiesV8, name) == 0 && offsetof(PropertiesV8, pciPath) == 8 &&
+              offsetof(PropertiesV8, guid) == 16 && offsetof(PropertiesV8, ptrSupport) == 24 &&
+              offsetof(PropertiesV8, regIsGlobal) == 28 && offsetof(PropertiesV8, speed) == 32 &&
+              offsetof(PropertiesV8, port) == 36 && offsetof(PropertiesV8, latency) == 40 &&
+              offsetof(PropertiesV8, maxComms) == 44 && offsetof(PropertiesV8, maxRecvs) == 48 &&
+              offsetof(PropertiesV8, netDeviceType) == 52 &&
+              offsetof(PropertiesV8, netDeviceVersion) == 56);
+
+static_assert(sizeof(PropertiesV7) == 56);
+static_assert(offsetof(PropertiesV7, name) == 0 && offsetof(PropertiesV7, pciPath) == 8 &&
+              offsetof(PropertiesV7, guid) == 16 && offsetof(PropertiesV7, ptrSupport) == 24 &&
+              offsetof(PropertiesV7, speed) == 28 && offsetof(PropertiesV7, port) == 32 &&
+              offsetof(PropertiesV7, latency) == 36 && offsetof(PropertiesV7, maxComms) == 40 &&
+              offsetof(PropertiesV7, maxRecvs) == 44 && offsetof(PropertiesV7, netDeviceType) == 48 &&
+              offsetof(PropertiesV7, netDeviceVersion) == 52);
+
+// Slot i of every table sits at byte 8 * i.
+#define RS_ABI_SLOT(T, field, i) static_assert(offsetof(T, field) == 8 * (i), #T "." #field)
+
+static_assert(sizeof(NetV8) == 152 && sizeof(NetV7) == 152);
+#define RS_ABI_NET_SLOTS(T)                                                                   \
+  RS_ABI_SLOT(T, name, 0); RS_ABI_SLOT(T, init, 1); RS_ABI_SLOT(T, devices, 2);               \
+  RS_ABI_SLOT(T, getProperties, 3); RS_ABI_SLOT(T, listen, 4); RS_ABI_SLOT(T, connect, 5);    \
+  RS_ABI_SLOT(T, accept, 6); RS_ABI_SLOT(T, regMr, 7); RS_ABI_SLOT(T, regMrDmaBuf, 8);        \
+  RS_ABI_SLOT(T, deregMr, 9); RS_ABI_SLOT(T, isend, 10); RS_ABI_SLOT(T, irecv, 11);           \
+  RS_ABI_SLOT(T, iflush, 12); RS_ABI_SLOT(T, test, 13); RS_ABI_SLOT(T, closeSend, 14);        \
+  RS_ABI_SLOT(T, closeRecv, 15); RS_ABI_SLOT(T, closeListen, 16);                             \
+  RS_ABI_SLOT(T, getDeviceMr, 17); RS_ABI_SLOT(T, irecvConsumed, 18)
+RS_ABI_NET_SLOTS(NetV8);
+RS_ABI_NET_SLOTS(NetV7);
+#undef RS_ABI_NET_SLOTS
+
+static_assert(sizeof(CollNetV8) == 136);
+RS_ABI_SLOT(CollNetV8, name, 0); RS_ABI_SLOT(CollNetV8, init, 1); RS_ABI_SLOT(CollNetV8, devices, 2);
+RS_ABI_SLOT(CollNetV8, getProperties, 3); RS_ABI_SLOT(CollNetV8, listen, 4);
+RS_ABI_SLOT(CollNetV8, connect, 5); RS_ABI_SLOT(CollNetV8, reduceSupport, 6);
+RS_ABI_SLOT(CollNetV8, regMr, 7); RS_ABI_SLOT(CollNetV8, regMrDmaBuf, 8);
+RS_ABI_SLOT(CollNetV8, deregMr, 9); RS_ABI_SLOT(CollNetV8, iallreduce, 10);
+RS_ABI_SLOT(CollNetV8, iallgather, 11); RS_ABI_SLOT(CollNetV8, ireducescatter, 12);
+RS_ABI_SLOT(CollNetV8, iflush, 13); RS_ABI_SLOT(CollNetV8, test, 14);
+RS_ABI_SLOT(CollNetV8, closeColl, 15); RS_ABI_SLOT(CollNetV8, closeListen, 16);
+
+static_assert(sizeof(CollNetV7) == 120);
+RS_ABI_SLOT(CollNetV7, name, 0); RS_ABI_SLOT(CollNetV7, init, 1); RS_ABI_SLOT(CollNetV7, devices, 2);
+RS_ABI_SLOT(CollNetV7, getProperties, 3); RS_ABI_SLOT(CollNetV7, listen, 4);
+RS_ABI_SLOT(CollNetV7, connect, 5); RS_ABI_SLOT(CollNetV7, reduceSupport, 6);
+RS_ABI_SLOT(CollNetV7, regMr, 7); RS_ABI_SLOT(CollNetV7, regMrDmaBuf, 8);
+RS_ABI_SLOT(CollNetV7, deregMr, 9); RS_ABI_SLOT(CollNetV7, iallreduce, 10);
+RS_ABI_SLOT(CollNetV7, iflush, 11); RS_ABI_SLOT(CollNetV7, test, 12);
+RS_ABI_SLOT(CollNetV7, closeColl, 13); RS_ABI_SLOT(CollNetV7, closeListen, 14);
+#undef RS_ABI_SLOT
+
+// ---- mappings ---------------------------------------------------------------
+
+// Status code -> NCCL result. Peer and network failures are Remote/System
+// errors, misconfiguration is InvalidUsage, a bad argument InvalidArgument,
+// and anything that means "the plugin was used wrongly or has a bug" is
+// InternalError.
+constexpr Result ResultFromCode(Code code) {
+  switch (code) {
+    case Code::kOk: return Result::kSuccess;
+    case Code::kInvalidArgument: return Result::kInvalidArgument;
+    case Code::kProtocol: return Result::kRemoteError;       // a peer sent garbage
+    case Code::kVersion: return Result::kInvalidUsage;       // mixed deployments
+    case Code::kAuth: return Result::kInvalidUsage;          // wrong job token
+    case Code::kMismatch: return Result::kInvalidUsage;      // ranks disagree (e.g. truncation)
+    case Code::kTimeout: return Result::kRemoteError;        // a peer stopped answering
+    case Code::kPeerFailed: return Result::kRemoteError;
+    case Code::kIo: return Result::kSystemError;
+    case Code::kResourceExhausted: return Result::kSystemError;
+    case Code::kCancelled: return Result::kInternalError;    // closed while in use
+    case Code::kInternal: return Result::kInternalError;
+  }
+  return Result::kInternalError;
+}
+
+// The one mapping the ABI wrapper applies: a problem with the plugin's
+// configuration (environment variables) is InvalidUsage whatever its code.
+constexpr Result ResultFor(Code code, bool misconfiguration) {
+  if (code != Code::kOk && misconfiguration) return Result::kInvalidUsage;
+  return ResultFromCode(code);
+}
+
+// NCCL data type -> ours; nullopt for types the reducers do not handle
+// (float8 today, and anything newer).
+constexpr std::optional<DataType> DataTypeFromNccl(int nccl_type) {
+  switch (nccl_type) {
+    case kNcclInt8: return DataType::kInt8;
+    case kNcclUint8: return DataType::kUint8;
+    case kNcclInt32: return DataType::kInt32;
+    case kNcclUint32: return DataType::kUint32;
+    case kNcclInt64: return DataType::kInt64;
+    case kNcclUint64: return DataType::kUint64;
+    case kNcclFloat16: return DataType::kFloat16;
+    case kNcclFloat32: return DataType::kFloat32;
+    case kNcclFloat64: return DataType::kFloat64;
+    case kNcclBfloat16: return DataType::kBfloat16;
+    default: return std::nullopt;
+  }
+}
+
+// NCCL hands Avg and PreMulSum to CollNet as Sum, so only 0-3 arrive here.
+constexpr std::optional<ReduceOp> ReduceOpFromNccl(int nccl_op) {
+  switch (nccl_op) {
+    case kNcclSum: return ReduceOp::kSum;
+    case kNcclProd: return ReduceOp::kProd;
+    case kNcclMax: return ReduceOp::kMax;
+    case kNcclMin: return ReduceOp::kMin;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace rs::plugin::abi

@@ -1,0 +1,105 @@
+#include "nccl_plugin/config/env_registry.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace rs::plugin {
+namespace {
+
+constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
+    {EnvKey::kReducerAddrs, "REDUCER_ADDRS", "",
+     "Reducers as `host:port,host:port` (`[v6addr]:port` for IPv6). Overrides CLUSTER_SPEC."},
+    {EnvKey::kClusterSpec, "CLUSTER_SPEC", "",
+     "Vertex AI cluster JSON (set by Vertex); reducers are the `workerpool2` entries. Used when REDUCER_ADDRS is unset."},
+    {EnvKey::kJobToken, "REDUCER_JOB_TOKEN", "",
+     "Shared job token proving to the reducers that this worker belongs to the job. Never logged."},
+    {EnvKey::kJobTokenFile, "REDUCER_JOB_TOKEN_FILE", "",
+     "File holding the job token (trailing newline ignored); used when REDUCER_JOB_TOKEN is unset."},
+    {EnvKey::kSocketIfname, "REDUCER_SOCKET_IFNAME", "",
+     "Interfaces for point-to-point traffic, NCCL syntax: `eth0,eth1` prefixes, `=eth0` exact, `^docker` excluded."},
+    {EnvKey::kNcclSocketIfname, "NCCL_SOCKET_IFNAME", "",
+     "NCCL's own variable, honoured when REDUCER_SOCKET_IFNAME is unset. Neither set: the first non-loopback interface that is up (`docker*` skipped), else loopback."},
+    {EnvKey::kSocketThreads, "REDUCER_SOCKET_NTHREADS", "2",
+     "Helper threads per point-to-point connection (1-16)."},
+    {EnvKey::kSocksPerThread, "REDUCER_NSOCKS_PERTHREAD", "2",
+     "Data sockets per helper thread (1-16); large messages are split across all sockets of a connection (at most 64)."},
+    {EnvKey::kStreams, "REDUCER_STREAMS", "2", "TCP streams from each worker to each reducer (1-64)."},
+    {EnvKey::kIoThreads, "REDUCER_IO_THREADS", "1", "Client I/O threads per CollNet communicator (1-64)."},
+    {EnvKey::kPieceBytes, "REDUCER_PIECE_BYTES", "1048576",
+     "Largest piece of an all-reduce sent to one reducer, in bytes; must be equal on every rank."},
+    {EnvKey::kMinPieceBytes, "REDUCER_MIN_PIECE_BYTES", "65536",
+     "Below this an all-reduce is not split further to reach every reducer, in bytes."},
+    {EnvKey::kOpTimeoutMs, "REDUCER_OP_TIMEOUT_MS", "90000",
+     "An all-reduce with no answer from a reducer for this long fails on this rank (ms); keep above the reducers' own timeout."},
+    {EnvKey::kConnectTimeoutMs, "REDUCER_CONNECT_TIMEOUT_MS", "60000",
+     "Bound on connection setup: point-to-point connect and CollNet join of all ranks (ms)."},
+}};
+
+constexpr bool RegistryInKeyOrder() {
+  for (int i = 0; i < kNumEnvVars; ++i) {
+    if (static_cast<int>(kVars[i].key) != i) return false;
+  }
+  return true;
+}
+static_assert(RegistryInKeyOrder(), "kVars must list every EnvKey in enum order");
+
+}  // namespace
+
+const std::array<EnvVarInfo, kNumEnvVars>& EnvVars() { return kVars; }
+const EnvVarInfo& EnvInfo(EnvKey key) { return kVars[static_cast<int>(key)]; }
+
+Env Env::FromLookup(const Lookup& lookup) {
+  Env env;
+  for (const EnvVarInfo& var : kVars) {
+    const char* value = lookup(var.name);
+    if (value != nullptr) env.values_[static_cast<int>(var.key)] = std::string(value);
+  }
+  return env;
+}
+
+const Env& Env::Process() {
+  static const Env env = FromLookup([](const char* name) { return std::getenv(name); });
+  return env;
+}
+
+bool Env::IsSet(EnvKey key) const {
+  const auto& v = values_[static_cast<int>(key)];
+  return v.has_value() && !v->empty();
+}
+
+std::string Env::Get(EnvKey key) const {
+  if (IsSet(key)) return *values_[static_cast<int>(key)];
+  return EnvInfo(key).default_value;
+}
+
+StatusOr<int64_t> Env::GetInt(EnvKey key, int64_t min, int64_t max) const {
+  const std::string text = Get(key);
+  const char* name = EnvInfo(key).name;
+  errno = 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || end == text.c_str() || *end != '\0' || errno == ERANGE) {
+    return Status(Code::kInvalidArgument, std::string(name) + "='" + text + "' is not an integer");
+  }
+  if (value < min || value > max) {
+    return Status(Code::kInvalidArgument, std::string(name) + "=" + text + " is outside [" +
+                                              std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return static_cast<int64_t>(value);
+}
+
+std::string EnvMarkdownTable() {
+  std::string out = "| Variable | Default | Meaning |\n|---|---|---|\n";
+  for (const EnvVarInfo& var : kVars) {
+    out += "| `";
+    out += var.name;
+    out += "` | ";
+    out += var.default_value[0] ? std::string("`") + var.default_value + "`" : std::string("(unset)");
+    out += " | ";
+    out += var.doc;
+    out += " |\n";
+  }
+  return out;
+}
+
+}  // namespace rs::plugin

@@ -1,0 +1,136 @@
+#include "nccl_plugin/config/plugin_config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "nccl_plugin/config/cluster_spec.h"
+
+namespace rs::plugin {
+namespace {
+
+constexpr int64_t kMaxMs = 24LL * 3600 * 1000;
+
+bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+StatusOr<std::vector<client::Endpoint>> ReducersFromClusterSpec(const ClusterSpec& spec) {
+  std::vector<client::Endpoint> out;
+  const std::vector<std::string>* pool = spec.Pool(ClusterSpec::kReducerPool);
+  if (pool == nullptr) return out;
+  for (const std::string& entry : *pool) {
+    // One address per entry: a comma inside would be two reducers in one.
+    StatusOr<std::vector<client::Endpoint>> ep = client::ParseEndpoints(entry);
+    if (!ep.ok() || ep->size() != 1 || entry.find(',') != std::string::npos) {
+      return Status(Code::kInvalidArgument,
+                    "CLUSTER_SPEC workerpool2: '" + entry + "' is not HOST:PORT");
+    }
+    out.push_back(ep->front());
+  }
+  return out;
+}
+
+StatusOr<std::string> ReadJobToken(const Env& env) {
+  if (env.IsSet(EnvKey::kJobToken)) return env.Get(EnvKey::kJobToken);
+  if (!env.IsSet(EnvKey::kJobTokenFile)) return std::string();
+  const std::string path = env.Get(EnvKey::kJobTokenFile);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status(Code::kInvalidArgument, "REDUCER_JOB_TOKEN_FILE='" + path + "' cannot be read");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string token(Trim(text.str()));
+  if (token.empty()) {
+    return Status(Code::kInvalidArgument, "REDUCER_JOB_TOKEN_FILE='" + path + "' is empty");
+  }
+  return token;
+}
+
+StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env) {
+  P2pConfig cfg;
+  if (env.IsSet(EnvKey::kSocketIfname)) {
+    cfg.ifname_spec = env.Get(EnvKey::kSocketIfname);
+    cfg.ifname_source = EnvInfo(EnvKey::kSocketIfname).name;
+  } else if (env.IsSet(EnvKey::kNcclSocketIfname)) {
+    cfg.ifname_spec = env.Get(EnvKey::kNcclSocketIfname);
+    cfg.ifname_source = EnvInfo(EnvKey::kNcclSocketIfname).name;
+  }
+  StatusOr<int64_t> threads = env.GetInt(EnvKey::kSocketThreads, 1, 16);
+  if (!threads.ok()) return threads.status();
+  StatusOr<int64_t> socks = env.GetInt(EnvKey::kSocksPerThread, 1, 16);
+  if (!socks.ok()) return socks.status();
+  if (*threads * *socks > 64) {
+    return Status(Code::kInvalidArgument, "REDUCER_SOCKET_NTHREADS x REDUCER_NSOCKS_PERTHREAD = " +
+                                              std::to_string(*threads * *socks) + " exceeds 64 sockets");
+  }
+  StatusOr<int64_t> connect_ms = env.GetInt(EnvKey::kConnectTimeoutMs, 1, kMaxMs);
+  if (!connect_ms.ok()) return connect_ms.status();
+  cfg.threads = static_cast<int>(*threads);
+  cfg.socks_per_thread = static_cast<int>(*socks);
+  cfg.connect_timeout = std::chrono::milliseconds(*connect_ms);
+  return cfg;
+}
+
+StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
+  CollNetConfig cfg;
+  if (env.IsSet(EnvKey::kReducerAddrs)) {
+    StatusOr<std::vector<client::Endpoint>> list = client::ParseEndpoints(env.Get(EnvKey::kReducerAddrs));
+    if (!list.ok()) return list.status().Prefixed("REDUCER_ADDRS");
+    cfg.reducers = std::move(list).value();
+    cfg.source = "REDUCER_ADDRS";
+  } else if (env.IsSet(EnvKey::kClusterSpec)) {
+    // A spec we cannot read at all says nothing about reducers (Vertex sets
+    // it on every job): CollNet is off, with a warning. A malformed
+    // workerpool2 entry does say someone meant reducers: that one fails.
+    StatusOr<ClusterSpec> spec = ClusterSpec::Parse(env.Get(EnvKey::kClusterSpec));
+    if (!spec.ok()) {
+      cfg.off_reason = spec.status().message();
+      cfg.off_is_warning = true;
+      return cfg;
+    }
+    StatusOr<std::vector<client::Endpoint>> list = ReducersFromClusterSpec(*spec);
+    if (!list.ok()) return list.status();
+    cfg.reducers = std::move(list).value();
+    cfg.source = "CLUSTER_SPEC workerpool2";
+    if (cfg.reducers.empty()) cfg.off_reason = "CLUSTER_SPEC lists no workerpool2 (reducer) replicas";
+  } else {
+    cfg.off_reason = "neither REDUCER_ADDRS nor CLUSTER_SPEC is set";
+  }
+  if (cfg.reducers.empty()) return cfg;
+
+  StatusOr<std::string> token = ReadJobToken(env);
+  if (!token.ok()) return token.status();
+  cfg.job_token = std::move(token).value();
+
+  struct IntSetting { EnvKey key; int64_t min; int64_t max; int64_t* out; };
+  int64_t streams = 0, io_threads = 0, piece = 0, min_piece = 0, op_ms = 0, connect_ms = 0;
+  const IntSetting settings[] = {
+      {EnvKey::kStreams, 1, 64, &streams},
+      {EnvKey::kIoThreads, 1, 64, &io_threads},
+      {EnvKey::kPieceBytes, 4096, 1LL << 30, &piece},
+      {EnvKey::kMinPieceBytes, 1, 1LL << 30, &min_piece},
+      {EnvKey::kOpTimeoutMs, 1, kMaxMs, &op_ms},
+      {EnvKey::kConnectTimeoutMs, 1, kMaxMs, &connect_ms},
+  };
+  for (const IntSetting& s : settings) {
+    StatusOr<int64_t> v = env.GetInt(s.key, s.min, s.max);
+    if (!v.ok()) return v.status();
+    *s.out = *v;
+  }
+  cfg.streams_per_reducer = static_cast<int>(streams);
+  cfg.io_threads = static_cast<int>(io_threads);
+  cfg.max_piece_bytes = static_cast<size_t>(piece);
+  cfg.min_piece_bytes = static_cast<size_t>(min_piece);
+  cfg.op_timeout = std::chrono::milliseconds(op_ms);
+  cfg.connect_timeout = std::chrono::milliseconds(connect_ms);
+  return cfg;
+}
+
+}  // namespace rs::plugin

@@ -1,0 +1,70 @@
+// The plugin's configuration, derived once from the environment registry
+// (env_registry.h): the point-to-point transport's settings and the CollNet
+// settings, including reducer discovery (REDUCER_ADDRS, else CLUSTER_SPEC's
+// workerpool2) and the job token (REDUCER_JOB_TOKEN, else a file).
+//
+// Each part is validated separately, because a broken CollNet setting must
+// not take point-to-point down: the ABI layer reports a misconfiguration from
+// the first call that needs the broken part (as InvalidUsage), and `init`
+// itself never fails.
+//
+// Thread-safety: immutable value types; the parse functions are reentrant.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "nccl_plugin/config/cluster_spec.h"
+#include "nccl_plugin/config/env_registry.h"
+#include "common/status.h"
+
+namespace rs::plugin {
+
+struct P2pConfig {
+  std::string ifname_spec;    // NCCL syntax; empty: automatic choice
+  std::string ifname_source;  // which variable ifname_spec came from
+  int threads = 2;            // helper threads per comm
+  int socks_per_thread = 2;   // data sockets per helper thread
+  std::chrono::milliseconds connect_timeout{60'000};
+
+  int data_sockets() const { return threads * socks_per_thread; }
+};
+
+struct CollNetConfig {
+  // Empty: CollNet is off (reports 0 devices); off_reason says why for the
+  // one INFO line.
+  std::vector<client::Endpoint> reducers;
+  std::string source;  // "REDUCER_ADDRS" or "CLUSTER_SPEC workerpool2"
+  std::string off_reason;
+  bool off_is_warning = false;  // off because of a problem, not by choice
+  std::string job_token;  // empty: no authentication
+  int streams_per_reducer = 2;
+  int io_threads = 1;
+  size_t max_piece_bytes = 1 << 20;
+  size_t min_piece_bytes = 64 << 10;
+  std::chrono::milliseconds op_timeout{90'000};
+  std::chrono::milliseconds connect_timeout{60'000};
+};
+
+StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env);
+
+// REDUCER_ADDRS is parsed by rs::client::ParseEndpoints (the client
+// library's own syntax: "host:port,[v6addr]:port").
+// Errors (kInvalidArgument) only for settings that clearly meant to enable
+// CollNet but are broken: a malformed REDUCER_ADDRS or workerpool2 entry, an
+// unreadable token file, a bad number. A CLUSTER_SPEC that does not parse is
+// not an error here (Vertex sets it on every job, reducers or not): CollNet
+// is off and off_reason carries the parse error for a WARN line.
+StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env);
+
+// The reducers listed in a CLUSTER_SPEC (workerpool2); empty when the spec
+// has no such pool; an error for an entry that is not host:port.
+StatusOr<std::vector<client::Endpoint>> ReducersFromClusterSpec(const ClusterSpec& spec);
+
+// REDUCER_JOB_TOKEN, else the contents of REDUCER_JOB_TOKEN_FILE without
+// trailing whitespace; empty when neither is set.
+StatusOr<std::string> ReadJobToken(const Env& env);
+
+}  // namespace rs::plugin

@@ -1,0 +1,73 @@
+// One helper thread of a point-to-point comm. It owns a few data sockets and
+// moves the chunks queued on each of them, in queue order, with non-blocking
+// I/O driven by poll(); an eventfd wakes it for new work and for shutdown.
+// A finished chunk decrements the counter its request watches; the first
+// socket error is reported once through the failure callback and stops the
+// worker (the comm is then failed as a whole).
+//
+// Thread-safety: Enqueue may be called from any thread. The destructor stops
+// and joins the thread; the chunks' buffers and counters must outlive it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nccl_plugin/p2p/socket.h"
+#include "common/status.h"
+
+namespace rs::plugin {
+
+struct Chunk {
+  uint8_t* data = nullptr;
+  size_t len = 0;
+  bool send = false;
+  std::atomic<int>* pending = nullptr;  // decremented (release) when the chunk is done
+};
+
+class SocketWorker {
+ public:
+  using FailFn = std::function<void(Status)>;
+
+  // `what` names the comm in error messages; sockets are numbered locally.
+  static StatusOr<std::unique_ptr<SocketWorker>> Create(std::vector<Socket> sockets, std::string what,
+                                                        FailFn on_failure);
+  ~SocketWorker();
+  SocketWorker(const SocketWorker&) = delete;
+  SocketWorker& operator=(const SocketWorker&) = delete;
+
+  void Enqueue(size_t socket, const Chunk& chunk);
+
+ private:
+  SocketWorker(std::vector<Socket> sockets, std::string what, FailFn on_failure, int wake_fd);
+  void Run();
+  void Loop();
+  // Moves bytes of socket i's head chunks until the socket would block.
+  Status Progress(size_t i);
+  void Wake();
+
+  struct Lane {
+    Socket sock;
+    std::deque<Chunk> queue;  // worker thread only
+    size_t done = 0;          // bytes of queue.front() already moved
+  };
+
+  std::vector<Lane> lanes_;  // sockets: worker thread only after start
+  std::string what_;
+  FailFn on_failure_;
+  Socket wake_;  // eventfd
+
+  std::mutex mu_;
+  std::vector<std::deque<Chunk>> incoming_;  // guarded by mu_, one per lane
+  bool stop_ = false;                        // guarded by mu_
+
+  std::thread thread_;  // last: started after everything above exists
+};
+
+}  // namespace rs::plugin

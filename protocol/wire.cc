@@ -1,0 +1,270 @@
+#include "protocol/wire.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "protocol/byte_io.h"
+
+namespace rs::protocol {
+namespace {
+
+constexpr size_t kHelloBytes = kSessionIdBytes + 4 + 4 + 2 + 2 + kNonceBytes;  // 60
+constexpr size_t kChallengeBytes = kNonceBytes + 4;
+constexpr size_t kWelcomeBytes = kMacBytes + 8;
+constexpr size_t kErrorHeadBytes = 4;
+
+std::vector<uint8_t> Frame(FrameType type, size_t payload_bytes, uint16_t version = kProtocolVersion) {
+  std::vector<uint8_t> out(kHeaderBytes + payload_bytes);
+  EncodeHeader(FrameHeader{version, type, static_cast<uint32_t>(payload_bytes)}, out.data());
+  return out;
+}
+
+Status SizeError(const char* what, size_t got, size_t want) {
+  return Status(Code::kProtocol, std::string(what) + " payload is " + std::to_string(got) +
+                                     " bytes, expected " + std::to_string(want));
+}
+
+bool KnownType(uint16_t type) {
+  return type >= static_cast<uint16_t>(FrameType::kHello) && type <= static_cast<uint16_t>(FrameType::kBye);
+}
+
+}  // namespace
+
+const char* FrameTypeName(FrameType type) {
+  switch (type) {
+    case FrameType::kHello: return "HELLO";
+    case FrameType::kChallenge: return "CHALLENGE";
+    case FrameType::kAuth: return "AUTH";
+    case FrameType::kWelcome: return "WELCOME";
+    case FrameType::kReady: return "READY";
+    case FrameType::kData: return "DATA";
+    case FrameType::kResult: return "RESULT";
+    case FrameType::kError: return "ERROR";
+    case FrameType::kBye: return "BYE";
+  }
+  return "UNKNOWN";
+}
+
+std::string SessionIdToString(const SessionId& id) {
+  std::string out(2 * id.size(), '0');
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < id.size(); ++i) {
+    out[2 * i] = kHex[id[i] >> 4];
+    out[2 * i + 1] = kHex[id[i] & 15];
+  }
+  return out;
+}
+
+void EncodeHeader(const FrameHeader& header, uint8_t* out) {
+  PutLE<uint32_t>(out + 0, kMagic);
+  PutLE<uint16_t>(out + 4, header.version);
+  PutLE<uint16_t>(out + 6, static_cast<uint16_t>(header.type));
+  PutLE<uint32_t>(out + 8, header.payload_bytes);
+  PutLE<uint32_t>(out + 12, 0);
+}
+
+Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, FrameHeader* out,
+                    std::string_view self) {
+  if (bytes.size() < kHeaderBytes) {
+    return Status(Code::kProtocol, "truncated frame header: " + std::to_string(bytes.size()) +
+                                       " of " + std::to_string(kHeaderBytes) + " bytes");
+  }
+  const uint32_t magic = GetLE<uint32_t>(bytes.data());
+  if (magic != kMagic) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "bad magic 0x%08x (expected 0x%08x): not a reduction server peer",
+                  magic, kMagic);
+    return Status(Code::kProtocol, buf);
+  }
+  const uint16_t version = GetLE<uint16_t>(bytes.data() + 4);
+  const uint16_t type = GetLE<uint16_t>(bytes.data() + 6);
+  const uint32_t payload = GetLE<uint32_t>(bytes.data() + 8);
+  out->version = version;
+  out->type = static_cast<FrameType>(type);
+  out->payload_bytes = payload;
+  if (version != kProtocolVersion) {
+    return Status(Code::kVersion, "protocol version " + std::to_string(version) +
+                                      " not supported, " + std::string(self) + " speaks " +
+                                      std::to_string(kProtocolVersion));
+  }
+  if (!KnownType(type)) {
+    return Status(Code::kProtocol, "unknown frame type " + std::to_string(type));
+  }
+  const bool data = out->type == FrameType::kData || out->type == FrameType::kResult;
+  const uint64_t limit = data ? max_data_payload : kMaxControlPayload;
+  if (payload > limit) {
+    return Status(Code::kProtocol, std::string(FrameTypeName(out->type)) + " frame of " +
+                                       std::to_string(payload) + " bytes exceeds the limit of " +
+                                       std::to_string(limit));
+  }
+  return Status::Ok();
+}
+
+std::vector<uint8_t> EncodeHello(const Hello& hello, uint16_t version) {
+  auto out = Frame(FrameType::kHello, kHelloBytes, version);
+  uint8_t* p = out.data() + kHeaderBytes;
+  std::memcpy(p, hello.session.data(), kSessionIdBytes);
+  p += kSessionIdBytes;
+  PutLE<uint32_t>(p, hello.rank);
+  PutLE<uint32_t>(p + 4, hello.world);
+  PutLE<uint16_t>(p + 8, hello.stream);
+  PutLE<uint16_t>(p + 10, hello.streams);
+  std::memcpy(p + 12, hello.client_nonce.data(), kNonceBytes);
+  return out;
+}
+
+Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
+  if (payload.size() != kHelloBytes) return SizeError("HELLO", payload.size(), kHelloBytes);
+  const uint8_t* p = payload.data();
+  std::memcpy(out->session.data(), p, kSessionIdBytes);
+  p += kSessionIdBytes;
+  out->rank = GetLE<uint32_t>(p);
+  out->world = GetLE<uint32_t>(p + 4);
+  out->stream = GetLE<uint16_t>(p + 8);
+  out->streams = GetLE<uint16_t>(p + 10);
+  std::memcpy(out->client_nonce.data(), p + 12, kNonceBytes);
+  if (out->world == 0 || out->world > kMaxWorld) {
+    return Status(Code::kInvalidArgument, "world size " + std::to_string(out->world) +
+                                              " in HELLO is outside 1 to " + std::to_string(kMaxWorld));
+  }
+  if (out->streams > kMaxStreams) {
+    return Status(Code::kInvalidArgument, std::to_string(out->streams) + " streams per rank in HELLO; at most " +
+                                              std::to_string(kMaxStreams));
+  }
+  if (out->rank >= out->world) {
+    return Status(Code::kInvalidArgument, "rank " + std::to_string(out->rank) +
+                                              " is not below world size " + std::to_string(out->world));
+  }
+  if (out->streams == 0 || out->stream >= out->streams) {
+    return Status(Code::kInvalidArgument, "stream " + std::to_string(out->stream) + " of " +
+                                              std::to_string(out->streams) + " is out of range");
+  }
+  return Status::Ok();
+}
+
+std::vector<uint8_t> EncodeChallenge(const Challenge& challenge) {
+  auto out = Frame(FrameType::kChallenge, kChallengeBytes);
+  std::memcpy(out.data() + kHeaderBytes, challenge.server_nonce.data(), kNonceBytes);
+  PutLE<uint32_t>(out.data() + kHeaderBytes + kNonceBytes, challenge.token_required ? 1 : 0);
+  return out;
+}
+
+Status DecodeChallenge(std::span<const uint8_t> payload, Challenge* out) {
+  if (payload.size() != kChallengeBytes) return SizeError("CHALLENGE", payload.size(), kChallengeBytes);
+  std::memcpy(out->server_nonce.data(), payload.data(), kNonceBytes);
+  out->token_required = GetLE<uint32_t>(payload.data() + kNonceBytes) != 0;
+  return Status::Ok();
+}
+
+std::vector<uint8_t> EncodeAuth(const Auth& auth) {
+  auto out = Frame(FrameType::kAuth, kMacBytes);
+  std::memcpy(out.data() + kHeaderBytes, auth.mac.data(), kMacBytes);
+  return out;
+}
+
+Status DecodeAuth(std::span<const uint8_t> payload, Auth* out) {
+  if (payload.size() != kMacBytes) return SizeError("AUTH", payload.size(), kMacBytes);
+  std::memcpy(out->mac.data(), payload.data(), kMacBytes);
+  return Status::Ok();
+}
+
+std::vector<uint8_t> EncodeWelcome(const Welcome& welcome) {
+  auto out = Frame(FrameType::kWelcome, kWelcomeBytes);
+  std::memcpy(out.data() + kHeaderBytes, welcome.mac.data(), kMacBytes);
+  PutLE<uint64_t>(out.data() + kHeaderBytes + kMacBytes, welcome.max_piece_bytes);
+  return out;
+}
+
+Status DecodeWelcome(std::span<const uint8_t> payload, Welcome* out) {
+  if (payload.size() != kWelcomeBytes) return SizeError("WELCOME", payload.size(), kWelcomeBytes);
+  std::memcpy(out->mac.data(), payload.data(), kMacBytes);
+  out->max_piece_bytes = GetLE<uint64_t>(payload.data() + kMacBytes);
+  if (out->max_piece_bytes == 0) return Status(Code::kProtocol, "WELCOME announces a piece limit of 0 bytes");
+  return Status::Ok();
+}
+
+std::vector<uint8_t> EncodeReady() { return Frame(FrameType::kReady, 0); }
+std::vector<uint8_t> EncodeBye() { return Frame(FrameType::kBye, 0); }
+
+std::vector<uint8_t> EncodeError(const ErrorFrame& error) {
+  const size_t max_msg = kMaxControlPayload - kErrorHeadBytes;
+  const size_t msg_bytes = std::min(error.message.size(), max_msg);
+  auto out = Frame(FrameType::kError, kErrorHeadBytes + msg_bytes);
+  PutLE<uint32_t>(out.data() + kHeaderBytes, static_cast<uint32_t>(error.code));
+  std::memcpy(out.data() + kHeaderBytes + kErrorHeadBytes, error.message.data(), msg_bytes);
+  return out;
+}
+
+Status DecodeError(std::span<const uint8_t> payload, ErrorFrame* out) {
+  if (payload.size() < kErrorHeadBytes) return SizeError("ERROR", payload.size(), kErrorHeadBytes);
+  const uint32_t code = GetLE<uint32_t>(payload.data());
+  // An unknown code from a newer peer is still an error: keep its message.
+  out->code = (code == 0 || code > static_cast<uint32_t>(Code::kInternal)) ? Code::kInternal
+                                                                          : static_cast<Code>(code);
+  out->message.assign(reinterpret_cast<const char*>(payload.data()) + kErrorHeadBytes,
+                      payload.size() - kErrorHeadBytes);
+  return Status::Ok();
+}
+
+void EncodePieceFrame(FrameType type, const PieceHeader& piece,
+                      std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* out) {
+  const uint64_t payload = kPieceHeaderBytes + piece.PayloadBytes();
+  EncodeHeader(FrameHeader{kProtocolVersion, type, static_cast<uint32_t>(payload)}, out->data());
+  uint8_t* p = out->data() + kHeaderBytes;
+  PutLE<uint64_t>(p + 0, piece.seq);
+  PutLE<uint32_t>(p + 8, piece.piece);
+  PutLE<uint32_t>(p + 12, piece.pieces);
+  p[16] = static_cast<uint8_t>(piece.dtype);
+  p[17] = static_cast<uint8_t>(piece.op);
+  PutLE<uint16_t>(p + 18, 0);
+  PutLE<uint32_t>(p + 20, 0);
+  PutLE<uint64_t>(p + 24, piece.total_count);
+  PutLE<uint64_t>(p + 32, piece.offset);
+  PutLE<uint64_t>(p + 40, piece.count);
+}
+
+Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
+                         uint64_t max_piece_bytes, PieceHeader* out) {
+  if (bytes.size() < kPieceHeaderBytes || payload_bytes < kPieceHeaderBytes) {
+    return Status(Code::kProtocol, "piece frame of " + std::to_string(payload_bytes) +
+                                       " bytes is shorter than its " +
+                                       std::to_string(kPieceHeaderBytes) + "-byte piece header");
+  }
+  const uint8_t* p = bytes.data();
+  out->seq = GetLE<uint64_t>(p);
+  out->piece = GetLE<uint32_t>(p + 8);
+  out->pieces = GetLE<uint32_t>(p + 12);
+  const auto dtype = DataTypeFromWire(p[16]);
+  const auto op = ReduceOpFromWire(p[17]);
+  if (!dtype) return Status(Code::kProtocol, "unknown data type " + std::to_string(p[16]));
+  if (!op) return Status(Code::kProtocol, "unknown reduction op " + std::to_string(p[17]));
+  out->dtype = *dtype;
+  out->op = *op;
+  out->total_count = GetLE<uint64_t>(p + 24);
+  out->offset = GetLE<uint64_t>(p + 32);
+  out->count = GetLE<uint64_t>(p + 40);
+  const std::string where = "operation " + std::to_string(out->seq) + " piece " + std::to_string(out->piece);
+  if (out->pieces == 0 || out->piece >= out->pieces) {
+    return Status(Code::kProtocol, where + " is out of range (" + std::to_string(out->pieces) + " pieces)");
+  }
+  const size_t elem = DataTypeSize(out->dtype);
+  if (out->count == 0 || out->count > max_piece_bytes / elem) {
+    return Status(Code::kProtocol, where + " has " + std::to_string(out->count) + " " +
+                                       std::string(DataTypeName(out->dtype)) +
+                                       " elements; a piece holds 1 to " +
+                                       std::to_string(max_piece_bytes / elem));
+  }
+  if (out->offset > out->total_count || out->count > out->total_count - out->offset) {
+    return Status(Code::kProtocol, where + " covers elements [" + std::to_string(out->offset) + ", " +
+                                       std::to_string(out->offset + out->count) +
+                                       ") beyond the operation's " + std::to_string(out->total_count));
+  }
+  if (payload_bytes != kPieceHeaderBytes + out->count * elem) {
+    return Status(Code::kProtocol, where + " frame carries " +
+                                       std::to_string(payload_bytes - kPieceHeaderBytes) +
+                                       " bytes, its header says " + std::to_string(out->count * elem));
+  }
+  return Status::Ok();
+}
+
+}  // namespace rs::protocol

@@ -1,0 +1,146 @@
+// The data-plane wire protocol between workers and reducers (protocol v1).
+// Every frame is a fixed 16-byte little-endian header followed by a payload:
+//
+//   offset 0  u32 magic          "RSRV" (0x56525352)
+//   offset 4  u16 version        kProtocolVersion
+//   offset 6  u16 type           FrameType
+//   offset 8  u32 payload_bytes  bytes that follow the header
+//   offset 12 u32 reserved       0
+//
+// Conversation on one TCP stream:
+//   worker  -> HELLO(session, rank, world, stream, streams, client nonce)
+//   reducer -> CHALLENGE(server nonce, whether a token is required)
+//   worker  -> AUTH(HMAC-SHA256(token, transcript))
+//   reducer -> WELCOME(reducer's own proof, largest piece it accepts)
+//   reducer -> READY once every rank of the session has joined
+//   worker  -> DATA ... ; reducer -> RESULT ... (any number, pipelined)
+//   worker  -> BYE, or either side -> ERROR(code, message) then close.
+// DATA and RESULT carry a 48-byte piece header followed by the elements.
+// The token never crosses the wire: only HMACs over both nonces do.
+//
+// This file only encodes and decodes bytes; it does no I/O. Thread-safe.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/status.h"
+
+namespace rs::protocol {
+
+inline constexpr uint32_t kMagic = 0x56525352;  // "RSRV" in little-endian bytes
+inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr size_t kHeaderBytes = 16;
+inline constexpr size_t kPieceHeaderBytes = 48;
+inline constexpr size_t kNonceBytes = 32;
+inline constexpr size_t kMacBytes = 32;
+inline constexpr size_t kSessionIdBytes = 16;
+// Bounds on what a HELLO may ask for: a session allocates per rank and
+// stream, so these keep a hostile or broken frame from exhausting memory.
+inline constexpr uint32_t kMaxWorld = 16384;
+inline constexpr uint16_t kMaxStreams = 64;
+// Largest payload of any frame other than DATA/RESULT (error messages included).
+inline constexpr uint32_t kMaxControlPayload = 64 * 1024;
+
+enum class FrameType : uint16_t {
+  kHello = 1,
+  kChallenge = 2,
+  kAuth = 3,
+  kWelcome = 4,
+  kReady = 5,
+  kData = 6,
+  kResult = 7,
+  kError = 8,
+  kBye = 9,
+};
+const char* FrameTypeName(FrameType type);
+
+using SessionId = std::array<uint8_t, kSessionIdBytes>;
+using Nonce = std::array<uint8_t, kNonceBytes>;
+using Mac = std::array<uint8_t, kMacBytes>;
+std::string SessionIdToString(const SessionId& id);  // 32 hex digits
+
+struct FrameHeader {
+  uint16_t version = kProtocolVersion;
+  FrameType type = FrameType::kError;
+  uint32_t payload_bytes = 0;
+};
+
+// Decodes and validates a header. max_data_payload bounds DATA/RESULT frames
+// (piece header + elements); control frames are bounded by kMaxControlPayload.
+// Errors: kProtocol for a bad magic, unknown type or oversized payload;
+// kVersion for another protocol version (the header is still returned through
+// *out so the caller can answer in kind).
+// `self` names the decoding side in the version message ("this reducer").
+Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, FrameHeader* out,
+                    std::string_view self = "this peer");
+void EncodeHeader(const FrameHeader& header, uint8_t* out);  // writes kHeaderBytes
+
+struct Hello {
+  SessionId session{};
+  uint32_t rank = 0;
+  uint32_t world = 0;
+  uint16_t stream = 0;   // index of this TCP stream among the rank's streams
+  uint16_t streams = 1;  // streams the rank opens to this reducer
+  Nonce client_nonce{};
+};
+struct Challenge {
+  Nonce server_nonce{};
+  bool token_required = false;
+};
+struct Auth {
+  Mac mac{};
+};
+struct Welcome {
+  Mac mac{};  // the reducer's proof; all zero when it has no token
+  uint64_t max_piece_bytes = 0;
+};
+struct ErrorFrame {
+  Code code = Code::kInternal;
+  std::string message;
+};
+
+// The per-piece header of DATA and RESULT frames.
+struct PieceHeader {
+  uint64_t seq = 0;          // operation sequence number within the session
+  uint32_t piece = 0;        // piece index within the operation
+  uint32_t pieces = 0;       // pieces in the operation
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  uint64_t total_count = 0;  // elements in the whole operation
+  uint64_t offset = 0;       // first element of this piece
+  uint64_t count = 0;        // elements in this piece
+  uint64_t PayloadBytes() const { return count * DataTypeSize(dtype); }
+};
+
+// Encoders return header + payload, ready to write (DATA/RESULT: header +
+// piece header only; the elements follow from the caller's buffer).
+std::vector<uint8_t> EncodeHello(const Hello& hello, uint16_t version = kProtocolVersion);
+std::vector<uint8_t> EncodeChallenge(const Challenge& challenge);
+std::vector<uint8_t> EncodeAuth(const Auth& auth);
+std::vector<uint8_t> EncodeWelcome(const Welcome& welcome);
+std::vector<uint8_t> EncodeReady();
+std::vector<uint8_t> EncodeBye();
+std::vector<uint8_t> EncodeError(const ErrorFrame& error);
+void EncodePieceFrame(FrameType type, const PieceHeader& piece,
+                      std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* out);
+
+// Payload decoders; each checks the exact payload size and field ranges and
+// says what was wrong.
+Status DecodeHello(std::span<const uint8_t> payload, Hello* out);
+Status DecodeChallenge(std::span<const uint8_t> payload, Challenge* out);
+Status DecodeAuth(std::span<const uint8_t> payload, Auth* out);
+Status DecodeWelcome(std::span<const uint8_t> payload, Welcome* out);
+Status DecodeError(std::span<const uint8_t> payload, ErrorFrame* out);
+// Decodes the first kPieceHeaderBytes of a DATA/RESULT payload and checks it
+// against payload_bytes (the frame's payload size) and max_piece_bytes.
+Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
+                         uint64_t max_piece_bytes, PieceHeader* out);
+
+}  // namespace rs::protocol

@@ -1,0 +1,167 @@
+// Reducer discovery (REDUCER_ADDRS, else CLUSTER_SPEC workerpool2), the job
+// token, and validation of the numeric settings.
+#include "nccl_plugin/config/plugin_config.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include <gtest/gtest.h>
+
+namespace rs::plugin {
+namespace {
+
+Env EnvOf(const std::map<std::string, std::string>& vars) {
+  return Env::FromLookup([&](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+std::string TempFile(const std::string& contents) {
+  char path[] = "/tmp/rs_plugin_token_XXXXXX";
+  int fd = ::mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::write(fd, contents.data(), contents.size()), static_cast<ssize_t>(contents.size()));
+  ::close(fd);
+  return path;
+}
+
+TEST(CollNetConfig, NothingConfiguredMeansOffWithAReason) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({}));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_TRUE(cfg->reducers.empty());
+  EXPECT_FALSE(cfg->off_is_warning);
+  EXPECT_NE(cfg->off_reason.find("REDUCER_ADDRS"), std::string::npos);
+}
+
+TEST(CollNetConfig, ReducerAddrs) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "10.0.0.1:7450, r2:7451,[::1]:9"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  ASSERT_EQ(cfg->reducers.size(), 3u);
+  EXPECT_EQ(cfg->reducers[0].host, "10.0.0.1");
+  EXPECT_EQ(cfg->reducers[0].port, 7450);
+  EXPECT_EQ(cfg->reducers[1].host, "r2");
+  EXPECT_EQ(cfg->reducers[2].host, "::1");
+  EXPECT_EQ(cfg->reducers[2].port, 9);
+  EXPECT_EQ(cfg->source, "REDUCER_ADDRS");
+  EXPECT_EQ(cfg->streams_per_reducer, 2);
+  EXPECT_EQ(cfg->max_piece_bytes, 1u << 20);
+  EXPECT_EQ(cfg->op_timeout.count(), 90'000);
+}
+
+TEST(CollNetConfig, MalformedReducerAddrsIsAnError) {
+  for (const char* bad : {"host", "host:", "host:0", "host:70000", ":5", "::1:5", "a:1,b"}) {
+    StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", bad}}));
+    ASSERT_FALSE(cfg.ok()) << bad;
+    EXPECT_NE(cfg.status().message().find("REDUCER_ADDRS"), std::string::npos) << cfg.status().message();
+  }
+}
+
+TEST(CollNetConfig, ReducerAddrsOverridesClusterSpec) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(
+      EnvOf({{"REDUCER_ADDRS", "a:1"}, {"CLUSTER_SPEC", R"({"cluster":{"workerpool2":["b:2","c:3"]}})"}}));
+  ASSERT_TRUE(cfg.ok());
+  ASSERT_EQ(cfg->reducers.size(), 1u);
+  EXPECT_EQ(cfg->reducers[0].host, "a");
+}
+
+TEST(CollNetConfig, ClusterSpecWorkerpool2) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf(
+      {{"CLUSTER_SPEC", R"({"cluster":{"workerpool0":["w:2222"],"workerpool2":["r0:2222","r1:2223"]},"task":{"type":"workerpool0","index":0}})"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  ASSERT_EQ(cfg->reducers.size(), 2u);
+  EXPECT_EQ(cfg->reducers[1].host, "r1");
+  EXPECT_EQ(cfg->reducers[1].port, 2223);
+  EXPECT_EQ(cfg->source, "CLUSTER_SPEC workerpool2");
+}
+
+TEST(CollNetConfig, ClusterSpecWithoutReducersIsOff) {
+  StatusOr<CollNetConfig> cfg =
+      CollNetConfigFromEnv(EnvOf({{"CLUSTER_SPEC", R"({"cluster":{"workerpool0":["w:2222"]}})"}}));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_TRUE(cfg->reducers.empty());
+  EXPECT_NE(cfg->off_reason.find("workerpool2"), std::string::npos);
+}
+
+TEST(CollNetConfig, UnreadableClusterSpecTurnsCollNetOffWithAWarning) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"CLUSTER_SPEC", "{\"cluster\": "}}));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_TRUE(cfg->reducers.empty());
+  EXPECT_TRUE(cfg->off_is_warning);
+  EXPECT_NE(cfg->off_reason.find("CLUSTER_SPEC"), std::string::npos);
+}
+
+TEST(CollNetConfig, BadWorkerpool2EntryIsAnError) {
+  StatusOr<CollNetConfig> cfg =
+      CollNetConfigFromEnv(EnvOf({{"CLUSTER_SPEC", R"({"cluster":{"workerpool2":["r0:2222","r1"]}})"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("'r1'"), std::string::npos) << cfg.status().message();
+  cfg = CollNetConfigFromEnv(EnvOf({{"CLUSTER_SPEC", R"({"cluster":{"workerpool2":["a:1,b:2"]}})"}}));
+  EXPECT_FALSE(cfg.ok());
+}
+
+TEST(CollNetConfig, JobTokenFromVariableOrFile) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_JOB_TOKEN", "s3cret"}}));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->job_token, "s3cret");
+
+  const std::string path = TempFile("from-file\n");
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_JOB_TOKEN_FILE", path}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->job_token, "from-file");
+  // The variable wins over the file.
+  cfg = CollNetConfigFromEnv(
+      EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_JOB_TOKEN", "env"}, {"REDUCER_JOB_TOKEN_FILE", path}}));
+  EXPECT_EQ(cfg->job_token, "env");
+  std::remove(path.c_str());
+
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_JOB_TOKEN_FILE", path}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find(path), std::string::npos);
+
+  const std::string empty = TempFile(" \n");
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_JOB_TOKEN_FILE", empty}}));
+  EXPECT_FALSE(cfg.ok());
+  std::remove(empty.c_str());
+}
+
+TEST(CollNetConfig, NumericSettingsAreValidated) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf(
+      {{"REDUCER_ADDRS", "a:1"}, {"REDUCER_STREAMS", "4"}, {"REDUCER_PIECE_BYTES", "262144"},
+       {"REDUCER_OP_TIMEOUT_MS", "5000"}, {"REDUCER_CONNECT_TIMEOUT_MS", "7000"}, {"REDUCER_IO_THREADS", "3"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->streams_per_reducer, 4);
+  EXPECT_EQ(cfg->max_piece_bytes, 262144u);
+  EXPECT_EQ(cfg->op_timeout.count(), 5000);
+  EXPECT_EQ(cfg->connect_timeout.count(), 7000);
+  EXPECT_EQ(cfg->io_threads, 3);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_STREAMS", "0"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("REDUCER_STREAMS"), std::string::npos);
+}
+
+TEST(P2pConfig, InterfacePrecedenceAndSocketCounts) {
+  StatusOr<P2pConfig> cfg = P2pConfigFromEnv(EnvOf({}));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->ifname_spec, "");
+  EXPECT_EQ(cfg->data_sockets(), 4);
+  cfg = P2pConfigFromEnv(EnvOf({{"NCCL_SOCKET_IFNAME", "eth"}}));
+  EXPECT_EQ(cfg->ifname_spec, "eth");
+  EXPECT_EQ(cfg->ifname_source, "NCCL_SOCKET_IFNAME");
+  cfg = P2pConfigFromEnv(EnvOf({{"NCCL_SOCKET_IFNAME", "eth"}, {"REDUCER_SOCKET_IFNAME", "=ens5"}}));
+  EXPECT_EQ(cfg->ifname_spec, "=ens5");
+  EXPECT_EQ(cfg->ifname_source, "REDUCER_SOCKET_IFNAME");
+  cfg = P2pConfigFromEnv(EnvOf({{"REDUCER_SOCKET_NTHREADS", "8"}, {"REDUCER_NSOCKS_PERTHREAD", "8"}}));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->data_sockets(), 64);
+  cfg = P2pConfigFromEnv(EnvOf({{"REDUCER_SOCKET_NTHREADS", "16"}, {"REDUCER_NSOCKS_PERTHREAD", "5"}}));
+  EXPECT_FALSE(cfg.ok());
+  cfg = P2pConfigFromEnv(EnvOf({{"REDUCER_SOCKET_NTHREADS", "0"}}));
+  EXPECT_FALSE(cfg.ok());
+}
+
+}  // namespace
+}  // namespace rs::plugin

@@ -1,0 +1,228 @@
+// The wire format: what a reducer and a worker from different builds rely on
+// to understand each other, and to reject garbage with a clear message.
+#include "protocol/wire.h"
+
+#include <gtest/gtest.h>
+
+#include "protocol/auth.h"
+
+namespace rs::protocol {
+namespace {
+
+std::span<const uint8_t> Payload(const std::vector<uint8_t>& frame) {
+  return std::span<const uint8_t>(frame).subspan(kHeaderBytes);
+}
+
+FrameHeader Header(const std::vector<uint8_t>& frame) {
+  FrameHeader h;
+  EXPECT_TRUE(DecodeHeader(frame, 1 << 20, &h).ok());
+  return h;
+}
+
+TEST(WireTest, HelloRoundTrip) {
+  Hello in;
+  in.session = protocol::SessionIdFromName("job-42");
+  in.rank = 3;
+  in.world = 8;
+  in.stream = 1;
+  in.streams = 2;
+  in.client_nonce = protocol::RandomNonce();
+  const auto frame = EncodeHello(in);
+  const FrameHeader h = Header(frame);
+  EXPECT_EQ(h.type, FrameType::kHello);
+  EXPECT_EQ(h.payload_bytes, frame.size() - kHeaderBytes);
+  Hello out;
+  ASSERT_TRUE(DecodeHello(Payload(frame), &out).ok());
+  EXPECT_EQ(out.session, in.session);
+  EXPECT_EQ(out.rank, 3u);
+  EXPECT_EQ(out.world, 8u);
+  EXPECT_EQ(out.stream, 1);
+  EXPECT_EQ(out.streams, 2);
+  EXPECT_EQ(out.client_nonce, in.client_nonce);
+}
+
+TEST(WireTest, ControlFramesRoundTrip) {
+  Challenge c{protocol::RandomNonce(), true};
+  Challenge c2;
+  ASSERT_TRUE(DecodeChallenge(Payload(EncodeChallenge(c)), &c2).ok());
+  EXPECT_EQ(c2.server_nonce, c.server_nonce);
+  EXPECT_TRUE(c2.token_required);
+
+  Welcome w;
+  w.mac[0] = 7;
+  w.max_piece_bytes = 1 << 22;
+  Welcome w2;
+  ASSERT_TRUE(DecodeWelcome(Payload(EncodeWelcome(w)), &w2).ok());
+  EXPECT_EQ(w2.mac, w.mac);
+  EXPECT_EQ(w2.max_piece_bytes, 1u << 22);
+
+  ErrorFrame e{Code::kMismatch, "rank 3 sent bfloat16 for operation 17, rank 0 sent float32"};
+  ErrorFrame e2;
+  ASSERT_TRUE(DecodeError(Payload(EncodeError(e)), &e2).ok());
+  EXPECT_EQ(e2.code, Code::kMismatch);
+  EXPECT_EQ(e2.message, e.message);
+}
+
+TEST(WireTest, PieceHeaderRoundTrip) {
+  PieceHeader in;
+  in.seq = 1234567890123ull;
+  in.piece = 5;
+  in.pieces = 9;
+  in.dtype = DataType::kBfloat16;
+  in.op = ReduceOp::kMax;
+  in.total_count = 1000003;
+  in.offset = 500000;
+  in.count = 4099;
+  std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes> frame;
+  EncodePieceFrame(FrameType::kData, in, &frame);
+  FrameHeader h;
+  ASSERT_TRUE(DecodeHeader(frame, 1 << 20, &h).ok());
+  EXPECT_EQ(h.type, FrameType::kData);
+  EXPECT_EQ(h.payload_bytes, kPieceHeaderBytes + 4099 * 2);
+  PieceHeader out;
+  ASSERT_TRUE(DecodePieceHeader(std::span(frame).subspan(kHeaderBytes), h.payload_bytes, 1 << 20, &out).ok());
+  EXPECT_EQ(out.seq, in.seq);
+  EXPECT_EQ(out.piece, 5u);
+  EXPECT_EQ(out.pieces, 9u);
+  EXPECT_EQ(out.dtype, DataType::kBfloat16);
+  EXPECT_EQ(out.op, ReduceOp::kMax);
+  EXPECT_EQ(out.total_count, 1000003u);
+  EXPECT_EQ(out.offset, 500000u);
+  EXPECT_EQ(out.count, 4099u);
+}
+
+TEST(WireTest, RejectsTruncatedHeader) {
+  const auto frame = EncodeReady();
+  FrameHeader h;
+  Status st = DecodeHeader(std::span(frame).first(kHeaderBytes - 1), 1 << 20, &h);
+  EXPECT_EQ(st.code(), Code::kProtocol);
+  EXPECT_NE(st.message().find("truncated"), std::string::npos) << st.message();
+}
+
+TEST(WireTest, RejectsWrongMagic) {
+  auto frame = EncodeReady();
+  frame[0] = 'G';  // an HTTP client, say
+  FrameHeader h;
+  Status st = DecodeHeader(frame, 1 << 20, &h);
+  EXPECT_EQ(st.code(), Code::kProtocol);
+  EXPECT_NE(st.message().find("bad magic"), std::string::npos) << st.message();
+}
+
+TEST(WireTest, RejectsOtherVersionWithBothVersionsNamed) {
+  Hello hello;
+  hello.world = 1;
+  const auto frame = EncodeHello(hello, /*version=*/2);
+  FrameHeader h;
+  Status st = DecodeHeader(frame, 1 << 20, &h);
+  EXPECT_EQ(st.code(), Code::kVersion);
+  EXPECT_EQ(st.message(), "protocol version 2 not supported, this peer speaks 1");
+  EXPECT_EQ(h.version, 2);
+}
+
+TEST(WireTest, RejectsOversizedFrames) {
+  PieceHeader p;
+  p.pieces = 1;
+  p.count = (1 << 20) / 4 + 1;
+  p.total_count = p.count;
+  std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes> frame;
+  EncodePieceFrame(FrameType::kData, p, &frame);
+  FrameHeader h;
+  Status st = DecodeHeader(frame, kPieceHeaderBytes + (1 << 20), &h);
+  EXPECT_EQ(st.code(), Code::kProtocol);
+  EXPECT_NE(st.message().find("exceeds the limit"), std::string::npos) << st.message();
+
+  // A control frame may not claim a huge payload either.
+  auto ready = EncodeReady();
+  ready[8] = 0xff;
+  ready[9] = 0xff;
+  ready[10] = 0xff;
+  EXPECT_EQ(DecodeHeader(ready, 1 << 20, &h).code(), Code::kProtocol);
+}
+
+TEST(WireTest, RejectsUnknownFrameType) {
+  auto frame = EncodeReady();
+  frame[6] = 99;
+  FrameHeader h;
+  Status st = DecodeHeader(frame, 1 << 20, &h);
+  EXPECT_EQ(st.code(), Code::kProtocol);
+  EXPECT_NE(st.message().find("unknown frame type 99"), std::string::npos);
+}
+
+TEST(WireTest, RejectsMalformedPayloads) {
+  Hello hello;
+  hello.world = 4;
+  hello.rank = 4;  // not below world
+  auto frame = EncodeHello(hello);
+  Hello out;
+  Status st = DecodeHello(Payload(frame), &out);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("rank 4 is not below world size 4"), std::string::npos);
+
+  frame.pop_back();
+  EXPECT_EQ(DecodeHello(Payload(frame), &out).code(), Code::kProtocol);
+}
+
+TEST(WireTest, RejectsHellosThatWouldExhaustMemory) {
+  Hello hello;
+  hello.world = kMaxWorld + 1;
+  Hello out;
+  Status st = DecodeHello(Payload(EncodeHello(hello)), &out);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("outside 1 to 16384"), std::string::npos) << st.message();
+
+  hello.world = kMaxWorld;
+  hello.streams = 65535;
+  hello.stream = 0;
+  st = DecodeHello(Payload(EncodeHello(hello)), &out);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("at most 64"), std::string::npos) << st.message();
+
+  hello.streams = kMaxStreams;
+  EXPECT_TRUE(DecodeHello(Payload(EncodeHello(hello)), &out).ok());
+}
+
+TEST(WireTest, RejectsInconsistentPieceHeaders) {
+  PieceHeader p;
+  p.seq = 3;
+  p.pieces = 2;
+  p.piece = 1;
+  p.total_count = 100;
+  p.offset = 90;
+  p.count = 20;  // runs past the end of the operation
+  std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes> frame;
+  EncodePieceFrame(FrameType::kData, p, &frame);
+  PieceHeader out;
+  const uint32_t payload = kPieceHeaderBytes + 20 * 4;
+  Status st = DecodePieceHeader(std::span(frame).subspan(kHeaderBytes), payload, 1 << 20, &out);
+  EXPECT_EQ(st.code(), Code::kProtocol);
+  EXPECT_NE(st.message().find("beyond the operation"), std::string::npos) << st.message();
+
+  p.offset = 0;
+  EncodePieceFrame(FrameType::kData, p, &frame);
+  // Frame length disagrees with the element count.
+  st = DecodePieceHeader(std::span(frame).subspan(kHeaderBytes), payload + 4, 1 << 20, &out);
+  EXPECT_EQ(st.code(), Code::kProtocol);
+
+  frame[kHeaderBytes + 16] = 42;  // unknown dtype
+  st = DecodePieceHeader(std::span(frame).subspan(kHeaderBytes), payload, 1 << 20, &out);
+  EXPECT_NE(st.message().find("unknown data type 42"), std::string::npos);
+}
+
+TEST(AuthTest, ProofsBindTokenSessionAndNonces) {
+  Hello hello;
+  hello.session = protocol::SessionIdFromName("a");
+  hello.world = 2;
+  hello.client_nonce = protocol::RandomNonce();
+  const Nonce server = protocol::RandomNonce();
+  const Mac mac = protocol::ClientProof("secret", hello, server);
+  EXPECT_TRUE(protocol::MacEqual(mac, protocol::ClientProof("secret", hello, server)));
+  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ClientProof("Secret", hello, server)));
+  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ClientProof("secret", hello, protocol::RandomNonce())));
+  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ServerProof("secret", hello, server)));
+  Hello other = hello;
+  other.rank = 1;
+  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ClientProof("secret", other, server)));
+}
+
+}  // namespace
+}  // namespace rs::protocol
