@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "nccl_plugin/config/cluster_spec.h"
+#include "common/cluster_spec.h"
 
 namespace rs::plugin {
 namespace {

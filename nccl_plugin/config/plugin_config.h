@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "client/client.h"
-#include "nccl_plugin/config/cluster_spec.h"
+#include "common/cluster_spec.h"
 #include "nccl_plugin/config/env_registry.h"
 #include "common/status.h"
 

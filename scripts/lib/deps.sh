@@ -7,7 +7,7 @@
 # What building everything needs (CMake requires all of it at configure time).
 RS_BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  libasio-dev libssl-dev libhwy-dev libspdlog-dev libcli11-dev
+  libasio-dev libssl-dev libhwy-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # control plane: gRPC + protobuf, the standard health.proto, prometheus-cpp
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto prometheus-cpp-dev

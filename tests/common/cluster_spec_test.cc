@@ -1,14 +1,13 @@
 // CLUSTER_SPEC parsing: the documented Vertex AI format, and malformed or
 // hostile input rejected with a message rather than a crash.
-#include "nccl_plugin/config/cluster_spec.h"
+#include "common/cluster_spec.h"
 
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "nccl_plugin/config/json_value.h"
 
-namespace rs::plugin {
+namespace rs {
 namespace {
 
 constexpr const char* kVertexSpec = R"({
@@ -62,7 +61,17 @@ TEST(ClusterSpec, RejectsWrongShapes) {
   }
 }
 
-TEST(Json, RejectsMalformedText) {
+TEST(ClusterSpec, FindsItsOwnEntry) {
+  StatusOr<ClusterSpec> spec = ClusterSpec::Parse(kVertexSpec);
+  ASSERT_TRUE(spec.ok());
+  ASSERT_NE(spec->Self(), nullptr);
+  EXPECT_EQ(*spec->Self(), "cmle-training-workerpool1-ab12-1:2222");
+  spec = ClusterSpec::Parse(R"({"cluster":{"workerpool2":["r:1"]},"task":{"type":"workerpool2","index":1}})");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->Self(), nullptr);  // index outside the pool
+}
+
+TEST(ClusterSpec, RejectsMalformedJsonWithThePosition) {
   const char* cases[] = {
       "",          " ",          "{",           "}",          "[1,]",        "{\"a\":1,}",   "{\"a\" 1}",
       "{a:1}",     "[1 2]",      "\"abc",       "\"a\\q\"",   "\"\\u12\"",   "\"\\ud800\"",  "\"\\udc00\"",
@@ -70,42 +79,40 @@ TEST(Json, RejectsMalformedText) {
       "{} x",      "[\"a\"]]",   "NaN",         "'a'",        "{\"a\":[1,{]}", "\"\\ud800\\u0041\"",
   };
   for (const char* text : cases) {
-    StatusOr<JsonValue> v = JsonValue::Parse(text);
+    StatusOr<ClusterSpec> v = ClusterSpec::Parse(text);
     EXPECT_FALSE(v.ok()) << "accepted: " << text;
     if (!v.ok()) {
-      EXPECT_NE(v.status().message().find("at byte"), std::string::npos) << v.status().message();
+      EXPECT_NE(v.status().message().find("CLUSTER_SPEC: not valid JSON"), std::string::npos) << v.status().message();
+      EXPECT_NE(v.status().message().find("column"), std::string::npos) << v.status().message();
     }
   }
 }
 
-TEST(Json, BoundsDepthAndSize) {
-  std::string deep(200, '[');
-  deep += std::string(200, ']');
-  EXPECT_FALSE(JsonValue::Parse(deep).ok());
-  std::string ok_depth(40, '[');
-  ok_depth += std::string(40, ']');
-  EXPECT_TRUE(JsonValue::Parse(ok_depth).ok());
-  std::string huge = "\"" + std::string(JsonValue::kMaxInputBytes, 'a') + "\"";
-  EXPECT_FALSE(JsonValue::Parse(huge).ok());
+TEST(ClusterSpec, BoundsDepthAndSize) {
+  std::string deep = R"({"cluster":{},"job":)" + std::string(200, '[') + std::string(200, ']') + "}";
+  StatusOr<ClusterSpec> spec = ClusterSpec::Parse(deep);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("nested deeper"), std::string::npos) << spec.status().message();
+  std::string ok_depth = R"({"cluster":{},"job":)" + std::string(20, '[') + std::string(20, ']') + "}";
+  EXPECT_TRUE(ClusterSpec::Parse(ok_depth).ok());
+  std::string huge = R"({"cluster":{},"job":")" + std::string(ClusterSpec::kMaxInputBytes, 'a') + "\"}";
+  spec = ClusterSpec::Parse(huge);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("longer than"), std::string::npos);
   // A truncated spec (as from a length-limited variable) fails cleanly.
-  std::string spec = kVertexSpec;
-  for (size_t cut = 0; cut < spec.size(); cut += 7) {
-    EXPECT_FALSE(ClusterSpec::Parse(spec.substr(0, cut)).ok()) << cut;
+  std::string text = kVertexSpec;
+  for (size_t cut = 0; cut < text.size(); cut += 7) {
+    EXPECT_FALSE(ClusterSpec::Parse(text.substr(0, cut)).ok()) << cut;
   }
 }
 
-TEST(Json, DecodesStringsAndNumbers) {
-  StatusOr<JsonValue> v = JsonValue::Parse(R"({"s":"a\"b\\c\/\n\u00e9\ud83d\ude00","n":-12.5e1,"z":0,"t":true,"f":false,"u":null,"s":"last"})");
-  ASSERT_TRUE(v.ok()) << v.status().ToString();
-  EXPECT_EQ(v->Find("s")->text(), "last");  // duplicate key: last wins
-  EXPECT_EQ(v->items()[0].text(), "a\"b\\c/\n\xC3\xA9\xF0\x9F\x98\x80");
-  EXPECT_DOUBLE_EQ(v->Find("n")->as_number(), -125.0);
-  EXPECT_EQ(v->Find("z")->kind(), JsonValue::Kind::kNumber);
-  EXPECT_TRUE(v->Find("t")->as_bool());
-  EXPECT_EQ(v->Find("f")->kind(), JsonValue::Kind::kBool);
-  EXPECT_EQ(v->Find("u")->kind(), JsonValue::Kind::kNull);
-  EXPECT_EQ(v->Find("missing"), nullptr);
+TEST(ClusterSpec, DuplicatePoolsAndUnicodeNames) {
+  StatusOr<ClusterSpec> spec =
+      ClusterSpec::Parse(R"({"cluster":{"workerpool2":["a:1"],"workerpool2":["h\u00e9:2"]},"environment":"cloud"})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_NE(spec->Pool("workerpool2"), nullptr);
+  EXPECT_EQ(*spec->Pool("workerpool2"), (std::vector<std::string>{"h\xC3\xA9:2"}));  // last wins
 }
 
 }  // namespace
-}  // namespace rs::plugin
+}  // namespace rs
