@@ -46,7 +46,21 @@ Plugin::Plugin(Status p2p_status, P2pConfig p2p, std::vector<NetInterface> devic
     : p2p_status_(std::move(p2p_status)),
       p2p_(std::move(p2p)),
       devices_(std::move(devices)),
-      collnet_(std::move(collnet)) {}
+      collnet_(std::move(collnet), devices_.empty() ? 0 : devices_.front().speed_mbps) {}
+
+std::unique_ptr<CollNetTuner> Plugin::CreateTuner(size_t nranks, size_t nnodes) const {
+  const CollNetConfig* cfg = collnet_.config();
+  if (cfg == nullptr || collnet_.num_devices() == 0 || devices_.empty()) {
+    return std::make_unique<CollNetTuner>(std::nullopt, "CollNet is off, NCCL's own tuning applies");
+  }
+  if (nnodes < 2) return std::make_unique<CollNetTuner>(std::nullopt, "one node, no network all-reduce to choose");
+  CostModelParams params;
+  params.nodes = static_cast<int>(nnodes);
+  params.ranks = static_cast<int>(nranks);
+  params.reducers = static_cast<int>(cfg->reducers.size());
+  params.link_gbps = devices_.front().speed_mbps / 1000.0;
+  return std::make_unique<CollNetTuner>(CostModel(params), "");
+}
 
 Status Plugin::CheckDevice(int dev) const {
   RS_RETURN_IF_ERROR(p2p_status_);
@@ -61,6 +75,7 @@ StatusOr<DeviceProperties> Plugin::Properties(int dev) const {
   RS_RETURN_IF_ERROR(CheckDevice(dev));
   const NetInterface& nic = devices_[static_cast<size_t>(dev)];
   DeviceProperties props;
+  props.index = dev;
   props.name = nic.name.c_str();
   props.pci_path = nic.pci_path.empty() ? nullptr : nic.pci_path.c_str();
   props.guid = static_cast<uint64_t>(dev);

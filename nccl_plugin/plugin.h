@@ -1,9 +1,11 @@
 // The plugin core's root object: created once per loaded library at NCCL's
-// first init call, from the environment registry. It holds the immutable
-// configuration, the point-to-point devices (one per chosen interface) and
-// the CollNet part, and implements the device-level entry points
-// (properties, listen, connect). Comm-level calls go straight to the comm
-// objects. No NCCL types here: the ABI layer (nccl_tables.cc) translates.
+// first init call, from the environment registry, and shared by every
+// communicator (NCCL 2.28+ calls init per communicator: each gets a
+// CommContext, comm_context.h). It holds the immutable configuration, the
+// point-to-point devices (one per chosen interface) and the CollNet part,
+// implements the device-level entry points (properties, listen, connect) and
+// creates each communicator's tuner. Comm-level calls go straight to the comm
+// objects. No NCCL types here: the ABI layer (abi/) translates.
 //
 // Creation never fails: a configuration problem is kept and returned by the
 // first call that needs the broken part, so that NCCL's init succeeds and
@@ -19,14 +21,16 @@
 
 #include "nccl_plugin/collnet/collnet.h"
 #include "nccl_plugin/config/env_registry.h"
+#include "nccl_plugin/config/plugin_config.h"
 #include "nccl_plugin/p2p/listen_comm.h"
 #include "nccl_plugin/p2p/net_interface.h"
-#include "nccl_plugin/config/plugin_config.h"
 #include "nccl_plugin/p2p/send_comm.h"
+#include "nccl_plugin/tuner/collnet_tuner.h"
 
 namespace rs::plugin {
 
 struct DeviceProperties {
+  int index = 0;  // the device number NCCL uses
   const char* name = nullptr;
   const char* pci_path = nullptr;  // nullptr for a virtual interface
   uint64_t guid = 0;
@@ -53,8 +57,11 @@ class Plugin {
   // also keeps the step's state between calls); ok(nullptr) until ready.
   StatusOr<std::unique_ptr<SendComm>> Connect(int dev, void* handle) const;
 
-  CollNet& collnet() { return collnet_; }
   const CollNet& collnet() const { return collnet_; }
+
+  // The tuner of one communicator of `nranks` ranks on `nnodes` nodes. It
+  // changes nothing when CollNet is off or there is a single node.
+  std::unique_ptr<CollNetTuner> CreateTuner(size_t nranks, size_t nnodes) const;
 
  private:
   Plugin(Status p2p_status, P2pConfig p2p, std::vector<NetInterface> devices, StatusOr<CollNetConfig> collnet);
