@@ -269,7 +269,7 @@ struct CollNetV11 {
   Result (*finalize)(void* ctx);
 };
 
-// ---- layout checks (docs/nccl-abi.md, x86-64) ------------------------------
+// ---- layout checks (docs/nccl-abi.md, "Layouts") ----------------------------
 
 static_assert(sizeof(DeviceHandle) == 32);
 static_assert(offsetof(DeviceHandle, type) == 0 && offsetof(DeviceHandle, version) == 4 &&

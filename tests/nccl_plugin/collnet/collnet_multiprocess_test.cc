@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <regex>
 #include <sstream>
 
@@ -35,6 +36,8 @@ struct Layout {
   std::vector<int> host_of_rank;  // like NCCL_HOSTID per global rank
   std::vector<int> head_of_host;  // the global rank that is each host's head
 };
+
+void PrintTo(const Layout& layout, std::ostream* os) { *os << layout.name; }
 
 // 4 nodes of one GPU each: the handle order is the node order.
 const Layout kFourSingle{"FourNodesOneGpuEach", {0, 1, 2, 3}, {0, 1, 2, 3}};
