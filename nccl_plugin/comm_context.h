@@ -3,14 +3,15 @@
 // for every communicator it creates (and finalize when it is destroyed) on
 // the same loaded library; the plugin's configuration and devices stay
 // shared by all of them (plugin.h), so a context only records which
-// communicator it belongs to, for checks and log lines.
+// communicator and table it belongs to, for checks and log lines. The Plugin
+// owns every context (Plugin::OpenContext) and looks a pointer up before
+// using it.
 //
 // Thread-safety: immutable.
 #pragma once
 
 #include <cstdint>
 
-#include "common/status.h"
 #include "nccl_plugin/opaque_object.h"
 
 namespace rs::plugin {
@@ -20,9 +21,6 @@ class CommContext final : public OpaqueObject {
   enum class Kind { kNet, kCollNet };
 
   CommContext(Kind kind, uint64_t comm_id) : kind_(kind), comm_id_(comm_id) {}
-  // A context of `kind` created by this plugin, or an error naming the misuse.
-  static StatusOr<CommContext*> FromOpaque(void* opaque, Kind kind);
-
   Kind kind() const { return kind_; }
   uint64_t comm_id() const { return comm_id_; }
 
@@ -30,14 +28,5 @@ class CommContext final : public OpaqueObject {
   const Kind kind_;
   const uint64_t comm_id_;
 };
-
-inline StatusOr<CommContext*> CommContext::FromOpaque(void* opaque, Kind kind) {
-  auto* ctx = OpaqueObject::As<CommContext>(opaque);
-  if (ctx == nullptr || ctx->kind() != kind) {
-    return Status(Code::kInternal, std::string("not a ") + (kind == Kind::kNet ? "net" : "CollNet") +
-                                       " context of this plugin");
-  }
-  return ctx;
-}
 
 }  // namespace rs::plugin

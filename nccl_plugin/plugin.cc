@@ -48,6 +48,34 @@ Plugin::Plugin(Status p2p_status, P2pConfig p2p, std::vector<NetInterface> devic
       devices_(std::move(devices)),
       collnet_(std::move(collnet), devices_.empty() ? 0 : devices_.front().speed_mbps) {}
 
+CommContext* Plugin::OpenContext(CommContext::Kind kind, uint64_t comm_id) {
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  contexts_.push_back(std::make_unique<CommContext>(kind, comm_id));
+  return contexts_.back().get();
+}
+
+StatusOr<CommContext*> Plugin::FindContext(void* ctx, CommContext::Kind kind) const {
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  for (const auto& c : contexts_) {
+    if (OpaqueObject::ToOpaque(c.get()) == ctx && c->kind() == kind) return c.get();
+  }
+  return Status(Code::kInternal, std::string("not an open ") + (kind == CommContext::Kind::kNet ? "net" : "CollNet") +
+                                     " context of this plugin (finalized already, or another table's)");
+}
+
+Status Plugin::CloseContext(void* ctx, CommContext::Kind kind) {
+  StatusOr<CommContext*> found = FindContext(ctx, kind);
+  if (!found.ok()) return found.status();
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
+    if (it->get() == *found) {
+      contexts_.erase(it);
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
 std::unique_ptr<CollNetTuner> Plugin::CreateTuner(size_t nranks, size_t nnodes) const {
   const CollNetConfig* cfg = collnet_.config();
   if (cfg == nullptr || collnet_.num_devices() == 0 || devices_.empty()) {

@@ -11,15 +11,18 @@
 // first call that needs the broken part, so that NCCL's init succeeds and
 // point-to-point survives a broken CollNet setting.
 //
-// Thread-safety: immutable after Create; every method may be called from any
-// thread. Connect is driven for one handle by one thread at a time.
+// Thread-safety: immutable after Create except for the set of open contexts,
+// which a mutex guards; every method may be called from any thread. Connect
+// is driven for one handle by one thread at a time.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "nccl_plugin/collnet/collnet.h"
+#include "nccl_plugin/comm_context.h"
 #include "nccl_plugin/config/env_registry.h"
 #include "nccl_plugin/config/plugin_config.h"
 #include "nccl_plugin/p2p/listen_comm.h"
@@ -59,6 +62,14 @@ class Plugin {
 
   const CollNet& collnet() const { return collnet_; }
 
+  // The context of one communicator's init (v11 tables). The plugin owns it:
+  // one NCCL never finalizes (it stops calling CollNet after an init whose
+  // devices are 0) goes with the library.
+  CommContext* OpenContext(CommContext::Kind kind, uint64_t comm_id);
+  // `ctx` if it is an open context of `kind`, looked up before it is read.
+  StatusOr<CommContext*> FindContext(void* ctx, CommContext::Kind kind) const;
+  Status CloseContext(void* ctx, CommContext::Kind kind);
+
   // The tuner of one communicator of `nranks` ranks on `nnodes` nodes. It
   // changes nothing when CollNet is off or there is a single node.
   std::unique_ptr<CollNetTuner> CreateTuner(size_t nranks, size_t nnodes) const;
@@ -71,6 +82,8 @@ class Plugin {
   P2pConfig p2p_;
   std::vector<NetInterface> devices_;
   CollNet collnet_;
+  mutable std::mutex contexts_mu_;
+  std::vector<std::unique_ptr<CommContext>> contexts_;  // guarded by contexts_mu_
 };
 
 }  // namespace rs::plugin

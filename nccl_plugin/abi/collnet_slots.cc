@@ -19,12 +19,12 @@ Result Listen(void* ctx, int dev, void* handle, void** listen_comm) {
   return Guard("CollNet listen", [&]() -> Outcome {
     RS_RETURN_IF_ERROR(NonNull(listen_comm, "listenComm"));
     *listen_comm = nullptr;
+    RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
     uint64_t comm_id = 0;
     if (ctx != nullptr) {
-      RS_ABI_ASSIGN_OR_RETURN(c, CommContext::FromOpaque(ctx, CommContext::Kind::kCollNet));
+      RS_ABI_ASSIGN_OR_RETURN(c, plugin->FindContext(ctx, CommContext::Kind::kCollNet));
       comm_id = c->comm_id();
     }
-    RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
     RS_ABI_ASSIGN_OR_RETURN(comm, plugin->collnet().Listen(dev, handle, comm_id));
     *listen_comm = OpaqueObject::ToOpaque(comm.release());
     return Status::Ok();
@@ -45,7 +45,8 @@ Result CollInitV11(void** ctx, uint64_t comm_id, Logger logger) {
     RS_RETURN_IF_ERROR(NonNull(ctx, "ctx"));
     *ctx = nullptr;
     InitLibrary(logger);
-    *ctx = OpaqueObject::ToOpaque(new CommContext(CommContext::Kind::kCollNet, comm_id));
+    RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
+    *ctx = OpaqueObject::ToOpaque(plugin->OpenContext(CommContext::Kind::kCollNet, comm_id));
     return Status::Ok();
   });
 }
@@ -53,9 +54,8 @@ Result CollInitV11(void** ctx, uint64_t comm_id, Logger logger) {
 Result CollFinalizeV11(void* ctx) {
   return Guard("CollNet finalize", [&]() -> Outcome {
     if (ctx == nullptr) return Status::Ok();
-    RS_ABI_ASSIGN_OR_RETURN(c, CommContext::FromOpaque(ctx, CommContext::Kind::kCollNet));
-    delete c;
-    return Status::Ok();
+    RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
+    return plugin->CloseContext(ctx, CommContext::Kind::kCollNet);
   });
 }
 

@@ -17,7 +17,8 @@ char g_host_registration;
 
 Status CheckContext(void* ctx) {
   if (ctx == nullptr) return Status::Ok();  // NCCL always passes one; tolerate none
-  return CommContext::FromOpaque(ctx, CommContext::Kind::kNet).status();
+  RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
+  return plugin->FindContext(ctx, CommContext::Kind::kNet).status();
 }
 
 template <typename Size>
@@ -88,7 +89,8 @@ Result NetInitV11(void** ctx, uint64_t comm_id, CommConfigV11* config, Logger lo
     *ctx = nullptr;
     InitLibrary(logger);
     // trafficClass (config) is not applied: plain TCP, no traffic classes.
-    *ctx = OpaqueObject::ToOpaque(new CommContext(CommContext::Kind::kNet, comm_id));
+    RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
+    *ctx = OpaqueObject::ToOpaque(plugin->OpenContext(CommContext::Kind::kNet, comm_id));
     return Status::Ok();
   });
 }
@@ -96,9 +98,8 @@ Result NetInitV11(void** ctx, uint64_t comm_id, CommConfigV11* config, Logger lo
 Result NetFinalizeV11(void* ctx) {
   return Guard("finalize", [&]() -> Outcome {
     if (ctx == nullptr) return Status::Ok();
-    RS_ABI_ASSIGN_OR_RETURN(c, CommContext::FromOpaque(ctx, CommContext::Kind::kNet));
-    delete c;
-    return Status::Ok();
+    RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
+    return plugin->CloseContext(ctx, CommContext::Kind::kNet);
   });
 }
 

@@ -290,9 +290,13 @@ TEST(PluginContexts, V11InitAndFinalizeOncePerCommunicator) {
   EXPECT_EQ(net->listen(*coll.ctx, 0, handle, &listen), Result::kInternalError);
   EXPECT_EQ(net->finalize(*coll.ctx), Result::kInternalError);
   EXPECT_EQ(plugin->CollV11()->finalize(*a.ctx), Result::kInternalError);
+  void* a_ctx = *a.ctx;
   EXPECT_EQ(a.finalize(), Result::kSuccess);
   EXPECT_EQ(b.finalize(), Result::kSuccess);
   EXPECT_EQ(coll.finalize(), Result::kSuccess);
+  // A finalized context is refused, not read.
+  EXPECT_EQ(net->finalize(a_ctx), Result::kInternalError);
+  EXPECT_EQ(net->listen(a_ctx, 0, handle, &listen), Result::kInternalError);
   // NCCL may finalize a context it got from a failed setup as NULL.
   EXPECT_EQ(net->finalize(nullptr), Result::kSuccess);
   // After every communicator is gone, a new one works on the same library.
