@@ -49,45 +49,49 @@ Plugin::Plugin(Status p2p_status, P2pConfig p2p, std::vector<NetInterface> devic
       collnet_(std::move(collnet), devices_.empty() ? 0 : devices_.front().speed_mbps) {}
 
 CommContext* Plugin::OpenContext(CommContext::Kind kind, uint64_t comm_id) {
-  std::lock_guard<std::mutex> lock(contexts_mu_);
-  contexts_.push_back(std::make_unique<CommContext>(kind, comm_id));
-  return contexts_.back().get();
+  return contexts_.Add(std::make_unique<CommContext>(kind, comm_id));
 }
 
 StatusOr<CommContext*> Plugin::FindContext(void* ctx, CommContext::Kind kind) const {
-  std::lock_guard<std::mutex> lock(contexts_mu_);
-  for (const auto& c : contexts_) {
-    if (OpaqueObject::ToOpaque(c.get()) == ctx && c->kind() == kind) return c.get();
+  CommContext* found = contexts_.Find(ctx);
+  if (found == nullptr || found->kind() != kind) {
+    return Status(Code::kInternal, std::string("not an open ") + (kind == CommContext::Kind::kNet ? "net" : "CollNet") +
+                                       " context of this plugin (finalized already, or another table's)");
   }
-  return Status(Code::kInternal, std::string("not an open ") + (kind == CommContext::Kind::kNet ? "net" : "CollNet") +
-                                     " context of this plugin (finalized already, or another table's)");
+  return found;
 }
 
 Status Plugin::CloseContext(void* ctx, CommContext::Kind kind) {
-  StatusOr<CommContext*> found = FindContext(ctx, kind);
-  if (!found.ok()) return found.status();
-  std::lock_guard<std::mutex> lock(contexts_mu_);
-  for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
-    if (it->get() == *found) {
-      contexts_.erase(it);
-      break;
-    }
-  }
+  RS_RETURN_IF_ERROR(FindContext(ctx, kind).status());
+  contexts_.Remove(ctx);
   return Status::Ok();
 }
 
-std::unique_ptr<CollNetTuner> Plugin::CreateTuner(size_t nranks, size_t nnodes) const {
+StatusOr<const CollNetTuner*> Plugin::FindTuner(void* ctx) const {
+  const CollNetTuner* tuner = tuners_.Find(ctx);
+  if (tuner == nullptr) return Status(Code::kInternal, "not an open tuner context of this plugin");
+  return tuner;
+}
+
+Status Plugin::DestroyTuner(void* ctx) {
+  if (!tuners_.Remove(ctx)) return Status(Code::kInternal, "not an open tuner context of this plugin");
+  return Status::Ok();
+}
+
+CollNetTuner* Plugin::CreateTuner(size_t nranks, size_t nnodes) {
   const CollNetConfig* cfg = collnet_.config();
   if (cfg == nullptr || collnet_.num_devices() == 0 || devices_.empty()) {
-    return std::make_unique<CollNetTuner>(std::nullopt, "CollNet is off, NCCL's own tuning applies");
+    return tuners_.Add(std::make_unique<CollNetTuner>(std::nullopt, "CollNet is off, NCCL's own tuning applies"));
   }
-  if (nnodes < 2) return std::make_unique<CollNetTuner>(std::nullopt, "one node, no network all-reduce to choose");
+  if (nnodes < 2) {
+    return tuners_.Add(std::make_unique<CollNetTuner>(std::nullopt, "one node, no network all-reduce to choose"));
+  }
   CostModelParams params;
   params.nodes = static_cast<int>(nnodes);
   params.ranks = static_cast<int>(nranks);
   params.reducers = static_cast<int>(cfg->reducers.size());
   params.link_gbps = devices_.front().speed_mbps / 1000.0;
-  return std::make_unique<CollNetTuner>(CostModel(params), "");
+  return tuners_.Add(std::make_unique<CollNetTuner>(CostModel(params), ""));
 }
 
 Status Plugin::CheckDevice(int dev) const {

@@ -11,20 +11,20 @@
 // first call that needs the broken part, so that NCCL's init succeeds and
 // point-to-point survives a broken CollNet setting.
 //
-// Thread-safety: immutable after Create except for the set of open contexts,
-// which a mutex guards; every method may be called from any thread. Connect
-// is driven for one handle by one thread at a time.
+// Thread-safety: immutable after Create except for the registries of open
+// contexts and tuners, which are thread-safe; every method may be called from
+// any thread. Connect is driven for one handle by one thread at a time.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "nccl_plugin/collnet/collnet.h"
 #include "nccl_plugin/comm_context.h"
 #include "nccl_plugin/config/env_registry.h"
 #include "nccl_plugin/config/plugin_config.h"
+#include "nccl_plugin/opaque_registry.h"
 #include "nccl_plugin/p2p/listen_comm.h"
 #include "nccl_plugin/p2p/net_interface.h"
 #include "nccl_plugin/p2p/send_comm.h"
@@ -70,9 +70,12 @@ class Plugin {
   StatusOr<CommContext*> FindContext(void* ctx, CommContext::Kind kind) const;
   Status CloseContext(void* ctx, CommContext::Kind kind);
 
-  // The tuner of one communicator of `nranks` ranks on `nnodes` nodes. It
-  // changes nothing when CollNet is off or there is a single node.
-  std::unique_ptr<CollNetTuner> CreateTuner(size_t nranks, size_t nnodes) const;
+  // The tuner of one communicator of `nranks` ranks on `nnodes` nodes, owned
+  // here like the contexts. It changes nothing when CollNet is off or there
+  // is a single node.
+  CollNetTuner* CreateTuner(size_t nranks, size_t nnodes);
+  StatusOr<const CollNetTuner*> FindTuner(void* ctx) const;
+  Status DestroyTuner(void* ctx);
 
  private:
   Plugin(Status p2p_status, P2pConfig p2p, std::vector<NetInterface> devices, StatusOr<CollNetConfig> collnet);
@@ -82,8 +85,8 @@ class Plugin {
   P2pConfig p2p_;
   std::vector<NetInterface> devices_;
   CollNet collnet_;
-  mutable std::mutex contexts_mu_;
-  std::vector<std::unique_ptr<CommContext>> contexts_;  // guarded by contexts_mu_
+  OpaqueRegistry<CommContext> contexts_;
+  OpaqueRegistry<CollNetTuner> tuners_;
 };
 
 }  // namespace rs::plugin

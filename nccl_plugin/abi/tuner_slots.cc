@@ -6,8 +6,6 @@
 // nothing else is available (NCCL_ALGO forcing CollNet), since an all-reduce
 // with no algorithm left would fail. Entries NCCL marked unavailable (CollNet
 // off, an unsupported type or op) are never made available.
-#include <memory>
-
 #include "nccl_plugin/abi/abi_support.h"
 #include "nccl_plugin/abi/slots.h"
 
@@ -49,9 +47,9 @@ Result TunerInitV5(void** ctx, uint64_t, size_t nranks, size_t nnodes, Logger lo
     *ctx = nullptr;
     InitLibrary(logger);
     RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
-    std::unique_ptr<CollNetTuner> tuner = plugin->CreateTuner(nranks, nnodes);
+    CollNetTuner* tuner = plugin->CreateTuner(nranks, nnodes);
     RS_PLOG_INFO("%s", tuner->Describe().c_str());
-    *ctx = OpaqueObject::ToOpaque(tuner.release());
+    *ctx = OpaqueObject::ToOpaque(tuner);
     return Status::Ok();
   });
 }
@@ -64,7 +62,8 @@ Result TunerGetCollInfo(void* ctx, int coll_type, size_t nbytes, int, float** co
     if (num_algo != kNumAlgorithms || num_proto != kNumProtocols) {
       return Status::Ok();  // a table of another shape: not ours to interpret
     }
-    RS_ABI_ASSIGN_OR_RETURN(tuner, CollNetTuner::FromOpaque(ctx));
+    RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
+    RS_ABI_ASSIGN_OR_RETURN(tuner, plugin->FindTuner(ctx));
     // NCCL passes its float[algorithms][protocols] array as float**.
     Apply(tuner->ForAllReduce(nbytes), reinterpret_cast<float (*)[kNumProtocols]>(cost_table));
     return Status::Ok();
@@ -74,9 +73,8 @@ Result TunerGetCollInfo(void* ctx, int coll_type, size_t nbytes, int, float** co
 Result TunerFinalize(void* ctx) {
   return Guard("tuner finalize", [&]() -> Outcome {
     if (ctx == nullptr) return Status::Ok();
-    RS_ABI_ASSIGN_OR_RETURN(tuner, CollNetTuner::FromOpaque(ctx));
-    delete tuner;
-    return Status::Ok();
+    RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
+    return plugin->DestroyTuner(ctx);
   });
 }
 

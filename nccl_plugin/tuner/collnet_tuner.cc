@@ -2,12 +2,6 @@
 
 namespace rs::plugin {
 
-StatusOr<CollNetTuner*> CollNetTuner::FromOpaque(void* opaque) {
-  auto* tuner = OpaqueObject::As<CollNetTuner>(opaque);
-  if (tuner == nullptr) return Status(Code::kInternal, "not a tuner context of this plugin");
-  return tuner;
-}
-
 CollNetTuner::Choice CollNetTuner::ForAllReduce(size_t bytes) const {
   if (!model_) return Choice::kUnchanged;
   return model_->PreferReducers(bytes) ? Choice::kReducers : Choice::kNccl;

@@ -7,7 +7,8 @@
 // counts from NCCL, the reducer list and the link rate, which CollNet's
 // connect checks to agree on every node), so every rank chooses alike.
 //
-// Thread-safety: immutable after Create; NCCL may call from any thread.
+// Thread-safety: immutable; NCCL may call from any thread. The Plugin owns
+// every tuner and looks NCCL's pointer up before use (Plugin::FindTuner).
 #pragma once
 
 #include <cstddef>
@@ -17,7 +18,6 @@
 
 #include "nccl_plugin/opaque_object.h"
 #include "nccl_plugin/tuner/cost_model.h"
-#include "common/status.h"
 
 namespace rs::plugin {
 
@@ -33,7 +33,6 @@ class CollNetTuner final : public OpaqueObject {
   // `why_inactive` says why, for the log.
   CollNetTuner(std::optional<CostModel> model, std::string why_inactive)
       : model_(std::move(model)), why_inactive_(std::move(why_inactive)) {}
-  static StatusOr<CollNetTuner*> FromOpaque(void* opaque);
 
   Choice ForAllReduce(size_t bytes) const;
   // The INFO line of tuner init.
