@@ -1,9 +1,10 @@
 // The common base of every object the plugin hands NCCL as an opaque
-// `void*` comm (listen, send and recv comms). NCCL gives these pointers back
-// untyped; As<T>() checks that a pointer is one of ours (magic) and of the
-// expected kind (dynamic_cast) before use, so a comm passed to the wrong
-// slot is reported as misuse instead of being reinterpreted. Pointers must
-// go out through ToOpaque, so that they point at this base.
+// `void*`: point-to-point and CollNet comms, and the per-communicator
+// contexts. NCCL gives these pointers back untyped; As<T>() checks that a
+// comm is one of ours (magic) and of the expected kind (dynamic_cast) before
+// use, so a comm passed to the wrong slot is reported as misuse instead of
+// being reinterpreted. Contexts are looked up instead (opaque_registry.h).
+// Pointers must go out through ToOpaque, so that they point at this base.
 //
 // Thread-safety: the magic is immutable; As/ToOpaque are reentrant.
 #pragma once

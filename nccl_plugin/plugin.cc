@@ -46,7 +46,53 @@ Plugin::Plugin(Status p2p_status, P2pConfig p2p, std::vector<NetInterface> devic
     : p2p_status_(std::move(p2p_status)),
       p2p_(std::move(p2p)),
       devices_(std::move(devices)),
-      collnet_(std::move(collnet)) {}
+      collnet_(std::move(collnet), devices_.empty() ? 0 : devices_.front().speed_mbps) {}
+
+CommContext* Plugin::OpenContext(CommContext::Kind kind, uint64_t comm_id) {
+  return contexts_.Add(std::make_unique<CommContext>(kind, comm_id));
+}
+
+StatusOr<CommContext*> Plugin::FindContext(void* ctx, CommContext::Kind kind) const {
+  CommContext* found = contexts_.Find(ctx);
+  if (found == nullptr || found->kind() != kind) {
+    return Status(Code::kInternal, std::string("not an open ") + (kind == CommContext::Kind::kNet ? "net" : "CollNet") +
+                                       " context of this plugin (finalized already, or another table's)");
+  }
+  return found;
+}
+
+Status Plugin::CloseContext(void* ctx, CommContext::Kind kind) {
+  RS_RETURN_IF_ERROR(FindContext(ctx, kind).status());
+  contexts_.Remove(ctx);
+  return Status::Ok();
+}
+
+StatusOr<const CollNetTuner*> Plugin::FindTuner(void* ctx) const {
+  const CollNetTuner* tuner = tuners_.Find(ctx);
+  if (tuner == nullptr) return Status(Code::kInternal, "not an open tuner context of this plugin");
+  return tuner;
+}
+
+Status Plugin::DestroyTuner(void* ctx) {
+  if (!tuners_.Remove(ctx)) return Status(Code::kInternal, "not an open tuner context of this plugin");
+  return Status::Ok();
+}
+
+CollNetTuner* Plugin::CreateTuner(size_t nranks, size_t nnodes) {
+  const CollNetConfig* cfg = collnet_.config();
+  if (cfg == nullptr || collnet_.num_devices() == 0 || devices_.empty()) {
+    return tuners_.Add(std::make_unique<CollNetTuner>(std::nullopt, "CollNet is off, NCCL's own tuning applies"));
+  }
+  if (nnodes < 2) {
+    return tuners_.Add(std::make_unique<CollNetTuner>(std::nullopt, "one node, no network all-reduce to choose"));
+  }
+  CostModelParams params;
+  params.nodes = static_cast<int>(nnodes);
+  params.ranks = static_cast<int>(nranks);
+  params.reducers = static_cast<int>(cfg->reducers.size());
+  params.link_gbps = devices_.front().speed_mbps / 1000.0;
+  return tuners_.Add(std::make_unique<CollNetTuner>(CostModel(params), ""));
+}
 
 Status Plugin::CheckDevice(int dev) const {
   RS_RETURN_IF_ERROR(p2p_status_);
@@ -61,6 +107,7 @@ StatusOr<DeviceProperties> Plugin::Properties(int dev) const {
   RS_RETURN_IF_ERROR(CheckDevice(dev));
   const NetInterface& nic = devices_[static_cast<size_t>(dev)];
   DeviceProperties props;
+  props.index = dev;
   props.name = nic.name.c_str();
   props.pci_path = nic.pci_path.empty() ? nullptr : nic.pci_path.c_str();
   props.guid = static_cast<uint64_t>(dev);

@@ -1,16 +1,19 @@
 // The plugin core's root object: created once per loaded library at NCCL's
-// first init call, from the environment registry. It holds the immutable
-// configuration, the point-to-point devices (one per chosen interface) and
-// the CollNet part, and implements the device-level entry points
-// (properties, listen, connect). Comm-level calls go straight to the comm
-// objects. No NCCL types here: the ABI layer (nccl_tables.cc) translates.
+// first init call, from the environment registry, and shared by every
+// communicator (NCCL 2.28+ calls init per communicator: each gets a
+// CommContext, comm_context.h). It holds the immutable configuration, the
+// point-to-point devices (one per chosen interface) and the CollNet part,
+// implements the device-level entry points (properties, listen, connect) and
+// creates each communicator's tuner. Comm-level calls go straight to the comm
+// objects. No NCCL types here: the ABI layer (abi/) translates.
 //
 // Creation never fails: a configuration problem is kept and returned by the
 // first call that needs the broken part, so that NCCL's init succeeds and
 // point-to-point survives a broken CollNet setting.
 //
-// Thread-safety: immutable after Create; every method may be called from any
-// thread. Connect is driven for one handle by one thread at a time.
+// Thread-safety: immutable after Create except for the registries of open
+// contexts and tuners, which are thread-safe; every method may be called from
+// any thread. Connect is driven for one handle by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -18,15 +21,19 @@
 #include <vector>
 
 #include "nccl_plugin/collnet/collnet.h"
+#include "nccl_plugin/comm_context.h"
 #include "nccl_plugin/config/env_registry.h"
+#include "nccl_plugin/config/plugin_config.h"
+#include "nccl_plugin/opaque_registry.h"
 #include "nccl_plugin/p2p/listen_comm.h"
 #include "nccl_plugin/p2p/net_interface.h"
-#include "nccl_plugin/config/plugin_config.h"
 #include "nccl_plugin/p2p/send_comm.h"
+#include "nccl_plugin/tuner/collnet_tuner.h"
 
 namespace rs::plugin {
 
 struct DeviceProperties {
+  int index = 0;  // the device number NCCL uses
   const char* name = nullptr;
   const char* pci_path = nullptr;  // nullptr for a virtual interface
   uint64_t guid = 0;
@@ -53,8 +60,22 @@ class Plugin {
   // also keeps the step's state between calls); ok(nullptr) until ready.
   StatusOr<std::unique_ptr<SendComm>> Connect(int dev, void* handle) const;
 
-  CollNet& collnet() { return collnet_; }
   const CollNet& collnet() const { return collnet_; }
+
+  // The context of one communicator's init (v11 tables). The plugin owns it:
+  // one NCCL never finalizes (it stops calling CollNet after an init whose
+  // devices are 0) goes with the library.
+  CommContext* OpenContext(CommContext::Kind kind, uint64_t comm_id);
+  // `ctx` if it is an open context of `kind`, looked up before it is read.
+  StatusOr<CommContext*> FindContext(void* ctx, CommContext::Kind kind) const;
+  Status CloseContext(void* ctx, CommContext::Kind kind);
+
+  // The tuner of one communicator of `nranks` ranks on `nnodes` nodes, owned
+  // here like the contexts. It changes nothing when CollNet is off or there
+  // is a single node.
+  CollNetTuner* CreateTuner(size_t nranks, size_t nnodes);
+  StatusOr<const CollNetTuner*> FindTuner(void* ctx) const;
+  Status DestroyTuner(void* ctx);
 
  private:
   Plugin(Status p2p_status, P2pConfig p2p, std::vector<NetInterface> devices, StatusOr<CollNetConfig> collnet);
@@ -64,6 +85,8 @@ class Plugin {
   P2pConfig p2p_;
   std::vector<NetInterface> devices_;
   CollNet collnet_;
+  OpaqueRegistry<CommContext> contexts_;
+  OpaqueRegistry<CollNetTuner> tuners_;
 };
 
 }  // namespace rs::plugin

@@ -1,14 +1,16 @@
-// Our own declarations of the NCCL network-plugin ABI, versions 7 and 8: the
-// point-to-point (`ncclNet`) and collective (`ncclCollNet`) tables, the
-// properties structs, the device handle, the scatter-gather entry, the logger
-// and the result codes. NCCL ships no plugin headers, so these are written
-// from the layout facts in docs/nccl-abi.md; every size and offset listed
-// there is pinned by a static_assert below, so a wrong declaration fails the
-// build instead of corrupting NCCL's memory.
+// Our own declarations of the NCCL network-plugin ABI: the point-to-point
+// (`ncclNet`) and collective (`ncclCollNet`) tables of versions 7, 8 and 11,
+// the properties structs, the device handle, the scatter-gather entries, the
+// logger and the result codes. NCCL ships no plugin headers with its
+// packages, so these are written from the facts in docs/nccl-abi.md (read
+// from NCCL's sources); every size and offset is pinned by a static_assert
+// below, so a wrong declaration fails the build instead of corrupting NCCL's
+// memory. NCCL's limits are declared here too and tied to the core's own
+// (nccl_plugin/nccl_limits.h).
 //
-// Only the ABI layer (nccl_tables.cc) and the ABI tests include this file;
-// the plugin core never sees NCCL types. Also here: the pure mappings from
-// our Status codes and NCCL enums, so the tests can check them directly.
+// Only the ABI layer (abi/*.cc) and the ABI tests include this file; the
+// plugin core never sees NCCL types. Also here: the pure mappings from our
+// Status codes and NCCL enums, so the tests can check them directly.
 //
 // Thread-safety: declarations and constexpr functions only.
 #pragma once
@@ -19,6 +21,7 @@
 
 #include "common/dtype.h"
 #include "common/status.h"
+#include "nccl_plugin/nccl_limits.h"
 
 namespace rs::plugin::abi {
 
@@ -26,6 +29,16 @@ namespace rs::plugin::abi {
 
 inline constexpr size_t kHandleMaxBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
 inline constexpr int kMaxRequestsPerComm = 32;  // NCCL_NET_MAX_REQUESTS since 2.19
+inline constexpr size_t kMaxNetSizeBytes = size_t{1} << 40;  // NCCL_MAX_NET_SIZE_BYTES (v11)
+inline constexpr int kMaxDevsPerNic = 4;        // NCCL_NET_MAX_DEVS_PER_NIC (v11 virtual devices)
+// irecv's *request on entry may hold this hint (v11): the receive need not be
+// reported complete. We ignore it and always report.
+inline constexpr uintptr_t kOptionalRecvCompletion = 0x1;
+
+// The core's limits are NCCL's.
+static_assert(kHandleBytes == kHandleMaxBytes, "nccl_limits.h: handle size");
+static_assert(kP2pRequestsPerComm == kMaxRequestsPerComm, "nccl_limits.h: requests in flight per comm");
+static_assert(kNcclMaxNetBytes == kMaxNetSizeBytes, "nccl_limits.h: largest transfer NCCL accepts");
 
 inline constexpr int kPtrHost = 0x1;
 inline constexpr int kPtrCuda = 0x2;
@@ -47,6 +60,7 @@ static_assert(sizeof(Result) == 4);
 enum NcclLogLevel : int { kLogNone = 0, kLogVersion = 1, kLogWarn = 2, kLogInfo = 3, kLogAbort = 4, kLogTrace = 5 };
 inline constexpr unsigned long kLogFlagInit = 0x1;
 inline constexpr unsigned long kLogFlagNet = 0x10;
+inline constexpr unsigned long kLogFlagTuning = 0x40;
 inline constexpr unsigned long kLogFlagAll = ~0UL;
 
 // NCCL's data-type and reduction-op numbering.
@@ -59,6 +73,8 @@ inline constexpr int kNetDeviceHost = 0;  // netDeviceType of a host-only plugin
 
 using Logger = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt,
                         ...);
+// The profiler callback v11's net init receives; unused by us.
+using ProfilerCallback = Result (*)(void** event, int type, void* parent, int64_t plugin_id, void* ext_data);
 
 // ---- structs --------------------------------------------------------------
 
@@ -99,12 +115,6 @@ struct PropertiesV7 {  // v8 without regIsGlobal
   int netDeviceVersion;
 };
 
-struct Sge {  // ncclNetSGE_v8_t
-  void* mhandle;
-  void* address;
-  uint32_t size;
-};
-
 // ---- point-to-point tables -------------------------------------------------
 // v7 and v8 differ only in the properties type and regMr's size parameter.
 
@@ -137,33 +147,10 @@ using NetV7 = NetTable<PropertiesV7, int>;
 
 // ---- collective tables -----------------------------------------------------
 
-struct CollNetV8 {
-  const char* name;
-  Result (*init)(Logger logger);
-  Result (*devices)(int* ndev);
-  Result (*getProperties)(int dev, PropertiesV8* props);
-  Result (*listen)(int dev, void* handle, void** listenComm);
-  Result (*connect)(void* handles[], int nranks, int rank, void* listenComm, void** collComm);
-  Result (*reduceSupport)(int dataType, int redOp, int* supported);
-  Result (*regMr)(void* collComm, void* data, size_t size, int type, void** mhandle);
-  Result (*regMrDmaBuf)(void* collComm, void* data, size_t size, int type, uint64_t offset, int fd,
-                        void** mhandle);
-  Result (*deregMr)(void* collComm, void* mhandle);
-  Result (*iallreduce)(void* collComm, void* sendData, void* recvData, int count, int dataType,
-                       int redOp, void* sendMhandle, void* recvMhandle, void** request);
-  Result (*iallgather)(void* collComm, void* sendData, int nRecvParts, Sge* recvParts,
-                       size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
-                       void* sendMhandle, void** request);
-  Result (*ireducescatter)(void* collComm, int nSendParts, Sge* sendParts, void* recvData,
-                           size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
-                           int dataType, int redOp, void* recvMhandle, void** request);
-  Result (*iflush)(void* collComm, void* data, int size, void* mhandle, void** request);
-  Result (*test)(void* request, int* done, int* size);
-  Result (*closeColl)(void* collComm);
-  Result (*closeListen)(void* listenComm);
-};
-
-struct CollNetV7 {  // no iallgather/ireducescatter; int size in regMr
+// v7: the newest CollNet table without iallgather/ireducescatter slots, so
+// NCCL's adapter (2.19 to 2.29) leaves them NULL; v8's adapter wraps them and
+// makes a plugin look able to all-gather and reduce-scatter.
+struct CollNetV7 {  // int size in regMr
   const char* name;
   Result (*init)(Logger logger);
   Result (*devices)(int* ndev);
@@ -183,16 +170,111 @@ struct CollNetV7 {  // no iallgather/ireducescatter; int size in regMr
   Result (*closeListen)(void* listenComm);
 };
 
-// ---- layout checks (docs/nccl-abi.md, x86-64) ------------------------------
+// ---- version 11 (NCCL 2.28+) ------------------------------------------------
+// Per-communicator init/finalize with a context, size_t sizes and counts,
+// virtual devices, transfer limits in the properties.
+
+struct VDevicePropsV11 {  // ncclNetVDeviceProps_v11_t
+  int ndevs;
+  int devs[kMaxDevsPerNic];
+};
+
+struct PropertiesV11 {
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport;
+  int regIsGlobal;
+  int forceFlush;
+  int speed;  // Mbps
+  int port;
+  float latency;  // microseconds
+  int maxComms;
+  int maxRecvs;
+  int netDeviceType;
+  int netDeviceVersion;
+  VDevicePropsV11 vProps;
+  size_t maxP2pBytes;   // in (0, kMaxNetSizeBytes], or NCCL refuses the device
+  size_t maxCollBytes;  // idem
+  int maxMultiRequestSize;
+};
+
+struct CommConfigV11 {  // ncclNetCommConfig_v11_t
+  int trafficClass;     // -1: undefined
+};
+
+struct NetAttrV11;  // ncclNetAttr_v11_t: only behind setNetAttr, which we leave NULL
+
+struct SgeV11 {  // ncclNetSGE_v11_t: size_t size where v8 has uint32_t
+  void* mhandle;
+  void* address;
+  size_t size;
+};
+
+struct NetV11 {
+  const char* name;
+  Result (*init)(void** ctx, uint64_t commId, CommConfigV11* config, Logger logger, ProfilerCallback profiler);
+  Result (*devices)(int* ndev);
+  Result (*getProperties)(int dev, PropertiesV11* props);
+  Result (*listen)(void* ctx, int dev, void* handle, void** listenComm);
+  Result (*connect)(void* ctx, int dev, void* handle, void** sendComm, DeviceHandle** sendDevComm);
+  Result (*accept)(void* listenComm, void** recvComm, DeviceHandle** recvDevComm);
+  Result (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
+  Result (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
+                        void** mhandle);
+  Result (*deregMr)(void* comm, void* mhandle);
+  Result (*isend)(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle,
+                  void** request);
+  Result (*irecv)(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles,
+                  void** phandles, void** request);
+  Result (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
+  Result (*test)(void* request, int* done, int* sizes);
+  Result (*closeSend)(void* sendComm);
+  Result (*closeRecv)(void* recvComm);
+  Result (*closeListen)(void* listenComm);
+  Result (*getDeviceMr)(void* comm, void* mhandle, void** dptr);
+  Result (*irecvConsumed)(void* recvComm, int n, void* request);
+  Result (*makeVDevice)(int* d, VDevicePropsV11* props);  // NULL: NCCL uses the physical devices
+  Result (*finalize)(void* ctx);
+  Result (*setNetAttr)(void* ctx, NetAttrV11* attr);  // may be NULL
+};
+
+struct CollNetV11 {
+  const char* name;
+  Result (*init)(void** ctx, uint64_t commId, Logger logger);
+  Result (*devices)(int* ndev);
+  Result (*getProperties)(int dev, PropertiesV11* props);
+  Result (*listen)(void* ctx, int dev, void* handle, void** listenComm);
+  Result (*connect)(void* handles[], int nranks, int rank, void* listenComm, void** collComm);
+  Result (*reduceSupport)(int dataType, int redOp, int* supported);
+  Result (*regMr)(void* collComm, void* data, size_t size, int type, void** mhandle);
+  Result (*regMrDmaBuf)(void* collComm, void* data, size_t size, int type, uint64_t offset, int fd,
+                        void** mhandle);
+  Result (*deregMr)(void* collComm, void* mhandle);
+  Result (*iallreduce)(void* collComm, void* sendData, void* recvData, size_t count, int dataType,
+                       int redOp, void* sendMhandle, void* recvMhandle, void** request);
+  // NULL in our table: NCCL then never routes all_gather / reduce_scatter to
+  // CollNet (graph/tuning.cc honours NULL here for native v11 tables).
+  Result (*iallgather)(void* collComm, void* sendData, int nRecvParts, SgeV11* recvParts,
+                       size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
+                       void* sendMhandle, void** request);
+  Result (*ireducescatter)(void* collComm, int nSendParts, SgeV11* sendParts, void* recvData,
+                           size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
+                           int dataType, int redOp, void* recvMhandle, void** request);
+  Result (*iflush)(void* collComm, void* data, int size, void* mhandle, void** request);
+  Result (*test)(void* request, int* done, int* size);
+  Result (*closeColl)(void* collComm);
+  Result (*closeListen)(void* listenComm);
+  Result (*makeVDevice)(int* d, VDevicePropsV11* props);
+  Result (*finalize)(void* ctx);
+};
+
+// ---- layout checks (docs/nccl-abi.md, "Layouts") ----------------------------
 
 static_assert(sizeof(DeviceHandle) == 32);
 static_assert(offsetof(DeviceHandle, type) == 0 && offsetof(DeviceHandle, version) == 4 &&
               offsetof(DeviceHandle, handle) == 8 && offsetof(DeviceHandle, size) == 16 &&
               offsetof(DeviceHandle, needsProxyProgress) == 24);
-
-static_assert(sizeof(Sge) == 24);
-static_assert(offsetof(Sge, mhandle) == 0 && offsetof(Sge, address) == 8 &&
-              offsetof(Sge, size) == 16);
 
 static_assert(sizeof(PropertiesV8) == 64);
 static_assert(offsetof(PropertiesV8, name) == 0 && offsetof(PropertiesV8, pciPath) == 8 &&
@@ -227,16 +309,6 @@ RS_ABI_NET_SLOTS(NetV8);
 RS_ABI_NET_SLOTS(NetV7);
 #undef RS_ABI_NET_SLOTS
 
-static_assert(sizeof(CollNetV8) == 136);
-RS_ABI_SLOT(CollNetV8, name, 0); RS_ABI_SLOT(CollNetV8, init, 1); RS_ABI_SLOT(CollNetV8, devices, 2);
-RS_ABI_SLOT(CollNetV8, getProperties, 3); RS_ABI_SLOT(CollNetV8, listen, 4);
-RS_ABI_SLOT(CollNetV8, connect, 5); RS_ABI_SLOT(CollNetV8, reduceSupport, 6);
-RS_ABI_SLOT(CollNetV8, regMr, 7); RS_ABI_SLOT(CollNetV8, regMrDmaBuf, 8);
-RS_ABI_SLOT(CollNetV8, deregMr, 9); RS_ABI_SLOT(CollNetV8, iallreduce, 10);
-RS_ABI_SLOT(CollNetV8, iallgather, 11); RS_ABI_SLOT(CollNetV8, ireducescatter, 12);
-RS_ABI_SLOT(CollNetV8, iflush, 13); RS_ABI_SLOT(CollNetV8, test, 14);
-RS_ABI_SLOT(CollNetV8, closeColl, 15); RS_ABI_SLOT(CollNetV8, closeListen, 16);
-
 static_assert(sizeof(CollNetV7) == 120);
 RS_ABI_SLOT(CollNetV7, name, 0); RS_ABI_SLOT(CollNetV7, init, 1); RS_ABI_SLOT(CollNetV7, devices, 2);
 RS_ABI_SLOT(CollNetV7, getProperties, 3); RS_ABI_SLOT(CollNetV7, listen, 4);
@@ -245,6 +317,41 @@ RS_ABI_SLOT(CollNetV7, regMr, 7); RS_ABI_SLOT(CollNetV7, regMrDmaBuf, 8);
 RS_ABI_SLOT(CollNetV7, deregMr, 9); RS_ABI_SLOT(CollNetV7, iallreduce, 10);
 RS_ABI_SLOT(CollNetV7, iflush, 11); RS_ABI_SLOT(CollNetV7, test, 12);
 RS_ABI_SLOT(CollNetV7, closeColl, 13); RS_ABI_SLOT(CollNetV7, closeListen, 14);
+
+static_assert(sizeof(VDevicePropsV11) == 20);
+static_assert(sizeof(PropertiesV11) == 112);
+static_assert(offsetof(PropertiesV11, name) == 0 && offsetof(PropertiesV11, pciPath) == 8 &&
+              offsetof(PropertiesV11, guid) == 16 && offsetof(PropertiesV11, ptrSupport) == 24 &&
+              offsetof(PropertiesV11, regIsGlobal) == 28 && offsetof(PropertiesV11, forceFlush) == 32 &&
+              offsetof(PropertiesV11, speed) == 36 && offsetof(PropertiesV11, port) == 40 &&
+              offsetof(PropertiesV11, latency) == 44 && offsetof(PropertiesV11, maxComms) == 48 &&
+              offsetof(PropertiesV11, maxRecvs) == 52 && offsetof(PropertiesV11, netDeviceType) == 56 &&
+              offsetof(PropertiesV11, netDeviceVersion) == 60 && offsetof(PropertiesV11, vProps) == 64 &&
+              offsetof(PropertiesV11, maxP2pBytes) == 88 && offsetof(PropertiesV11, maxCollBytes) == 96 &&
+              offsetof(PropertiesV11, maxMultiRequestSize) == 104);
+static_assert(sizeof(CommConfigV11) == 4);
+static_assert(sizeof(SgeV11) == 24 && offsetof(SgeV11, size) == 16);
+
+static_assert(sizeof(NetV11) == 176);  // 22 slots
+RS_ABI_SLOT(NetV11, name, 0); RS_ABI_SLOT(NetV11, init, 1); RS_ABI_SLOT(NetV11, devices, 2);
+RS_ABI_SLOT(NetV11, getProperties, 3); RS_ABI_SLOT(NetV11, listen, 4); RS_ABI_SLOT(NetV11, connect, 5);
+RS_ABI_SLOT(NetV11, accept, 6); RS_ABI_SLOT(NetV11, regMr, 7); RS_ABI_SLOT(NetV11, regMrDmaBuf, 8);
+RS_ABI_SLOT(NetV11, deregMr, 9); RS_ABI_SLOT(NetV11, isend, 10); RS_ABI_SLOT(NetV11, irecv, 11);
+RS_ABI_SLOT(NetV11, iflush, 12); RS_ABI_SLOT(NetV11, test, 13); RS_ABI_SLOT(NetV11, closeSend, 14);
+RS_ABI_SLOT(NetV11, closeRecv, 15); RS_ABI_SLOT(NetV11, closeListen, 16);
+RS_ABI_SLOT(NetV11, getDeviceMr, 17); RS_ABI_SLOT(NetV11, irecvConsumed, 18);
+RS_ABI_SLOT(NetV11, makeVDevice, 19); RS_ABI_SLOT(NetV11, finalize, 20); RS_ABI_SLOT(NetV11, setNetAttr, 21);
+
+static_assert(sizeof(CollNetV11) == 152);  // 19 slots
+RS_ABI_SLOT(CollNetV11, name, 0); RS_ABI_SLOT(CollNetV11, init, 1); RS_ABI_SLOT(CollNetV11, devices, 2);
+RS_ABI_SLOT(CollNetV11, getProperties, 3); RS_ABI_SLOT(CollNetV11, listen, 4);
+RS_ABI_SLOT(CollNetV11, connect, 5); RS_ABI_SLOT(CollNetV11, reduceSupport, 6);
+RS_ABI_SLOT(CollNetV11, regMr, 7); RS_ABI_SLOT(CollNetV11, regMrDmaBuf, 8);
+RS_ABI_SLOT(CollNetV11, deregMr, 9); RS_ABI_SLOT(CollNetV11, iallreduce, 10);
+RS_ABI_SLOT(CollNetV11, iallgather, 11); RS_ABI_SLOT(CollNetV11, ireducescatter, 12);
+RS_ABI_SLOT(CollNetV11, iflush, 13); RS_ABI_SLOT(CollNetV11, test, 14);
+RS_ABI_SLOT(CollNetV11, closeColl, 15); RS_ABI_SLOT(CollNetV11, closeListen, 16);
+RS_ABI_SLOT(CollNetV11, makeVDevice, 17); RS_ABI_SLOT(CollNetV11, finalize, 18);
 #undef RS_ABI_SLOT
 
 // ---- mappings ---------------------------------------------------------------

@@ -2,15 +2,27 @@
 
 #include <unistd.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
-#include "nccl_plugin/collnet/collnet_comm.h"
 #include "nccl_plugin/log.h"
 #include "protocol/auth.h"
 
 namespace rs::plugin {
+namespace {
 
-CollNet::CollNet(StatusOr<CollNetConfig> config) : config_(std::move(config)) {}
+CollHandle ReadHandle(const void* raw) {
+  CollHandle h;
+  std::memcpy(&h, raw, sizeof(h));
+  h.host[sizeof(h.host) - 1] = '\0';
+  return h;
+}
+
+}  // namespace
+
+CollNet::CollNet(StatusOr<CollNetConfig> config, int link_mbps)
+    : config_(std::move(config)), link_mbps_(link_mbps) {}
 
 int CollNet::num_devices() const {
   return config_.ok() && !config_->reducers.empty() ? 1 : 0;
@@ -42,62 +54,73 @@ bool CollNet::ReduceSupported(DataType type, ReduceOp op) {
   return static_cast<int>(type) < kNumDataTypes && static_cast<int>(op) < kNumReduceOps;
 }
 
-Status CollNet::Listen(int dev, void* handle, void** listen_comm) {
+StatusOr<std::unique_ptr<CollListenComm>> CollNet::Listen(int dev, void* handle, uint64_t comm_id) const {
   if (dev != 0 || num_devices() == 0) {
     return Status(Code::kInvalidArgument, "CollNet device " + std::to_string(dev) + " does not exist");
   }
-  if (handle == nullptr || listen_comm == nullptr) return Status(Code::kInvalidArgument, "NULL handle or comm");
+  if (handle == nullptr) return Status(Code::kInvalidArgument, "CollNet listen: NULL handle");
   CollHandle h;
   const protocol::Nonce nonce = protocol::RandomNonce();
   std::memcpy(h.nonce, nonce.data(), sizeof(h.nonce));
   ConfigDigest(*config(), h.config_digest);
+  h.link_mbps = static_cast<uint32_t>(link_mbps_ > 0 ? link_mbps_ : 0);
   gethostname(h.host, sizeof(h.host) - 1);
   std::memcpy(handle, &h, sizeof(h));
-  *listen_comm = OpaqueObject::ToOpaque(new CollListenComm(h));
-  return Status::Ok();
+  return std::make_unique<CollListenComm>(h, comm_id);
 }
 
-Status CollNet::CheckHandles(void* const* handles, int nranks, int rank, const CollListenComm& listen) const {
+Status CollNet::CheckHandles(void* const* handles, int nranks, int rank) const {
   if (handles == nullptr || nranks < 1 || rank < 0 || rank >= nranks) {
     return Status(Code::kInvalidArgument, "connect with rank " + std::to_string(rank) + " of " +
                                               std::to_string(nranks));
   }
-  // Every rank runs the same checks over the same handles, so all fail alike.
+  // Every node runs the same checks over the same handles, so all fail
+  // alike. No check compares a handle with this node's own: the handle at
+  // index `rank` is not necessarily ours (NCCL orders handles by head rank).
+  const CollHandle first = ReadHandle(handles[0]);
   for (int i = 0; i < nranks; ++i) {
-    CollHandle h;
-    std::memcpy(&h, handles[i], sizeof(h));
-    h.host[sizeof(h.host) - 1] = '\0';
+    const CollHandle h = ReadHandle(handles[i]);
+    // Nodes are named by their handle's position (NCCL's order, the same
+    // everywhere) and host; NCCL's node numbers differ from positions.
+    const std::string who = "the node of handle " + std::to_string(i) + " of " + std::to_string(nranks) + " (" +
+                            h.host + ")";
+    const std::string first_who = "the node of handle 0 (" + std::string(first.host) + ")";
     if (h.magic != CollHandle::kMagic || h.version != CollHandle::kVersion) {
-      return Status(Code::kVersion, "node " + std::to_string(i) +
-                                        "'s CollNet handle comes from another version of the reducer plugin");
+      return Status(Code::kVersion, who + " runs another version of the reducer plugin");
     }
-    CollHandle first;
-    std::memcpy(&first, handles[0], sizeof(first));
-    first.host[sizeof(first.host) - 1] = '\0';
     if (std::memcmp(h.config_digest, first.config_digest, sizeof(h.config_digest)) != 0) {
-      return Status(Code::kMismatch,
-                    "node " + std::to_string(i) + " (" + h.host + ") has other reducer settings than node 0 (" +
-                        first.host + "): REDUCER_ADDRS/CLUSTER_SPEC, REDUCER_STREAMS and the piece sizes "
-                        "must be the same on every node");
+      return Status(Code::kMismatch, who + " has other reducer settings than " + first_who +
+                                         ": REDUCER_ADDRS/CLUSTER_SPEC, REDUCER_STREAMS and the piece sizes "
+                                         "must be the same on every node");
     }
-  }
-  if (std::memcmp(handles[rank], &listen.handle(), sizeof(CollHandle)) != 0) {
-    return Status(Code::kInternal, "connect: handle " + std::to_string(rank) + " is not this rank's own");
+    if (h.link_mbps != first.link_mbps) {
+      return Status(Code::kMismatch,
+                    who + " reports a " + std::to_string(h.link_mbps) + " Mbit/s link, " + first_who + " " +
+                        std::to_string(first.link_mbps) +
+                        " Mbit/s: the choice between the reducers and NCCL's own algorithms depends on it and "
+                        "must be the same on every rank; choose interfaces of one speed (REDUCER_SOCKET_IFNAME) "
+                        "on every node");
+    }
+    for (int j = 0; j < i; ++j) {
+      if (std::memcmp(ReadHandle(handles[j]).nonce, h.nonce, sizeof(h.nonce)) == 0) {
+        return Status(Code::kInternal, "CollNet connect: handles " + std::to_string(j) + " and " +
+                                           std::to_string(i) + " are the same handle");
+      }
+    }
   }
   return Status::Ok();
 }
 
-Status CollNet::Connect(void* const* handles, int nranks, int rank, void* listen_comm, void** coll_comm) {
-  auto* listen = OpaqueObject::As<CollListenComm>(listen_comm);
-  if (listen == nullptr || coll_comm == nullptr) {
-    return Status(Code::kInternal, "CollNet connect without a CollNet listen comm");
-  }
-  *coll_comm = nullptr;
-  RS_RETURN_IF_ERROR(CheckHandles(handles, nranks, rank, *listen));
+StatusOr<std::unique_ptr<CollComm>> CollNet::Connect(void* const* handles, int nranks, int rank,
+                                                     const CollListenComm& listen) const {
+  RS_RETURN_IF_ERROR(CheckHandles(handles, nranks, rank));
   const CollNetConfig& cfg = *config();
+  const protocol::SessionId session = SessionIdFromHandles(handles, nranks);
   client::ClientOptions o;
   o.reducers = cfg.reducers;
-  o.session = SessionIdFromHandles(handles, nranks);
+  o.session = session;
+  // The node index NCCL passes: distinct on every node, so it serves as the
+  // node's rank at the reducers (which sum in that order).
   o.rank = static_cast<uint32_t>(rank);
   o.world = static_cast<uint32_t>(nranks);
   o.job_token = cfg.job_token;
@@ -116,58 +139,12 @@ Status CollNet::Connect(void* const* handles, int nranks, int rank, void* listen
   };
   auto client = client::Client::Create(std::move(o));
   if (!client.ok()) return client.status().Prefixed("CollNet connect (node " + std::to_string(rank) + ")");
-  RS_PLOG_INFO("CollNet connected: node %d of %d, session %s, %zu reducer(s)", rank, nranks,
-               protocol::SessionIdToString(SessionIdFromHandles(handles, nranks)).c_str(), cfg.reducers.size());
-  *coll_comm = OpaqueObject::ToOpaque(new CollComm(std::move(client).value()));
-  return Status::Ok();
-}
-
-Status CollNet::RegMr(void* coll_comm, void* data, size_t size, void** mhandle) {
-  if (OpaqueObject::As<CollComm>(coll_comm) == nullptr || mhandle == nullptr) {
-    return Status(Code::kInternal, "CollNet regMr without a CollNet comm");
-  }
-  // Host memory needs no registration; overlapping ranges are fine.
-  static char host_registration;
-  *mhandle = &host_registration;
-  return Status::Ok();
-}
-
-Status CollNet::DeregMr(void* coll_comm, void* mhandle) {
-  if (OpaqueObject::As<CollComm>(coll_comm) == nullptr) {
-    return Status(Code::kInternal, "CollNet deregMr without a CollNet comm");
-  }
-  return Status::Ok();
-}
-
-Status CollNet::IAllReduce(void* coll_comm, void* send, void* recv, size_t count, DataType type, ReduceOp op,
-                           void** request) {
-  auto* comm = OpaqueObject::As<CollComm>(coll_comm);
-  if (comm == nullptr) return Status(Code::kInternal, "CollNet iallreduce without a CollNet comm");
-  return comm->IAllReduce(send, recv, count, type, op, request);
-}
-
-Status CollNet::IFlush(void* coll_comm, void* data, size_t size, void** request) {
-  if (OpaqueObject::As<CollComm>(coll_comm) == nullptr || request == nullptr) {
-    return Status(Code::kInternal, "CollNet iflush without a CollNet comm");
-  }
-  *request = nullptr;  // host memory: nothing to flush
-  return Status::Ok();
-}
-
-Status CollNet::Test(void* request, bool* done, size_t* size) { return CollComm::Test(request, done, size); }
-
-Status CollNet::CloseColl(void* coll_comm) {
-  auto* comm = OpaqueObject::As<CollComm>(coll_comm);
-  if (comm == nullptr) return Status(Code::kInternal, "CollNet closeColl without a CollNet comm");
-  delete comm;  // says goodbye to the reducers and joins the client's threads
-  return Status::Ok();
-}
-
-Status CollNet::CloseListen(void* listen_comm) {
-  auto* listen = OpaqueObject::As<CollListenComm>(listen_comm);
-  if (listen == nullptr) return Status(Code::kInternal, "CollNet closeListen without a CollNet listen comm");
-  delete listen;
-  return Status::Ok();
+  char comm[32] = "";
+  if (listen.comm_id() != 0) std::snprintf(comm, sizeof(comm), ", communicator %016" PRIx64, listen.comm_id());
+  const std::string what = "node " + std::to_string(rank) + " of " + std::to_string(nranks) + comm + ", session " +
+                           protocol::SessionIdToString(session);
+  RS_PLOG_INFO("CollNet connected: %s, %zu reducer(s)", what.c_str(), cfg.reducers.size());
+  return std::make_unique<CollComm>(std::move(client).value(), what);
 }
 
 }  // namespace rs::plugin

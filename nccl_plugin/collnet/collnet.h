@@ -1,31 +1,39 @@
 // The CollNet side of the plugin core: offload of NCCL's all-reduce to the
 // reducers through the client library (rs::client::Client). NCCL types stay
-// in the ABI layer; here data types and ops are already ours.
+// in the ABI layer; here data types and ops are already ours, and the calls
+// return the typed objects of collnet_comm.h (the ABI layer turns them into
+// NCCL's opaque pointers and back).
 //
-// Connect derives one session id from all ranks' handles and creates an
-// rs::client::Client, which returns only once every rank has joined every
-// reducer; iallreduce hands NCCL's chunk to it and test polls it.
+// Listen writes this node's handle. Connect is collective: it derives one
+// session id from all nodes' handles and creates an rs::client::Client,
+// which returns only once every node has joined every reducer, so all nodes
+// proceed together or fail together. NCCL orders the handles by the global
+// rank of each node's head and passes the node's index as `rank`; with
+// several GPUs per node the handle at index `rank` need not be this node's
+// own, and nothing here assumes it is (docs/nccl-abi.md, "CollNet semantics,
+// and what NCCL 2.28.9 does").
 //
-// Thread-safety: the configuration accessors are immutable after
-// construction. NCCL may call the communication functions from its setup and
-// proxy threads at once for the same comm; the implementation must allow it.
+// Thread-safety: immutable after construction; every method may be called
+// from any thread.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 
-#include "nccl_plugin/config/plugin_config.h"
 #include "common/dtype.h"
 #include "common/status.h"
+#include "nccl_plugin/collnet/collnet_comm.h"
+#include "nccl_plugin/config/plugin_config.h"
 
 namespace rs::plugin {
 
 class CollNet {
  public:
-  // NCCL needs at least this many iallreduce requests per collComm.
-  static constexpr int kMinRequestPool = 256;
-
-  explicit CollNet(StatusOr<CollNetConfig> config);
+  // `link_mbps`: the speed of net device 0, which CollNet's device is named
+  // after and which the tuner models.
+  CollNet(StatusOr<CollNetConfig> config, int link_mbps);
   CollNet(const CollNet&) = delete;
   CollNet& operator=(const CollNet&) = delete;
 
@@ -43,26 +51,22 @@ class CollNet {
   // common/dtype.h with sum, prod, max and min).
   static bool ReduceSupported(DataType type, ReduceOp op);
 
-  // Handles are at most 128 bytes; connect is collective and must succeed on
-  // every rank or fail on every rank (see docs/nccl-abi.md).
-  Status Listen(int dev, void* handle, void** listen_comm);
-  Status Connect(void* const* handles, int nranks, int rank, void* listen_comm, void** coll_comm);
-  // Overlapping host registrations of one buffer must work.
-  Status RegMr(void* coll_comm, void* data, size_t size, void** mhandle);
-  Status DeregMr(void* coll_comm, void* mhandle);
-  // *request = nullptr when the in-flight pool (>= kMinRequestPool) is full.
-  Status IAllReduce(void* coll_comm, void* send, void* recv, size_t count, DataType type, ReduceOp op,
-                    void** request);
-  // Host memory: completes at once (*request = nullptr).
-  Status IFlush(void* coll_comm, void* data, size_t size, void** request);
-  Status Test(void* request, bool* done, size_t* size);
-  Status CloseColl(void* coll_comm);
-  Status CloseListen(void* listen_comm);
+  // Writes this node's handle (at most kHandleBytes) into `handle`.
+  // `comm_id` is NCCL's communicator hash where the table passes one (0
+  // otherwise), kept for log lines.
+  StatusOr<std::unique_ptr<CollListenComm>> Listen(int dev, void* handle, uint64_t comm_id) const;
+  // Collective: every node calls it with the same handles. Every check that
+  // can refuse runs over all handles alike, so all nodes refuse alike:
+  // handles of another plugin version, other reducer settings or another
+  // link rate than node 0's.
+  StatusOr<std::unique_ptr<CollComm>> Connect(void* const* handles, int nranks, int rank,
+                                              const CollListenComm& listen) const;
 
  private:
-  Status CheckHandles(void* const* handles, int nranks, int rank, const class CollListenComm& listen) const;
+  Status CheckHandles(void* const* handles, int nranks, int rank) const;
 
   StatusOr<CollNetConfig> config_;
+  int link_mbps_;
 };
 
 }  // namespace rs::plugin

@@ -2,56 +2,126 @@
 
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace rs::plugin {
 
-CollComm::CollComm(std::unique_ptr<client::Client> client) : client_(std::move(client)) {
-  for (CollRequest& r : pool_) r.owner = this;
+StatusOr<CollListenComm*> CollListenComm::FromOpaque(void* opaque) {
+  auto* listen = OpaqueObject::As<CollListenComm>(opaque);
+  if (listen == nullptr) return Status(Code::kInternal, "not a CollNet listen comm of this plugin");
+  return listen;
 }
 
-CollComm::~CollComm() = default;
-
-Status CollComm::IAllReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
-                            void** request) {
-  std::lock_guard<std::mutex> lock(mu_);
-  *request = nullptr;
-  for (CollRequest& r : pool_) {
-    if (r.in_use) continue;
-    r.in_use = true;
-    r.bytes = count * DataTypeSize(type);
-    // A failed session yields an operation that has already failed: test()
-    // reports it, so NCCL learns of the failure on its usual path.
-    r.op = client_->AllReduce(send, recv, count, type, op);
-    *request = &r;
-    return Status::Ok();
-  }
-  return Status::Ok();  // pool full: NCCL retries
-}
-
-Status CollComm::Test(void* opaque, bool* done, size_t* size) {
-  auto* request = static_cast<CollRequest*>(opaque);
-  if (request == nullptr || request->magic != CollRequest::kMagic || request->owner == nullptr) {
+StatusOr<CollRequest*> CollRequest::FromOpaque(void* opaque) {
+  auto* r = static_cast<CollRequest*>(opaque);
+  if (r == nullptr || r->magic != kMagic || r->owner == nullptr) {
     return Status(Code::kInternal, "CollNet test() called with something that is not a CollNet request");
   }
-  CollComm* comm = request->owner;
-  std::lock_guard<std::mutex> lock(comm->mu_);
-  return comm->TestLocked(request, done, size);
+  return r;
 }
 
-Status CollComm::TestLocked(CollRequest* request, bool* done, size_t* size) {
-  if (!request->in_use) {
+CollRequestPool::CollRequestPool(CollComm* owner) {
+  for (CollRequest& r : slots_) r.owner = owner;
+}
+
+CollRequest* CollRequestPool::Acquire() {
+  for (CollRequest& r : slots_) {
+    if (r.in_use) continue;
+    r.in_use = true;
+    r.bytes = 0;
+    return &r;
+  }
+  return nullptr;
+}
+
+void CollRequestPool::Release(CollRequest* r) {
+  r->in_use = false;
+  r->op.reset();
+}
+
+CollComm::CollComm(std::unique_ptr<client::Client> client, std::string what)
+    : client_(std::move(client)), what_(std::move(what)), pool_(this) {}
+
+// Destroying the client says goodbye to the reducers and joins its threads.
+CollComm::~CollComm() = default;
+
+StatusOr<CollComm*> CollComm::FromOpaque(void* opaque) {
+  auto* comm = OpaqueObject::As<CollComm>(opaque);
+  if (comm == nullptr) return Status(Code::kInternal, "not a CollNet comm of this plugin");
+  return comm;
+}
+
+StatusOr<CollRegistration*> CollComm::RegMr(void* data, size_t size) {
+  if (data == nullptr && size > 0) return Status(Code::kInvalidArgument, "regMr of NULL");
+  // Host memory needs no registration with the kernel; overlapping ranges
+  // are fine. The object only lets later calls check their handles.
+  auto reg = std::make_unique<CollRegistration>();
+  reg->owner = this;
+  reg->data = static_cast<const uint8_t*>(data);
+  reg->size = size;
+  std::lock_guard<std::mutex> lock(mu_);
+  registrations_.push_back(std::move(reg));
+  return registrations_.back().get();
+}
+
+Status CollComm::DeregMr(void* mhandle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(registrations_.begin(), registrations_.end(),
+                         [&](const std::unique_ptr<CollRegistration>& r) { return r.get() == mhandle; });
+  if (it == registrations_.end()) {
+    return Status(Code::kInternal, "CollNet deregMr of a handle this comm did not register (or deregistered twice)");
+  }
+  registrations_.erase(it);
+  return Status::Ok();
+}
+
+Status CollComm::CheckRegistration(void* mhandle, const void* data, size_t bytes, const char* side) const {
+  if (mhandle == nullptr) return Status::Ok();  // host memory: a handle is a courtesy
+  const auto* reg = static_cast<const CollRegistration*>(mhandle);
+  bool ours = false;
+  for (const auto& r : registrations_) ours = ours || r.get() == reg;
+  if (!ours) return Status(Code::kInternal, std::string("iallreduce: the ") + side + " handle is not a registration of this comm");
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (p < reg->data || bytes > reg->size || static_cast<size_t>(p - reg->data) > reg->size - bytes) {
+    return Status(Code::kInvalidArgument, std::string("iallreduce: the ") + side + " buffer (" +
+                                              std::to_string(bytes) + " bytes) lies outside its registration");
+  }
+  return Status::Ok();
+}
+
+StatusOr<CollRequest*> CollComm::IAllReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                                            void* send_mhandle, void* recv_mhandle) {
+  const size_t bytes = count * DataTypeSize(type);
+  if (count > kMaxCollBytes / DataTypeSize(type)) {
+    return Status(Code::kInvalidArgument, "iallreduce of " + std::to_string(count) +
+                                              " elements, above the maxCollBytes this plugin reports");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  RS_RETURN_IF_ERROR(CheckRegistration(send_mhandle, send, bytes, "send"));
+  RS_RETURN_IF_ERROR(CheckRegistration(recv_mhandle, recv, bytes, "receive"));
+  CollRequest* r = pool_.Acquire();
+  if (r == nullptr) return nullptr;  // pool full: NCCL retries
+  r->bytes = bytes;
+  // A failed session yields an operation that has already failed: test()
+  // reports it, so NCCL learns of the failure on its usual path.
+  r->op = client_->AllReduce(send, recv, count, type, op);
+  return r;
+}
+
+Status CollComm::Test(CollRequest* request, bool* done, size_t* size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (request->owner != this || !request->in_use) {
     return Status(Code::kInternal, "CollNet test() called on a request that already completed");
   }
   *done = false;
   if (!request->op->Done()) return Status::Ok();
   Status st = request->op->status();
-  request->in_use = false;
-  request->op.reset();
+  const size_t bytes = request->bytes;
+  pool_.Release(request);
   if (!st.ok()) return st;
   *done = true;
-  *size = request->bytes;
+  *size = bytes;
   return Status::Ok();
 }
 

@@ -29,7 +29,7 @@ class RecvComm final : public RequestOwner {
   static StatusOr<RecvComm*> FromOpaque(void* opaque);
   ~RecvComm() override = default;
 
-  // ok(nullptr) when kMaxRequests receives are in flight: NCCL retries later.
+  // ok(nullptr) when kP2pRequestsPerComm receives are in flight: NCCL retries later.
   StatusOr<Request*> Irecv(void* data, size_t size, int tag);
   Status Test(Request* request, bool* done, size_t* size) override;
 

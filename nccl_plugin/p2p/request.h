@@ -1,8 +1,8 @@
 // A point-to-point request as NCCL sees it (the opaque `void* request`), and
 // the fixed pool each comm draws them from. A pool holds exactly
-// kMaxRequests (NCCL's per-comm limit): when it is empty the comm answers
-// "cannot post now" with a NULL request and NCCL retries. Requests are never
-// allocated on the data path.
+// kP2pRequestsPerComm (NCCL's per-comm limit, nccl_limits.h): when it is
+// empty the comm answers "cannot post now" with a NULL request and NCCL
+// retries. Requests are never allocated on the data path.
 //
 // Thread-safety: a request's fields are guarded by its owner comm's mutex,
 // except `pending`, which helper threads decrement. The pool itself is not
@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nccl_plugin/nccl_limits.h"
 #include "nccl_plugin/opaque_object.h"
 #include "common/status.h"
 
@@ -58,8 +59,6 @@ inline StatusOr<Request*> Request::FromOpaque(void* opaque) {
   return r;  // the owner checks in_use under its mutex
 }
 
-inline constexpr int kMaxRequests = 32;
-
 class RequestPool {
  public:
   explicit RequestPool(RequestOwner* owner) {
@@ -68,7 +67,9 @@ class RequestPool {
   RequestPool(const RequestPool&) = delete;
   RequestPool& operator=(const RequestPool&) = delete;
 
-  // nullptr when all kMaxRequests are in flight.
+  static constexpr int kCapacity = kP2pRequestsPerComm;
+
+  // nullptr when all kCapacity requests are in flight.
   Request* Acquire() {
     for (Request& r : slots_) {
       if (r.in_use) continue;
@@ -92,7 +93,7 @@ class RequestPool {
   }
 
  private:
-  std::array<Request, kMaxRequests> slots_;
+  std::array<Request, kCapacity> slots_;
 };
 
 }  // namespace rs::plugin

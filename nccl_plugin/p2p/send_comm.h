@@ -33,7 +33,7 @@ class SendComm final : public RequestOwner {
   static StatusOr<SendComm*> FromOpaque(void* opaque);
   ~SendComm() override = default;
 
-  // ok(nullptr) when kMaxRequests sends are in flight: NCCL retries later.
+  // ok(nullptr) when kP2pRequestsPerComm sends are in flight: NCCL retries later.
   StatusOr<Request*> Isend(const void* data, size_t size, int tag);
   Status Test(Request* request, bool* done, size_t* size) override;
 

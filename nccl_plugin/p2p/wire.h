@@ -19,12 +19,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nccl_plugin/nccl_limits.h"
+
 namespace rs::plugin {
 
 inline constexpr uint32_t kHandleMagic = 0x52444E48;  // "HNDR"
 inline constexpr uint32_t kHelloMagic = 0x52444C48;   // "HLDR"
 inline constexpr uint16_t kP2pVersion = 1;
-inline constexpr size_t kHandleBytes = 128;           // NCCL's limit for a handle
 inline constexpr size_t kInlineMax = 64 * 1024;       // larger payloads use the data sockets
 inline constexpr int kMaxDataSockets = 64;
 

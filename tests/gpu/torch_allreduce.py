@@ -1,57 +1,101 @@
-"""One rank of the GPU check: all-reduces tensors from 4 KiB to 256 MiB in
-float32 and bfloat16 through NCCL (and so through the reducer plugin's
-CollNet when NCCL picks it), checks every element and prints one line per
-size. Run by run_torch_allreduce.sh, one process per rank, all on one GPU.
+"""One rank of the GPU check, run by run_torch_allreduce.sh, one process per
+rank, all ranks on one GPU (each its own NCCL "node" through NCCL_HOSTID).
+
+1. broadcast and all_gather: NCCL's rings, so the plugin's point-to-point
+   transport under real NCCL (rings connect lazily: an all-reduce through
+   CollNet alone would never use it);
+2. all-reduces from MIN_BYTES to MAX_BYTES in float32 and bfloat16, every
+   element checked; NCCL picks the algorithm itself (no NCCL_ALGO: the
+   plugin's tuner decides between the reducers and NCCL's own);
+3. destroy_process_group(), a new process group, all-reduces again: the
+   plugin must still be in use (NCCL_NET_PLUGIN_REF_COUNT=1).
+
+Ranks time-sliced on one GPU give no meaningful timings: none are printed.
 """
 import os
 import sys
-import time
 
 import torch
 import torch.distributed as dist
 
 
-def expected(n, world, dtype, device):
-    # Rank r contributes (r + 1) * (i % 7 + 1): small integers, so the sum is
-    # exact in bfloat16 too and any wrong element shows.
-    pattern = (torch.arange(n, device=device) % 7 + 1).to(torch.float32)
-    return (pattern * (world * (world + 1) / 2)).to(dtype)
+def pattern(n, device):
+    return (torch.arange(n, device=device) % 7 + 1).to(torch.float32)
+
+
+def check_p2p(rank, world, device):
+    """broadcast from every root and an all_gather; returns wrong elements."""
+    wrong = 0
+    n = (1 << 20) + 3  # odd size, several chunks
+    for root in range(world):
+        x = pattern(n, device) * (root + 1) if rank == root else torch.zeros(n, device=device)
+        dist.broadcast(x, src=root)
+        wrong += int((x != pattern(n, device) * (root + 1)).sum().item())
+    mine = pattern(4099, device) * (rank + 1)
+    parts = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(parts, mine)
+    for r, part in enumerate(parts):
+        wrong += int((part != pattern(4099, device) * (r + 1)).sum().item())
+    return wrong
+
+
+def check_allreduce(rank, world, device, sizes, label):
+    """all-reduces of every size in float32 and bfloat16; returns wrong elements."""
+    wrong_total = 0
+    for dtype in (torch.float32, torch.bfloat16):
+        for size in sizes:
+            n = size // torch.tensor([], dtype=dtype).element_size()
+            # Rank r contributes (r + 1) * (i % 7 + 1): small integers, so the
+            # sum is exact in bfloat16 too and any wrong element shows.
+            want = (pattern(n, device) * (world * (world + 1) / 2)).to(dtype)
+            wrong = 0
+            for _ in range(3):
+                x = (pattern(n, device) * (rank + 1)).to(dtype)
+                dist.all_reduce(x)
+                wrong += int((x != want).sum().item())
+            torch.cuda.synchronize()
+            wrong_total += wrong
+            if rank == 0:
+                print(f"{label}: all_reduce {size:>11} B {str(dtype):>15}  wrong {wrong}", flush=True)
+    return wrong_total
+
+
+def sizes_between(lo, hi):
+    out = []
+    size = lo
+    while size <= hi:
+        out.append(size)
+        size *= 4
+    return out
 
 
 def main():
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
+    addr = os.environ["MASTER_ADDR"]
+    ports = (int(os.environ["MASTER_PORT"]), int(os.environ["MASTER_PORT2"]))
+    sizes = sizes_between(int(os.environ.get("MIN_BYTES", 4096)), int(os.environ.get("MAX_BYTES", 256 << 20)))
     torch.cuda.set_device(0)
-    dist.init_process_group("nccl", rank=rank, world_size=world)
     device = torch.device("cuda", 0)
-    min_bytes = int(os.environ.get("MIN_BYTES", 4096))
-    max_bytes = int(os.environ.get("MAX_BYTES", 256 << 20))
-    iters = int(os.environ.get("ITERS", 5))
+
     failures = 0
-    for dtype in (torch.float32, torch.bfloat16):
-        size = min_bytes
-        while size <= max_bytes:
-            n = size // torch.tensor([], dtype=dtype).element_size()
-            pattern = (torch.arange(n, device=device) % 7 + 1).to(torch.float32)
-            want = expected(n, world, dtype, device)
-            x = (pattern * (rank + 1)).to(dtype)
-            dist.all_reduce(x)  # warm-up and check
-            torch.cuda.synchronize()
-            wrong = int((x != want).sum().item())
-            start = time.perf_counter()
-            for _ in range(iters):
-                x = (pattern * (rank + 1)).to(dtype)
-                dist.all_reduce(x)
-            torch.cuda.synchronize()
-            elapsed = (time.perf_counter() - start) / iters
-            wrong += int((x != want).sum().item())
-            failures += wrong
-            if rank == 0:
-                print(f"{size:>12} B {str(dtype):>15} {elapsed * 1e6:>10.1f} us "
-                      f"algbw {size / elapsed / 1e9:7.3f} GB/s  wrong {wrong}", flush=True)
-            size *= 2
+    dist.init_process_group("nccl", init_method=f"tcp://{addr}:{ports[0]}", rank=rank, world_size=world)
+    wrong = check_p2p(rank, world, device)
+    if rank == 0:
+        print(f"first group: broadcast from every rank and all_gather, wrong {wrong}", flush=True)
+    failures += wrong
+    failures += check_allreduce(rank, world, device, sizes, "first group")
     dist.barrier()
     dist.destroy_process_group()
+
+    # A new process group in the same process: NCCL creates its communicator
+    # after the first one was destroyed (the case NCCL 2.28.9 loses the
+    # plugin in without NCCL_NET_PLUGIN_REF_COUNT=1).
+    dist.init_process_group("nccl", init_method=f"tcp://{addr}:{ports[1]}", rank=rank, world_size=world)
+    failures += check_allreduce(rank, world, device, [4096, 1 << 20, 64 << 20], "second group")
+    dist.barrier()
+    dist.destroy_process_group()
+
     if failures:
         print(f"rank {rank}: {failures} wrong elements", file=sys.stderr)
         sys.exit(1)

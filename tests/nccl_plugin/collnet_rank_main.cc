@@ -1,24 +1,36 @@
 // nccl_collnet_rank: one node's head rank in the CollNet tests, standing in
-// for NCCL's CollNet Chain proxy. It dlopens the plugin, runs net init, then
-// the CollNet table (v7 or v8): init, devices, listen, handle exchange through
-// a shared directory, the collective connect, two overlapping registrations
-// of one staging buffer (send and receive sides, as NCCL does without
-// GPUDirect), and a stream of iallreduce calls of NCCL's chunk sizes with
-// dozens in flight, retrying NULL requests and polling test. Reducers come
-// from the environment (REDUCER_ADDRS, REDUCER_JOB_TOKEN).
+// for NCCL 2.28's CollNet Chain proxy (transport/coll_net.cc). It dlopens the
+// plugin and, per communicator: net and CollNet init (a context each with the
+// v11 tables), devices, properties, reduceSupport for every op and type,
+// listen, the handle exchange through a shared directory, the collective
+// connect with the handles in NCCL's order (by the heads' global ranks, this
+// node's index as `rank`), closeListen right after, the staging buffer
+// registered 2 x nChannels times (send and receive side of every channel,
+// distinct handles), whole-chunk iallreduce calls (32 KiB to 2 MiB; a 4 KiB
+// all-reduce moves 32 KiB whose tail differs per node) with up to 64 in
+// flight, NULL requests retried, test polled until done and never again, no
+// iflush; then every registration released, closeColl, finalize.
+// Reducers come from the environment (REDUCER_ADDRS, REDUCER_JOB_TOKEN).
 //
-//   nccl_collnet_rank <plugin.so> <dir> <rank> <nranks> <7|8> <scenario>
+//   nccl_collnet_rank <plugin.so> <dir> <node> <order> <7|11> <scenario>
 //
-// Scenarios:
-//   allreduce  float32, float16, bfloat16 and int32 chunks, every result checked
-//   failure    all-reduces until test() reports an error (a reducer is killed
-//              by the test once "running" is printed); prints the result code
-//   connect_fails  expects connect to fail (nodes configured differently)
+// <order> lists the node indices in the order of the handles connect gets,
+// e.g. "2,0,1" (nodes = its length). Scenarios:
+//   allreduce      batches of chunks in four data types, every element checked
+//   recreate       a communicator destroyed and created again twice, the
+//                  second time after unloading and reloading the library
+//   failure        all-reduces until test() reports an error (a reducer is
+//                  killed by the test once "running" is printed)
+//   connect_fails  expects connect to fail on every node (settings differ)
 // Exit: 0 success, 1 failed check (reason on stderr), 2 timeout.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,8 +40,10 @@
 namespace rs::plugin::test {
 namespace {
 
-constexpr auto kTimeout = std::chrono::seconds(90);
-constexpr int kMaxInFlight = 48;
+constexpr auto kTimeout = std::chrono::seconds(120);
+constexpr int kChannels = 2;                   // NCCL registers the buffer 2 x nChannels times
+constexpr size_t kRegionBytes = 16 << 20;      // the send half; the receive half follows
+constexpr int kMaxInFlight = 64;               // NCCL's CollNet proxy at most
 
 [[noreturn]] void Die(int code, const std::string& what) {
   std::fprintf(stderr, "%s: %s\n", code == 2 ? "TIMEOUT" : "FAILED", what.c_str());
@@ -41,39 +55,34 @@ void Check(Result got, const char* what) {
   if (got != Result::kSuccess) Die(1, std::string(what) + " returned " + std::to_string(static_cast<int>(got)));
 }
 
-// Small integers: every sum over a few ranks is exact even in bfloat16.
-int Value(int rank, int call, size_t i) { return (rank + 1) * static_cast<int>(i % 7 + 1) + call % 5; }
+// Small integers: every sum over a few nodes is exact even in bfloat16.
+double Value(int node, int call, size_t i) { return (node + 1) * static_cast<int>(i % 7 + 1) + call % 5; }
+// The tail of a whole chunk beyond the valid bytes: whatever each node's
+// staging slot held, different on every node.
+double TailValue(int node, size_t i) { return (node + 3) * static_cast<int>(i % 5 + 1); }
 
-struct Chunk {
-  int dtype;  // NCCL's numbering
-  size_t elem;
-  size_t count;
-  size_t offset;  // bytes into the staging buffer
-  bool in_place;
-};
+size_t ElementSize(int dtype) { return dtype == abi::kNcclFloat16 || dtype == abi::kNcclBfloat16 ? 2 : 4; }
 
-void Fill(uint8_t* p, const Chunk& c, int rank, int call) {
-  for (size_t i = 0; i < c.count; ++i) {
-    const int v = Value(rank, call, i);
-    switch (c.dtype) {
-      case abi::kNcclFloat32: {
-        const float f = static_cast<float>(v);
-        std::memcpy(p + 4 * i, &f, 4);
-        break;
-      }
-      case abi::kNcclFloat16: {
-        const uint16_t h = FloatToHalf(static_cast<float>(v));
-        std::memcpy(p + 2 * i, &h, 2);
-        break;
-      }
-      case abi::kNcclBfloat16: {
-        const uint16_t h = FloatToBfloat16(static_cast<float>(v));
-        std::memcpy(p + 2 * i, &h, 2);
-        break;
-      }
-      default:
-        std::memcpy(p + 4 * i, &v, 4);
-        break;
+void Write(uint8_t* p, int dtype, size_t i, double v) {
+  switch (dtype) {
+    case abi::kNcclFloat32: {
+      const float f = static_cast<float>(v);
+      std::memcpy(p + 4 * i, &f, 4);
+      return;
+    }
+    case abi::kNcclFloat16: {
+      const uint16_t h = FloatToHalf(static_cast<float>(v));
+      std::memcpy(p + 2 * i, &h, 2);
+      return;
+    }
+    case abi::kNcclBfloat16: {
+      const uint16_t h = FloatToBfloat16(static_cast<float>(v));
+      std::memcpy(p + 2 * i, &h, 2);
+      return;
+    }
+    default: {
+      const int32_t x = static_cast<int32_t>(v);
+      std::memcpy(p + 4 * i, &x, 4);
     }
   }
 }
@@ -103,169 +112,280 @@ double Read(const uint8_t* p, int dtype, size_t i) {
   }
 }
 
-// The sequence of chunks every rank issues: NCCL's CollNet Chain sizes
-// (32 KiB to 4 MiB, some not a multiple of a piece), four data types.
-std::vector<Chunk> Plan(size_t* staging_bytes) {
-  const int dtypes[] = {abi::kNcclFloat32, abi::kNcclFloat16, abi::kNcclBfloat16, abi::kNcclInt32};
-  const size_t sizes[] = {32 << 10, 96 << 10, 256 << 10, (1 << 20) + 512, 2 << 20, (3 << 20) + 4096, 4 << 20};
-  std::vector<Chunk> plan;
-  size_t offset = 0;
-  int n = 0;
-  for (int round = 0; round < 2; ++round) {
-    for (int dtype : dtypes) {
-      for (size_t bytes : sizes) {
-        const size_t elem = dtype == abi::kNcclFloat16 || dtype == abi::kNcclBfloat16 ? 2 : 4;
-        Chunk c{dtype, elem, bytes / elem, offset, (n++ % 3) == 0};
-        offset += (c.in_place ? 1 : 2) * bytes;
-        plan.push_back(c);
-      }
-    }
+// One iallreduce as NCCL's proxy issues it: whole chunks (`bytes`), of which
+// the collective only wrote the first `valid` bytes.
+struct Call {
+  int dtype;
+  size_t bytes;
+  size_t valid;
+  bool nan_tail = false;  // node 0's tail holds a NaN (float32): no trap, NaN out
+};
+
+// Batches of calls that each fit the staging region; a batch is posted in
+// full (up to 64 in flight) before its results are checked.
+std::vector<std::vector<Call>> Plan(bool short_plan) {
+  std::vector<std::vector<Call>> batches;
+  // 64 small chunks: 4 KiB all-reduces moving 32 KiB, and full 32-64 KiB chunks.
+  std::vector<Call> small;
+  for (int i = 0; i < kMaxInFlight; ++i) {
+    const int dtypes[] = {abi::kNcclFloat32, abi::kNcclFloat16, abi::kNcclBfloat16, abi::kNcclInt32};
+    const int dtype = dtypes[i % 4];
+    const size_t bytes = (i % 3 == 2 ? 64 : 32) << 10;
+    Call c{dtype, bytes, i % 3 == 0 ? size_t{4096} : bytes};
+    c.nan_tail = i == 0;
+    small.push_back(c);
   }
-  *staging_bytes = offset;
-  return plan;
+  batches.push_back(small);
+  if (short_plan) return batches;
+  // Medium and large chunks, up to NCCL's 2 MiB per call.
+  std::vector<Call> medium;
+  for (int i = 0; i < 48; ++i) {
+    const size_t bytes = size_t{128 << 10} << (i % 3);  // 128, 256, 512 KiB
+    medium.push_back(Call{i % 2 ? abi::kNcclBfloat16 : abi::kNcclFloat32, bytes, bytes});
+  }
+  batches.push_back(medium);
+  std::vector<Call> large;
+  for (int i = 0; i < 8; ++i) {
+    const size_t bytes = (i % 2 ? 2 : 1) << 20;
+    large.push_back(Call{i % 4 == 3 ? abi::kNcclInt32 : abi::kNcclFloat32, bytes, bytes - (i == 5 ? 12288 : 0)});
+  }
+  batches.push_back(large);
+  return batches;
 }
 
-template <typename Table>
 struct Node {
-  const Table* coll = nullptr;
-  int rank = 0;
-  int nranks = 0;
+  const LoadedPlugin* plugin = nullptr;
+  NetApi net;
+  CollApi coll;
+  std::string dir;
+  int node = 0;
+  std::vector<int> order;  // node index of each handle, in connect's order
+  int version = 11;
+  int round = 0;
   void* comm = nullptr;
   Deadline deadline;
 };
 
-template <typename Table>
-void* PostAllReduce(Node<Table>& n, void* send, void* recv, int count, int dtype, void* mh) {
+void* PostAllReduce(Node& n, void* send, void* recv, size_t count, int dtype, void* send_mh, void* recv_mh) {
   void* request = nullptr;
   while (request == nullptr) {
-    Check(n.coll->iallreduce(n.comm, send, recv, count, dtype, /*sum*/ 0, mh, mh, &request), "iallreduce");
+    Check(n.coll.iallreduce(n.comm, send, recv, count, dtype, abi::kNcclSum, send_mh, recv_mh, &request),
+          "iallreduce");
     if (Clock::now() > n.deadline) Die(2, "iallreduce kept returning a NULL request");
   }
   return request;
 }
 
-template <typename Table>
-Result WaitDone(Node<Table>& n, void* request, int* size) {
+Result WaitDone(Node& n, void* request, int* size) {
   int done = 0;
   while (!done) {
-    const Result r = n.coll->test(request, &done, size);
+    const Result r = n.coll.test(request, &done, size);
     if (r != Result::kSuccess) return r;
     if (Clock::now() > n.deadline) Die(2, "test never reported done");
   }
   return Result::kSuccess;
 }
 
-template <typename Table>
-void AllReduceScenario(Node<Table>& n) {
-  size_t staging_bytes = 0;
-  const std::vector<Chunk> plan = Plan(&staging_bytes);
-  std::vector<uint8_t> staging(staging_bytes);
-  // Send and receive sides register the same buffer, as NCCL does.
-  void* send_mh = nullptr;
-  void* recv_mh = nullptr;
-  Check(n.coll->regMr(n.comm, staging.data(), static_cast<int>(staging.size()), abi::kPtrHost, &send_mh), "regMr");
-  Check(n.coll->regMr(n.comm, staging.data(), static_cast<int>(staging.size()), abi::kPtrHost, &recv_mh), "regMr 2");
-
-  std::vector<void*> requests(plan.size(), nullptr);
-  size_t next_done = 0;
-  auto finish = [&](size_t k) {
-    const Chunk& c = plan[k];
-    int size = -1;
-    Check(WaitDone(n, requests[k], &size), "test");
-    if (size != static_cast<int>(c.count * c.elem)) Die(1, "test reported " + std::to_string(size) + " bytes");
-    const uint8_t* out = staging.data() + c.offset + (c.in_place ? 0 : c.count * c.elem);
-    for (size_t i = 0; i < c.count; ++i) {
-      double want = 0;
-      for (int r = 0; r < n.nranks; ++r) want += Value(r, static_cast<int>(k), i);
-      if (Read(out, c.dtype, i) != want) {
-        Die(1, "chunk " + std::to_string(k) + " (dtype " + std::to_string(c.dtype) + ") element " +
-                   std::to_string(i) + ": got " + std::to_string(Read(out, c.dtype, i)) + ", want " +
-                   std::to_string(want));
+// Init, properties and the collective connect of one communicator; returns
+// connect's result (the comm is in n.comm on success).
+Result OpenCommunicator(Node& n) {
+  Check(n.net.init(&TestLogger), "net init");
+  // NCCL's commHash: the same on every rank of a communicator.
+  Check(n.coll.init(&TestLogger, 0xC011EC7000ull + static_cast<uint64_t>(n.round)), "collnet init");
+  int ndev = 0;
+  Check(n.coll.devices(&ndev), "collnet devices");
+  if (ndev != 1) Die(1, "CollNet reports " + std::to_string(ndev) + " devices with reducers configured");
+  abi::PropertiesV11 props{};
+  Check(n.coll.getProperties(0, &props), "collnet getProperties");
+  if (std::string(props.name) != "lo") Die(1, std::string("CollNet device 0 is ") + props.name);
+  if (n.version == 11 && (props.maxCollBytes == 0 || props.maxCollBytes > abi::kMaxNetSizeBytes)) {
+    Die(1, "maxCollBytes " + std::to_string(props.maxCollBytes) + " outside (0, 1 TiB]: NCCL would refuse it");
+  }
+  // NCCL asks for every op 0-3 and every data type.
+  for (int op = 0; op < 4; ++op) {
+    for (int type = 0; type <= abi::kNcclFloat8e5m2; ++type) {
+      int supported = -1;
+      Check(n.coll.reduceSupport(type, op, &supported), "reduceSupport");
+      if (supported != (type <= abi::kNcclBfloat16 ? 1 : 0)) {
+        Die(1, "reduceSupport(" + std::to_string(type) + ", " + std::to_string(op) + ") = " + std::to_string(supported));
       }
     }
-  };
-  for (size_t k = 0; k < plan.size(); ++k) {
-    const Chunk& c = plan[k];
-    uint8_t* send = staging.data() + c.offset;
-    uint8_t* recv = c.in_place ? send : send + c.count * c.elem;
-    Fill(send, c, n.rank, static_cast<int>(k));
-    requests[k] = PostAllReduce(n, send, recv, static_cast<int>(c.count), c.dtype, send_mh);
-    if (k + 1 - next_done >= kMaxInFlight) finish(next_done++);
   }
-  while (next_done < plan.size()) finish(next_done++);
-  void* flush = reinterpret_cast<void*>(1);
-  Check(n.coll->iflush(n.comm, staging.data(), 4096, recv_mh, &flush), "iflush");
-  if (flush != nullptr) Die(1, "iflush of host memory should complete at once");
-  Check(n.coll->deregMr(n.comm, send_mh), "deregMr");
-  Check(n.coll->deregMr(n.comm, recv_mh), "deregMr 2");
-  std::printf("rank %d: %zu all-reduces verified\n", n.rank, plan.size());
+
+  alignas(8) char mine[abi::kHandleMaxBytes] = {};
+  void* listen_comm = nullptr;
+  Check(n.coll.listen(0, mine, &listen_comm), "listen");
+  const std::string prefix = n.dir + "/handle." + std::to_string(n.round) + ".";
+  WriteFileAtomic(prefix + std::to_string(n.node), mine, sizeof(mine));
+  const int nodes = static_cast<int>(n.order.size());
+  std::vector<std::vector<char>> handles(static_cast<size_t>(nodes), std::vector<char>(abi::kHandleMaxBytes));
+  std::vector<void*> handle_ptrs;
+  for (int i = 0; i < nodes; ++i) {
+    const std::string path = prefix + std::to_string(n.order[static_cast<size_t>(i)]);
+    if (!WaitForFile(n.dir, path, n.deadline)) Die(2, "no handle from node " + std::to_string(n.order[i]));
+    std::ifstream(path, std::ios::binary).read(handles[static_cast<size_t>(i)].data(), abi::kHandleMaxBytes);
+    handle_ptrs.push_back(handles[static_cast<size_t>(i)].data());
+  }
+  const Result connected = n.coll.connect(handle_ptrs.data(), nodes, n.node, listen_comm, &n.comm);
+  // NCCL closes the listen comm right after a successful connect, and
+  // forgets it (never closes it) after a failed one.
+  if (connected == Result::kSuccess) Check(n.coll.closeListen(listen_comm), "closeListen");
+  return connected;
 }
 
-template <typename Table>
-void FailureScenario(Node<Table>& n) {
+void CloseCommunicator(Node& n) {
+  if (n.comm != nullptr) Check(n.coll.closeColl(n.comm), "closeColl");
+  n.comm = nullptr;
+  Check(n.coll.finalize(), "collnet finalize");
+  Check(n.net.finalize(), "net finalize");
+}
+
+// Runs the batches; returns the number of calls verified.
+size_t AllReduces(Node& n, const std::vector<std::vector<Call>>& batches) {
+  std::vector<uint8_t> staging(2 * kRegionBytes);
+  uint8_t* send_region = staging.data();
+  uint8_t* recv_region = staging.data() + kRegionBytes;
+  // Every channel's send and receive side registers the whole buffer.
+  std::vector<void*> send_mh(kChannels), recv_mh(kChannels);
+  std::set<void*> distinct;
+  for (int c = 0; c < kChannels; ++c) {
+    Check(n.coll.regMr(n.comm, staging.data(), staging.size(), abi::kPtrHost, &send_mh[c]), "regMr (send)");
+    Check(n.coll.regMr(n.comm, staging.data(), staging.size(), abi::kPtrHost, &recv_mh[c]), "regMr (recv)");
+    distinct.insert(send_mh[c]);
+    distinct.insert(recv_mh[c]);
+  }
+  if (distinct.size() != 2 * kChannels) Die(1, "registrations did not give distinct handles");
+
+  size_t verified = 0;
+  int call_no = 0;
+  for (const std::vector<Call>& batch : batches) {
+    std::vector<void*> requests;
+    std::vector<size_t> offsets;
+    size_t offset = 0;
+    for (const Call& c : batch) {
+      const size_t elem = ElementSize(c.dtype);
+      const size_t count = c.bytes / elem;
+      uint8_t* send = send_region + offset;
+      for (size_t i = 0; i < count; ++i) {
+        Write(send, c.dtype, i, i * elem < c.valid ? Value(n.node, call_no, i) : TailValue(n.node, i));
+      }
+      if (c.nan_tail && n.node == 0) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::memcpy(send + c.valid, &nan, 4);
+      }
+      std::memset(recv_region + offset, 0xEE, c.bytes);
+      const int channel = call_no % kChannels;
+      requests.push_back(PostAllReduce(n, send, recv_region + offset, count, c.dtype, send_mh[channel],
+                                       recv_mh[channel]));
+      offsets.push_back(offset);
+      offset += c.bytes;
+      if (offset > kRegionBytes) Die(1, "batch larger than the staging region");
+      ++call_no;
+    }
+    const int first_call = call_no - static_cast<int>(batch.size());
+    for (size_t k = 0; k < batch.size(); ++k) {
+      const Call& c = batch[k];
+      int size = -1;
+      Check(WaitDone(n, requests[k], &size), "test");
+      if (size != static_cast<int>(c.bytes)) Die(1, "test reported " + std::to_string(size) + " bytes of " + std::to_string(c.bytes));
+      const uint8_t* out = recv_region + offsets[k];
+      const size_t elem = ElementSize(c.dtype);
+      for (size_t i = 0; i < c.bytes / elem; ++i) {
+        double want = 0;
+        const int nodes = static_cast<int>(n.order.size());
+        for (int r = 0; r < nodes; ++r) {
+          want += i * elem < c.valid ? Value(r, first_call + static_cast<int>(k), i) : TailValue(r, i);
+        }
+        const double got = Read(out, c.dtype, i);
+        const bool nan_expected = c.nan_tail && c.dtype == abi::kNcclFloat32 && i * elem == c.valid;
+        if (nan_expected ? !std::isnan(got) : got != want) {
+          std::ostringstream os;
+          os << "call " << first_call + static_cast<int>(k) << " (dtype " << c.dtype << ", " << c.bytes
+             << " bytes, " << c.valid << " valid) element " << i << ": got " << got << ", want "
+             << (nan_expected ? std::numeric_limits<double>::quiet_NaN() : want);
+          Die(1, os.str());
+        }
+      }
+      ++verified;
+    }
+  }
+  // Released as NCCL's proxies free their connections, then closeColl.
+  for (int c = 0; c < kChannels; ++c) {
+    Check(n.coll.deregMr(n.comm, send_mh[c]), "deregMr (send)");
+    Check(n.coll.deregMr(n.comm, recv_mh[c]), "deregMr (recv)");
+  }
+  return verified;
+}
+
+void FailureScenario(Node& n) {
   std::vector<float> buf(1 << 18, 1.0f);
+  std::vector<float> out(buf.size());
   void* mh = nullptr;
-  Check(n.coll->regMr(n.comm, buf.data(), static_cast<int>(buf.size() * 4), abi::kPtrHost, &mh), "regMr");
+  Check(n.coll.regMr(n.comm, buf.data(), buf.size() * 4, abi::kPtrHost, &mh), "regMr");
+  void* out_mh = nullptr;
+  Check(n.coll.regMr(n.comm, out.data(), out.size() * 4, abi::kPtrHost, &out_mh), "regMr");
   for (int i = 0;; ++i) {
-    void* req = PostAllReduce(n, buf.data(), buf.data(), static_cast<int>(buf.size()), abi::kNcclFloat32, mh);
+    void* req = PostAllReduce(n, buf.data(), out.data(), buf.size(), abi::kNcclFloat32, mh, out_mh);
     int size = 0;
     const Result r = WaitDone(n, req, &size);
     if (r != Result::kSuccess) {
-      std::printf("rank %d: test returned %d after %d operations\n", n.rank, static_cast<int>(r), i);
-      return;  // the comm is still closed cleanly below
+      std::printf("node %d: test returned %d after %d operations\n", n.node, static_cast<int>(r), i);
+      break;  // the comm is still closed cleanly
     }
     if (i == 3) {
       std::printf("running\n");
       std::fflush(stdout);
     }
   }
+  Check(n.coll.deregMr(n.comm, mh), "deregMr");
+  Check(n.coll.deregMr(n.comm, out_mh), "deregMr");
 }
 
-template <typename Table>
-int Run(const LoadedPlugin& plugin, const Table* coll, const std::string& dir, int rank, int nranks,
-        const std::string& scenario) {
-  Node<Table> n{coll, rank, nranks, nullptr, After(std::chrono::duration_cast<std::chrono::milliseconds>(kTimeout))};
-  const NetApi net = plugin.Net(8);
-  Check(net.init(&TestLogger), "net init");
-  Check(coll->init(&TestLogger), "collnet init");
-  int ndev = 0;
-  Check(coll->devices(&ndev), "collnet devices");
-  if (ndev != 1) Die(1, "CollNet reports " + std::to_string(ndev) + " devices with reducers configured");
-  int supported = 0;
-  Check(coll->reduceSupport(abi::kNcclBfloat16, 0, &supported), "reduceSupport");
-  if (!supported) Die(1, "bfloat16 sum reported unsupported");
-  Check(coll->reduceSupport(abi::kNcclFloat8e4m3, 0, &supported), "reduceSupport fp8");
-  if (supported) Die(1, "float8 reported supported");
+std::unique_ptr<LoadedPlugin> Load(const std::string& path) {
+  std::string error;
+  std::unique_ptr<LoadedPlugin> plugin = LoadedPlugin::Open(path, &error);
+  if (!plugin) Die(1, error);
+  return plugin;
+}
 
-  alignas(8) char mine[abi::kHandleMaxBytes] = {};
-  void* listen_comm = nullptr;
-  Check(coll->listen(0, mine, &listen_comm), "listen");
-  WriteFileAtomic(dir + "/handle." + std::to_string(rank), mine, sizeof(mine));
-  std::vector<std::vector<char>> handles(nranks, std::vector<char>(abi::kHandleMaxBytes));
-  std::vector<void*> handle_ptrs(nranks);
-  for (int r = 0; r < nranks; ++r) {
-    const std::string path = dir + "/handle." + std::to_string(r);
-    if (!WaitForFile(dir, path, n.deadline)) Die(2, "no handle from rank " + std::to_string(r));
-    std::ifstream(path, std::ios::binary).read(handles[r].data(), abi::kHandleMaxBytes);
-    handle_ptrs[r] = handles[r].data();
-  }
-  const Result connected = coll->connect(handle_ptrs.data(), nranks, rank, listen_comm, &n.comm);
+void Bind(Node& n, const LoadedPlugin& plugin) {
+  n.plugin = &plugin;
+  n.net = plugin.Net(n.version == 11 ? 11 : 8);
+  n.coll = plugin.Coll(n.version);
+}
+
+int Run(const std::string& path, Node& n, const std::string& scenario) {
+  std::unique_ptr<LoadedPlugin> plugin = Load(path);
+  Bind(n, *plugin);
+  const Result connected = OpenCommunicator(n);
   if (scenario == "connect_fails") {
     // Every node must refuse alike; the test compares what they print.
     std::printf("connect returned %d\n", static_cast<int>(connected));
-    Check(coll->closeListen(listen_comm), "closeListen");
+    CloseCommunicator(n);
     return connected == Result::kSuccess ? 1 : 0;
   }
   Check(connected, "connect");
   if (scenario == "allreduce") {
-    AllReduceScenario(n);
+    std::printf("node %d: %zu all-reduces verified\n", n.node, AllReduces(n, Plan(false)));
   } else if (scenario == "failure") {
     FailureScenario(n);
+  } else if (scenario == "recreate") {
+    std::printf("node %d round 0: %zu all-reduces verified\n", n.node, AllReduces(n, Plan(true)));
+    CloseCommunicator(n);
+    n.round = 1;  // a new communicator on the same loaded library
+    Check(OpenCommunicator(n), "connect (round 1)");
+    std::printf("node %d round 1: %zu all-reduces verified\n", n.node, AllReduces(n, Plan(true)));
+    CloseCommunicator(n);
+    plugin.reset();  // NCCL unloads the library with its last communicator
+    plugin = Load(path);
+    Bind(n, *plugin);
+    n.round = 2;
+    Check(OpenCommunicator(n), "connect (round 2)");
+    std::printf("node %d round 2: %zu all-reduces verified\n", n.node, AllReduces(n, Plan(true)));
   } else {
     Die(1, "unknown scenario " + scenario);
   }
-  Check(coll->closeColl(n.comm), "closeColl");
-  Check(coll->closeListen(listen_comm), "closeListen");
+  CloseCommunicator(n);
   return 0;
 }
 
@@ -275,17 +395,17 @@ int Run(const LoadedPlugin& plugin, const Table* coll, const std::string& dir, i
 int main(int argc, char** argv) {
   using namespace rs::plugin::test;
   if (argc != 7) {
-    std::fprintf(stderr, "usage: nccl_collnet_rank <plugin.so> <dir> <rank> <nranks> <7|8> <scenario>\n");
+    std::fprintf(stderr, "usage: nccl_collnet_rank <plugin.so> <dir> <node> <order> <7|11> <scenario>\n");
     return 1;
   }
-  std::string error;
-  auto plugin = LoadedPlugin::Open(argv[1], &error);
-  if (!plugin) Die(1, error);
-  const int rank = std::atoi(argv[3]);
-  const int nranks = std::atoi(argv[4]);
-  const int version = std::atoi(argv[5]);
-  const int rc = version == 7 ? Run(*plugin, plugin->CollV7(), argv[2], rank, nranks, argv[6])
-                              : Run(*plugin, plugin->CollV8(), argv[2], rank, nranks, argv[6]);
+  Node n;
+  n.dir = argv[2];
+  n.node = std::atoi(argv[3]);
+  std::stringstream order(argv[4]);
+  for (std::string item; std::getline(order, item, ',');) n.order.push_back(std::atoi(item.c_str()));
+  n.version = std::atoi(argv[5]);
+  n.deadline = After(std::chrono::duration_cast<std::chrono::milliseconds>(kTimeout));
+  const int rc = Run(argv[1], n, argv[6]);
   std::fflush(stdout);
   return rc;
 }

@@ -7,7 +7,10 @@
 #include <unistd.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <array>
+#include <tuple>
+#include <type_traits>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -25,19 +28,105 @@ T* Lookup(void* dl, const char* name, std::string* error) {
   return static_cast<T*>(sym);
 }
 
-template <typename Table>
-NetApi CommonNet(const Table* t, int version) {
+template <typename Props>
+abi::PropertiesV11 Widen(const Props& p) {
+  abi::PropertiesV11 out{};
+  out.name = p.name;
+  out.pciPath = p.pciPath;
+  out.guid = p.guid;
+  out.ptrSupport = p.ptrSupport;
+  if constexpr (requires { p.regIsGlobal; }) out.regIsGlobal = p.regIsGlobal;
+  out.speed = p.speed;
+  out.port = p.port;
+  out.latency = p.latency;
+  out.maxComms = p.maxComms;
+  out.maxRecvs = p.maxRecvs;
+  out.netDeviceType = p.netDeviceType;
+  out.netDeviceVersion = p.netDeviceVersion;
+  return out;
+}
+
+template <typename Props, typename Table>
+std::function<Result(int, abi::PropertiesV11*)> WidenedProperties(const Table* t) {
+  return [t](int dev, abi::PropertiesV11* out) {
+    Props p{};
+    const Result r = t->getProperties(dev, &p);
+    *out = Widen(p);
+    return r;
+  };
+}
+
+// v7/v8 tables as NCCL's adapters drive them: int sizes, no context.
+template <typename Props, typename RegSize, typename Table>
+NetApi OldNet(const Table* t, int version) {
   NetApi api;
   api.version = version;
   api.name = t->name;
-  api.init = t->init;
+  api.init = [t](abi::Logger logger) { return t->init(logger); };
+  api.finalize = [] { return Result::kSuccess; };
   api.devices = t->devices;
-  api.listen = t->listen;
-  api.connect = t->connect;
+  api.getProperties = WidenedProperties<Props>(t);
+  api.listen = [t](int dev, void* handle, void** comm) { return t->listen(dev, handle, comm); };
+  api.connect = [t](int dev, void* handle, void** comm, abi::DeviceHandle** dh) {
+    return t->connect(dev, handle, comm, dh);
+  };
   api.accept = t->accept;
+  api.regMr = [t](void* comm, void* data, size_t size, int type, void** mh) {
+    return t->regMr(comm, data, static_cast<RegSize>(size), type, mh);
+  };
   api.deregMr = t->deregMr;
-  api.isend = t->isend;
-  api.irecv = t->irecv;
+  api.isend = [t](void* comm, void* data, size_t size, int tag, void* mh, void** req) {
+    return t->isend(comm, data, static_cast<int>(size), tag, mh, req);
+  };
+  api.irecv = [t](void* comm, int n, void** data, size_t* sizes, int* tags, void** mh, void** req) {
+    std::vector<int> ints(static_cast<size_t>(n > 0 ? n : 0));
+    for (int i = 0; i < n; ++i) ints[static_cast<size_t>(i)] = static_cast<int>(sizes[i]);
+    return t->irecv(comm, n, data, ints.data(), tags, mh, req);
+  };
+  api.test = t->test;
+  api.closeSend = t->closeSend;
+  api.closeRecv = t->closeRecv;
+  api.closeListen = t->closeListen;
+  return api;
+}
+
+// The native v11 table, driven as NCCL 2.28 does: a context per
+// communicator, size_t sizes, the "optional receive completion" hint in
+// irecv's request on entry.
+NetApi NetV11Api(const abi::NetV11* t) {
+  NetApi api;
+  api.version = 11;
+  api.name = t->name;
+  std::shared_ptr<void*> ctx = api.ctx;
+  api.init = [t, ctx](abi::Logger logger) {
+    abi::CommConfigV11 config{-1};
+    static std::atomic<uint64_t> next_comm_id{0x5eed0000};
+    return t->init(ctx.get(), next_comm_id++, &config, logger, nullptr);
+  };
+  api.finalize = [t, ctx] {
+    const Result r = t->finalize(*ctx);
+    *ctx = nullptr;
+    return r;
+  };
+  api.devices = t->devices;
+  api.getProperties = [t](int dev, abi::PropertiesV11* out) { return t->getProperties(dev, out); };
+  api.listen = [t, ctx](int dev, void* handle, void** comm) { return t->listen(*ctx, dev, handle, comm); };
+  api.connect = [t, ctx](int dev, void* handle, void** comm, abi::DeviceHandle** dh) {
+    return t->connect(*ctx, dev, handle, comm, dh);
+  };
+  api.accept = t->accept;
+  api.regMr = [t](void* comm, void* data, size_t size, int type, void** mh) {
+    return t->regMr(comm, data, size, type, mh);
+  };
+  api.deregMr = t->deregMr;
+  api.isend = [t](void* comm, void* data, size_t size, int tag, void* mh, void** req) {
+    return t->isend(comm, data, size, tag, mh, nullptr, req);
+  };
+  api.irecv = [t](void* comm, int n, void** data, size_t* sizes, int* tags, void** mh, void** req) {
+    *req = reinterpret_cast<void*>(abi::kOptionalRecvCompletion);
+    void* phandles[8] = {};
+    return t->irecv(comm, n, data, sizes, tags, mh, phandles, req);
+  };
   api.test = t->test;
   api.closeSend = t->closeSend;
   api.closeRecv = t->closeRecv;
@@ -76,10 +165,12 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::Open(const std::string& path, std::s
   }
   std::unique_ptr<LoadedPlugin> p(new LoadedPlugin());
   p->dl_ = dl;
+  p->net_v11_ = Lookup<const abi::NetV11>(dl, "ncclNetPlugin_v11", error);
   p->net_v8_ = Lookup<const abi::NetV8>(dl, "ncclNetPlugin_v8", error);
   p->net_v7_ = Lookup<const abi::NetV7>(dl, "ncclNetPlugin_v7", error);
-  p->coll_v8_ = Lookup<const abi::CollNetV8>(dl, "ncclCollNetPlugin_v8", error);
+  p->coll_v11_ = Lookup<const abi::CollNetV11>(dl, "ncclCollNetPlugin_v11", error);
   p->coll_v7_ = Lookup<const abi::CollNetV7>(dl, "ncclCollNetPlugin_v7", error);
+  p->tuner_v5_ = Lookup<const abi::TunerV5>(dl, "ncclTunerPlugin_v5", error);
   if (!error->empty()) return nullptr;
   return p;
 }
@@ -88,28 +179,65 @@ LoadedPlugin::~LoadedPlugin() {
   if (dl_ != nullptr) ::dlclose(dl_);
 }
 
+void* LoadedPlugin::Symbol(const char* name) const { return ::dlsym(dl_, name); }
+
 NetApi LoadedPlugin::Net(int version) const {
-  if (version == 8) {
-    NetApi api = CommonNet(net_v8_, 8);
-    auto* t = net_v8_;
-    api.getProperties = [t](int dev, abi::PropertiesV8* props) { return t->getProperties(dev, props); };
+  if (version == 11) return NetV11Api(net_v11_);
+  if (version == 8) return OldNet<abi::PropertiesV8, size_t>(net_v8_, 8);
+  return OldNet<abi::PropertiesV7, int>(net_v7_, 7);
+}
+
+CollApi LoadedPlugin::Coll(int version) const {
+  CollApi api;
+  api.version = version;
+  std::shared_ptr<void*> ctx = api.ctx;
+  if (version == 11) {
+    const abi::CollNetV11* t = coll_v11_;
+    api.name = t->name;
+    api.init = [t, ctx](abi::Logger logger, uint64_t comm_id) { return t->init(ctx.get(), comm_id, logger); };
+    api.finalize = [t, ctx] {
+      const Result r = t->finalize(*ctx);
+      *ctx = nullptr;
+      return r;
+    };
+    api.devices = t->devices;
+    api.getProperties = [t](int dev, abi::PropertiesV11* out) { return t->getProperties(dev, out); };
+    api.listen = [t, ctx](int dev, void* handle, void** comm) { return t->listen(*ctx, dev, handle, comm); };
+    api.connect = t->connect;
+    api.reduceSupport = t->reduceSupport;
     api.regMr = [t](void* comm, void* data, size_t size, int type, void** mh) {
       return t->regMr(comm, data, size, type, mh);
     };
+    api.deregMr = t->deregMr;
+    api.iallreduce = t->iallreduce;
+    api.iflush = t->iflush;
+    api.test = t->test;
+    api.closeColl = t->closeColl;
+    api.closeListen = t->closeListen;
     return api;
   }
-  NetApi api = CommonNet(net_v7_, 7);
-  auto* t = net_v7_;
-  api.getProperties = [t](int dev, abi::PropertiesV8* out) {
-    abi::PropertiesV7 p{};
-    Result r = t->getProperties(dev, &p);
-    *out = abi::PropertiesV8{p.name, p.pciPath, p.guid, p.ptrSupport, 0, p.speed, p.port, p.latency,
-                             p.maxComms, p.maxRecvs, p.netDeviceType, p.netDeviceVersion};
-    return r;
-  };
+  const abi::CollNetV7* t = coll_v7_;
+  api.name = t->name;
+  api.init = [t](abi::Logger logger, uint64_t) { return t->init(logger); };
+  api.finalize = [] { return Result::kSuccess; };
+  api.devices = t->devices;
+  api.getProperties = WidenedProperties<abi::PropertiesV7>(t);
+  api.listen = [t](int dev, void* handle, void** comm) { return t->listen(dev, handle, comm); };
+  api.connect = t->connect;
+  api.reduceSupport = t->reduceSupport;
   api.regMr = [t](void* comm, void* data, size_t size, int type, void** mh) {
     return t->regMr(comm, data, static_cast<int>(size), type, mh);
   };
+  api.deregMr = t->deregMr;
+  // NCCL's v7 adapter refuses counts above what an int holds.
+  api.iallreduce = [t](void* comm, void* send, void* recv, size_t count, int type, int op, void* smh, void* rmh,
+                       void** req) {
+    return t->iallreduce(comm, send, recv, static_cast<int>(count), type, op, smh, rmh, req);
+  };
+  api.iflush = t->iflush;
+  api.test = t->test;
+  api.closeColl = t->closeColl;
+  api.closeListen = t->closeListen;
   return api;
 }
 
@@ -153,7 +281,7 @@ Result Wait(const NetApi& api, void* request, int* size, Deadline deadline) {
   }
 }
 
-Result PostSend(const NetApi& api, void* comm, void* data, int size, int tag, void** request, Deadline deadline) {
+Result PostSend(const NetApi& api, void* comm, void* data, size_t size, int tag, void** request, Deadline deadline) {
   while (true) {
     Result r = api.isend(comm, data, size, tag, nullptr, request);
     if (r != Result::kSuccess || *request != nullptr) return r;
@@ -162,10 +290,10 @@ Result PostSend(const NetApi& api, void* comm, void* data, int size, int tag, vo
   }
 }
 
-Result PostRecv(const NetApi& api, void* comm, void* data, int size, int tag, void** request, Deadline deadline) {
+Result PostRecv(const NetApi& api, void* comm, void* data, size_t size, int tag, void** request, Deadline deadline) {
   while (true) {
     void* buffers[1] = {data};
-    int sizes[1] = {size};
+    size_t sizes[1] = {size};
     int tags[1] = {tag};
     void* mhandles[1] = {nullptr};
     Result r = api.irecv(comm, 1, buffers, sizes, tags, mhandles, request);
@@ -184,6 +312,20 @@ long CheckPattern(const uint8_t* data, size_t size, int rank, int msg) {
     if (data[i] != PatternByte(rank, msg, i)) return static_cast<long>(i);
   }
   return -1;
+}
+
+CollNetLayout NcclCollNetLayout(const std::vector<int>& host_of_rank, const std::vector<int>& head_of_host) {
+  CollNetLayout out;
+  out.node_of_host.assign(head_of_host.size(), -1);
+  for (int host : host_of_rank) {
+    if (out.node_of_host[static_cast<size_t>(host)] >= 0) continue;
+    out.node_of_host[static_cast<size_t>(host)] = static_cast<int>(out.head_rank.size());
+    out.head_rank.push_back(head_of_host[static_cast<size_t>(host)]);
+  }
+  for (size_t node = 0; node < out.head_rank.size(); ++node) out.handle_order.push_back(static_cast<int>(node));
+  std::sort(out.handle_order.begin(), out.handle_order.end(),
+            [&](int a, int b) { return out.head_rank[static_cast<size_t>(a)] < out.head_rank[static_cast<size_t>(b)]; });
+  return out;
 }
 
 void WriteFileAtomic(const std::string& path, const void* data, size_t len) {

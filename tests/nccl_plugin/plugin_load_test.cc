@@ -1,7 +1,8 @@
 // The built libnccl-net-reducer.so as NCCL sees it, in this process: what it
-// exports, what init/devices report under various environments, and that it
-// can be loaded, used, closed and unloaded many times without leaking
-// threads, descriptors or memory (the AddressSanitizer build checks memory).
+// exports (every table's size and slot order), what init/devices report under
+// various environments, the v11 per-communicator contexts, and that it can
+// be loaded, used, closed and unloaded many times without leaking threads,
+// descriptors or memory (the AddressSanitizer build checks memory).
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sched.h>
@@ -69,35 +70,149 @@ std::unique_ptr<LoadedPlugin> Load() {
   return plugin;
 }
 
-TEST(PluginSymbols, ExportsExactlyTheFourTables) {
-  FILE* nm = ::popen("nm -D --defined-only '" RS_PLUGIN_SO "'", "r");
-  ASSERT_NE(nm, nullptr);
-  std::set<std::string> names;
+// The exported symbols with their sizes, from the library's dynamic symbol
+// table (nm -D -S), as NCCL's dlsym sees them.
+std::map<std::string, size_t> ExportedSymbols() {
+  std::map<std::string, size_t> out;
+  FILE* nm = ::popen("nm -D -S --defined-only '" RS_PLUGIN_SO "'", "r");
+  if (nm == nullptr) return out;
   char line[1024];
   while (std::fgets(line, sizeof(line), nm) != nullptr) {
-    char addr[64], type[8], name[512];
-    if (std::sscanf(line, "%63s %7s %511s", addr, type, name) != 3) continue;
+    char addr[64], size[64], type[8], name[512];
+    if (std::sscanf(line, "%63s %63s %7s %511s", addr, size, type, name) != 4) continue;
     // Data, not code: NCCL reads tables.
-    if (std::string(name).rfind("ncclNet", 0) == 0 || std::string(name).rfind("ncclCollNet", 0) == 0) {
-      EXPECT_TRUE(type[0] == 'D' || type[0] == 'R') << name << " has type " << type;
+    if (type[0] != 'D' && type[0] != 'R') continue;
+    out[name] = std::strtoul(size, nullptr, 16);
+  }
+  EXPECT_EQ(::pclose(nm), 0) << "nm failed";
+  return out;
+}
+
+TEST(PluginSymbols, ExportsExactlyTheTablesNccl228AndOlderLookFor) {
+  std::map<std::string, size_t> symbols = ExportedSymbols();
+  std::set<std::string> names;
+  for (const auto& [name, size] : symbols) names.insert(name);
+  // No ncclCollNetPlugin_v8: NCCL's v8 adapter would make all_gather and
+  // reduce_scatter look supported.
+  EXPECT_EQ(names, (std::set<std::string>{"ncclNetPlugin_v11", "ncclNetPlugin_v8", "ncclNetPlugin_v7",
+                                          "ncclCollNetPlugin_v11", "ncclCollNetPlugin_v7", "ncclTunerPlugin_v5"}));
+}
+
+// Each table's slots in NCCL's order (from NCCL's own headers: ext-net and
+// src/include/plugin, tag v2.28.9-1), written here independently of our
+// declarations in nccl_abi.h: a slot is the name string, a function, or NULL.
+enum class Slot { kName, kFunction, kNull };
+struct TableSpec {
+  const char* symbol;
+  std::vector<std::pair<const char*, Slot>> slots;
+};
+constexpr Slot F = Slot::kFunction;
+constexpr Slot N = Slot::kNull;
+
+const std::vector<TableSpec>& Tables() {
+  static const std::vector<TableSpec> tables = {
+      {"ncclNetPlugin_v11",
+       {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
+        {"accept", F}, {"regMr", F}, {"regMrDmaBuf", F}, {"deregMr", F}, {"isend", F}, {"irecv", F},
+        {"iflush", F}, {"test", F}, {"closeSend", F}, {"closeRecv", F}, {"closeListen", F},
+        {"getDeviceMr", N}, {"irecvConsumed", N}, {"makeVDevice", N}, {"finalize", F}, {"setNetAttr", N}}},
+      {"ncclNetPlugin_v8",
+       {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
+        {"accept", F}, {"regMr", F}, {"regMrDmaBuf", F}, {"deregMr", F}, {"isend", F}, {"irecv", F},
+        {"iflush", F}, {"test", F}, {"closeSend", F}, {"closeRecv", F}, {"closeListen", F},
+        {"getDeviceMr", N}, {"irecvConsumed", N}}},
+      {"ncclNetPlugin_v7",
+       {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
+        {"accept", F}, {"regMr", F}, {"regMrDmaBuf", F}, {"deregMr", F}, {"isend", F}, {"irecv", F},
+        {"iflush", F}, {"test", F}, {"closeSend", F}, {"closeRecv", F}, {"closeListen", F},
+        {"getDeviceMr", N}, {"irecvConsumed", N}}},
+      {"ncclCollNetPlugin_v11",
+       {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
+        {"reduceSupport", F}, {"regMr", F}, {"regMrDmaBuf", F}, {"deregMr", F}, {"iallreduce", F},
+        {"iallgather", N}, {"ireducescatter", N}, {"iflush", F}, {"test", F}, {"closeColl", F},
+        {"closeListen", F}, {"makeVDevice", N}, {"finalize", F}}},
+      {"ncclCollNetPlugin_v7",
+       {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
+        {"reduceSupport", F}, {"regMr", F}, {"regMrDmaBuf", F}, {"deregMr", F}, {"iallreduce", F},
+        {"iflush", F}, {"test", F}, {"closeColl", F}, {"closeListen", F}}},
+      {"ncclTunerPlugin_v5", {{"name", Slot::kName}, {"init", F}, {"getCollInfo", F}, {"finalize", F}}},
+  };
+  return tables;
+}
+
+TEST(PluginTables, EveryExportedTableHasNcclsSizeAndSlotOrder) {
+  const std::map<std::string, size_t> sizes = ExportedSymbols();
+  ScopedPluginEnv env(Vars{});
+  std::unique_ptr<LoadedPlugin> plugin = Load();
+  ASSERT_NE(plugin, nullptr);
+  for (const TableSpec& table : Tables()) {
+    SCOPED_TRACE(table.symbol);
+    ASSERT_TRUE(sizes.count(table.symbol));
+    EXPECT_EQ(sizes.at(table.symbol), 8 * table.slots.size());
+    auto* const* slots = static_cast<void* const*>(plugin->Symbol(table.symbol));
+    ASSERT_NE(slots, nullptr);
+    for (size_t i = 0; i < table.slots.size(); ++i) {
+      const auto& [name, kind] = table.slots[i];
+      SCOPED_TRACE(std::string("slot ") + std::to_string(i) + " " + name);
+      if (kind == Slot::kName) {
+        EXPECT_STREQ(static_cast<const char*>(slots[i]), "Reducer");
+      } else if (kind == Slot::kNull) {
+        EXPECT_EQ(slots[i], nullptr);
+      } else {
+        EXPECT_NE(slots[i], nullptr);
+      }
     }
-    names.insert(name);
   }
-  ASSERT_EQ(::pclose(nm), 0) << "nm failed";
-  const std::set<std::string> runtime = {"_init", "_fini", "__bss_start", "_edata", "_end"};
-  std::set<std::string> ours;
-  for (const std::string& n : names) {
-    if (!runtime.count(n)) ours.insert(n);
+}
+
+// Calls through raw slot positions (NCCL's numbering, not our structs): the
+// function at each position answers as that slot must.
+TEST(PluginTables, SlotsAnswerAtNcclsPositions) {
+  ScopedPluginEnv env(Vars{});
+  std::unique_ptr<LoadedPlugin> plugin = Load();
+  ASSERT_NE(plugin, nullptr);
+  using Res = Result;
+  auto slots = [&](const char* symbol) { return static_cast<void* const*>(plugin->Symbol(symbol)); };
+  {
+    void* const* t = slots("ncclNetPlugin_v11");
+    void* ctx = nullptr;
+    abi::CommConfigV11 config{-1};
+    ASSERT_EQ(reinterpret_cast<Res (*)(void**, uint64_t, abi::CommConfigV11*, abi::Logger, abi::ProfilerCallback)>(
+                  t[1])(&ctx, 1, &config, &TestLogger, nullptr),
+              Res::kSuccess);
+    int ndev = 0;
+    ASSERT_EQ(reinterpret_cast<Res (*)(int*)>(t[2])(&ndev), Res::kSuccess);
+    EXPECT_EQ(ndev, 1);
+    abi::PropertiesV11 props{};
+    ASSERT_EQ(reinterpret_cast<Res (*)(int, abi::PropertiesV11*)>(t[3])(0, &props), Res::kSuccess);
+    EXPECT_STREQ(props.name, "lo");
+    EXPECT_EQ(props.maxP2pBytes, size_t{1} << 30);
+    EXPECT_EQ(reinterpret_cast<Res (*)(void*)>(t[20])(ctx), Res::kSuccess);  // finalize
   }
-  EXPECT_EQ(ours, (std::set<std::string>{"ncclNetPlugin_v8", "ncclNetPlugin_v7", "ncclCollNetPlugin_v8",
-                                         "ncclCollNetPlugin_v7"}));
+  for (const char* symbol : {"ncclNetPlugin_v8", "ncclNetPlugin_v7"}) {
+    void* const* t = slots(symbol);
+    ASSERT_EQ(reinterpret_cast<Res (*)(abi::Logger)>(t[1])(&TestLogger), Res::kSuccess);
+    int ndev = 0;
+    ASSERT_EQ(reinterpret_cast<Res (*)(int*)>(t[2])(&ndev), Res::kSuccess);
+    EXPECT_EQ(ndev, 1) << symbol;
+  }
+  for (const char* symbol : {"ncclCollNetPlugin_v11", "ncclCollNetPlugin_v7"}) {
+    void* const* t = slots(symbol);
+    auto reduce_support = reinterpret_cast<Res (*)(int, int, int*)>(t[6]);
+    int supported = -1;
+    ASSERT_EQ(reduce_support(abi::kNcclBfloat16, abi::kNcclSum, &supported), Res::kSuccess);
+    EXPECT_EQ(supported, 1) << symbol;
+    ASSERT_EQ(reduce_support(abi::kNcclFloat8e4m3, abi::kNcclSum, &supported), Res::kSuccess);
+    EXPECT_EQ(supported, 0) << symbol;
+  }
 }
 
 TEST(PluginTables, ShapeAsNcclExpects) {
   ScopedPluginEnv env(Vars{});
   std::unique_ptr<LoadedPlugin> plugin = Load();
   ASSERT_NE(plugin, nullptr);
-  for (int version : {7, 8}) {
+  for (int version : {7, 8, 11}) {
+    SCOPED_TRACE("net v" + std::to_string(version));
     NetApi api = plugin->Net(version);
     EXPECT_STREQ(api.name, "Reducer");
     ResetLogCounts();
@@ -105,12 +220,21 @@ TEST(PluginTables, ShapeAsNcclExpects) {
     int ndev = 0;
     ASSERT_EQ(api.devices(&ndev), Result::kSuccess);
     ASSERT_EQ(ndev, 1);
-    abi::PropertiesV8 props{};
+    abi::PropertiesV11 props{};
     ASSERT_EQ(api.getProperties(0, &props), Result::kSuccess);
     EXPECT_STREQ(props.name, "lo");
     EXPECT_EQ(props.ptrSupport, abi::kPtrHost);
     EXPECT_EQ(props.maxRecvs, 1);
     EXPECT_GT(props.speed, 0);
+    if (version == 11) {
+      // NCCL 2.28 refuses a device whose limits are 0 or above 1 TiB.
+      EXPECT_GT(props.maxP2pBytes, 0u);
+      EXPECT_LE(props.maxP2pBytes, abi::kMaxNetSizeBytes);
+      EXPECT_GT(props.maxCollBytes, 0u);
+      EXPECT_LE(props.maxCollBytes, abi::kMaxNetSizeBytes);
+      EXPECT_EQ(props.vProps.ndevs, 1);
+      EXPECT_EQ(props.maxMultiRequestSize, 1);
+    }
     EXPECT_EQ(api.getProperties(1, &props), Result::kInvalidArgument);
     void* mh = nullptr;
     char buf[64];
@@ -131,18 +255,59 @@ TEST(PluginTables, ShapeAsNcclExpects) {
     EXPECT_EQ(api.closeSend(recv), Result::kInternalError);
     EXPECT_EQ(api.closeSend(send), Result::kSuccess);
     EXPECT_EQ(api.closeRecv(recv), Result::kSuccess);
+    EXPECT_EQ(api.finalize(), Result::kSuccess);
   }
-  // NCCL 2.24+ treats a NULL iallgather/ireducescatter as supported: ours
-  // must be real functions that refuse.
-  const abi::CollNetV8* coll = plugin->CollV8();
-  ASSERT_NE(coll->iallgather, nullptr);
-  ASSERT_NE(coll->ireducescatter, nullptr);
-  void* req = nullptr;
-  EXPECT_EQ(coll->ireducescatter(nullptr, 0, nullptr, nullptr, 0, 0, 0, abi::kNcclFloat32, abi::kNcclSum, nullptr,
-                                 &req),
-            Result::kInternalError);
-  EXPECT_STREQ(coll->name, "Reducer");
-  EXPECT_STREQ(plugin->CollV7()->name, "Reducer");
+  for (int version : {7, 11}) {
+    CollApi coll = plugin->Coll(version);
+    EXPECT_STREQ(coll.name, "Reducer");
+  }
+}
+
+TEST(PluginContexts, V11InitAndFinalizeOncePerCommunicator) {
+  ScopedPluginEnv env(Vars{});
+  std::unique_ptr<LoadedPlugin> plugin = Load();
+  ASSERT_NE(plugin, nullptr);
+  // Two communicators at once, each with its own context; both work.
+  NetApi a = plugin->Net(11);
+  NetApi b = plugin->Net(11);
+  ASSERT_EQ(a.init(&TestLogger), Result::kSuccess);
+  ASSERT_EQ(b.init(&TestLogger), Result::kSuccess);
+  ASSERT_NE(*a.ctx, nullptr);
+  EXPECT_NE(*a.ctx, *b.ctx);
+  for (NetApi* api : {&a, &b}) {
+    void* send = nullptr;
+    void* recv = nullptr;
+    ASSERT_EQ(ConnectPair(*api, 0, &send, &recv, After(std::chrono::seconds(20))), Result::kSuccess);
+    EXPECT_EQ(api->closeSend(send), Result::kSuccess);
+    EXPECT_EQ(api->closeRecv(recv), Result::kSuccess);
+  }
+  // A CollNet context is no net context, and the reverse.
+  CollApi coll = plugin->Coll(11);
+  ASSERT_EQ(coll.init(&TestLogger, 7), Result::kSuccess);
+  const abi::NetV11* net = plugin->NetV11();
+  alignas(8) char handle[abi::kHandleMaxBytes] = {};
+  void* listen = nullptr;
+  EXPECT_EQ(net->listen(*coll.ctx, 0, handle, &listen), Result::kInternalError);
+  EXPECT_EQ(net->finalize(*coll.ctx), Result::kInternalError);
+  EXPECT_EQ(plugin->CollV11()->finalize(*a.ctx), Result::kInternalError);
+  void* a_ctx = *a.ctx;
+  EXPECT_EQ(a.finalize(), Result::kSuccess);
+  EXPECT_EQ(b.finalize(), Result::kSuccess);
+  EXPECT_EQ(coll.finalize(), Result::kSuccess);
+  // A finalized context is refused, not read.
+  EXPECT_EQ(net->finalize(a_ctx), Result::kInternalError);
+  EXPECT_EQ(net->listen(a_ctx, 0, handle, &listen), Result::kInternalError);
+  // NCCL may finalize a context it got from a failed setup as NULL.
+  EXPECT_EQ(net->finalize(nullptr), Result::kSuccess);
+  // After every communicator is gone, a new one works on the same library.
+  NetApi c = plugin->Net(11);
+  ASSERT_EQ(c.init(&TestLogger), Result::kSuccess);
+  void* send = nullptr;
+  void* recv = nullptr;
+  ASSERT_EQ(ConnectPair(c, 0, &send, &recv, After(std::chrono::seconds(20))), Result::kSuccess);
+  EXPECT_EQ(c.closeSend(send), Result::kSuccess);
+  EXPECT_EQ(c.closeRecv(recv), Result::kSuccess);
+  EXPECT_EQ(c.finalize(), Result::kSuccess);
 }
 
 TEST(PluginInit, NoReducersMeansZeroCollNetDevicesAndOneInfoLine) {
@@ -150,16 +315,20 @@ TEST(PluginInit, NoReducersMeansZeroCollNetDevicesAndOneInfoLine) {
   std::unique_ptr<LoadedPlugin> plugin = Load();
   ASSERT_NE(plugin, nullptr);
   ResetLogCounts();
-  ASSERT_EQ(plugin->CollV8()->init(&TestLogger), Result::kSuccess);
-  ASSERT_EQ(plugin->Net(8).init(&TestLogger), Result::kSuccess);  // idempotent, logs nothing more
+  CollApi v11 = plugin->Coll(11);
+  ASSERT_EQ(v11.init(&TestLogger, 1), Result::kSuccess);
+  NetApi net = plugin->Net(11);
+  ASSERT_EQ(net.init(&TestLogger), Result::kSuccess);  // the plugin exists once: logs nothing more
   int ndev = -1;
-  ASSERT_EQ(plugin->CollV8()->devices(&ndev), Result::kSuccess);
+  ASSERT_EQ(v11.devices(&ndev), Result::kSuccess);
   EXPECT_EQ(ndev, 0);
-  ASSERT_EQ(plugin->CollV7()->devices(&ndev), Result::kSuccess);
+  ASSERT_EQ(plugin->Coll(7).devices(&ndev), Result::kSuccess);
   EXPECT_EQ(ndev, 0);
   // One line for point-to-point, one saying why CollNet is off; no warnings.
   EXPECT_EQ(LogCount(abi::kLogInfo), 2);
   EXPECT_EQ(LogCount(abi::kLogWarn), 0);
+  EXPECT_EQ(v11.finalize(), Result::kSuccess);
+  EXPECT_EQ(net.finalize(), Result::kSuccess);
 }
 
 TEST(PluginInit, ReducersFromClusterSpecEnableCollNet) {
@@ -168,13 +337,21 @@ TEST(PluginInit, ReducersFromClusterSpecEnableCollNet) {
                         R"("environment":"cloud","task":{"type":"workerpool0","index":0}})"}});
   std::unique_ptr<LoadedPlugin> plugin = Load();
   ASSERT_NE(plugin, nullptr);
-  ASSERT_EQ(plugin->CollV8()->init(&TestLogger), Result::kSuccess);
-  int ndev = -1;
-  ASSERT_EQ(plugin->CollV8()->devices(&ndev), Result::kSuccess);
-  EXPECT_EQ(ndev, 1);
-  abi::PropertiesV8 props{};
-  ASSERT_EQ(plugin->CollV8()->getProperties(0, &props), Result::kSuccess);
-  EXPECT_STREQ(props.name, "lo");  // CollNet device i is named like net device i
+  for (int version : {11, 7}) {
+    CollApi coll = plugin->Coll(version);
+    ASSERT_EQ(coll.init(&TestLogger, 1), Result::kSuccess);
+    int ndev = -1;
+    ASSERT_EQ(coll.devices(&ndev), Result::kSuccess);
+    EXPECT_EQ(ndev, 1);
+    abi::PropertiesV11 props{};
+    ASSERT_EQ(coll.getProperties(0, &props), Result::kSuccess);
+    EXPECT_STREQ(props.name, "lo");  // CollNet device i is named like net device i
+    if (version == 11) {
+      EXPECT_GT(props.maxCollBytes, 0u);
+      EXPECT_LE(props.maxCollBytes, abi::kMaxNetSizeBytes);
+    }
+    EXPECT_EQ(coll.finalize(), Result::kSuccess);
+  }
 }
 
 TEST(PluginInit, MisconfigurationIsInvalidUsageAndInitStillSucceeds) {
@@ -182,11 +359,13 @@ TEST(PluginInit, MisconfigurationIsInvalidUsageAndInitStillSucceeds) {
     ScopedPluginEnv env(Vars{{"REDUCER_ADDRS", "reducer-without-port"}});
     std::unique_ptr<LoadedPlugin> plugin = Load();
     ASSERT_NE(plugin, nullptr);
-    ASSERT_EQ(plugin->CollV8()->init(&TestLogger), Result::kSuccess);
+    CollApi coll = plugin->Coll(11);
+    ASSERT_EQ(coll.init(&TestLogger, 1), Result::kSuccess);
     int ndev = -1;
-    EXPECT_EQ(plugin->CollV8()->devices(&ndev), Result::kInvalidUsage);
-    EXPECT_EQ(plugin->Net(8).devices(&ndev), Result::kSuccess);  // point-to-point unaffected
+    EXPECT_EQ(coll.devices(&ndev), Result::kInvalidUsage);
+    EXPECT_EQ(plugin->Net(11).devices(&ndev), Result::kSuccess);  // point-to-point unaffected
     EXPECT_EQ(ndev, 1);
+    EXPECT_EQ(coll.finalize(), Result::kSuccess);
   }
   {
     ScopedPluginEnv env(Vars{{"REDUCER_SOCKET_IFNAME", "no-such-interface"}});
@@ -203,9 +382,10 @@ TEST(PluginInit, MisconfigurationIsInvalidUsageAndInitStillSucceeds) {
     std::unique_ptr<LoadedPlugin> plugin = Load();
     ASSERT_NE(plugin, nullptr);
     ResetLogCounts();
-    ASSERT_EQ(plugin->CollV8()->init(&TestLogger), Result::kSuccess);
+    CollApi coll = plugin->Coll(7);
+    ASSERT_EQ(coll.init(&TestLogger, 0), Result::kSuccess);
     int ndev = -1;
-    EXPECT_EQ(plugin->CollV8()->devices(&ndev), Result::kSuccess);
+    EXPECT_EQ(coll.devices(&ndev), Result::kSuccess);
     EXPECT_EQ(ndev, 0);
     EXPECT_EQ(LogCount(abi::kLogWarn), 1);
   }
@@ -219,10 +399,10 @@ TEST(PluginReload, LoadUseCloseUnload50Times) {
     SCOPED_TRACE("iteration " + std::to_string(i));
     std::unique_ptr<LoadedPlugin> plugin = Load();
     ASSERT_NE(plugin, nullptr);
-    NetApi api = plugin->Net(i % 2 ? 7 : 8);
+    NetApi api = plugin->Net(i % 3 == 0 ? 7 : i % 3 == 1 ? 8 : 11);
     ASSERT_EQ(api.init(&TestLogger), Result::kSuccess);
     int ndev = -1;
-    ASSERT_EQ(plugin->CollV8()->devices(&ndev), Result::kSuccess);
+    ASSERT_EQ(plugin->Coll(11).devices(&ndev), Result::kSuccess);
     ASSERT_EQ(ndev, 0);
     void* send = nullptr;
     void* recv = nullptr;
@@ -245,6 +425,7 @@ TEST(PluginReload, LoadUseCloseUnload50Times) {
     }
     ASSERT_EQ(api.closeSend(send), Result::kSuccess);
     ASSERT_EQ(api.closeRecv(recv), Result::kSuccess);
+    ASSERT_EQ(api.finalize(), Result::kSuccess);
     // Helper threads are joined at close, not later.
     EXPECT_EQ(ThreadsSettlingTo(threads_before), threads_before);
     plugin.reset();

@@ -1,9 +1,17 @@
 // The ABI layer's pure mappings: our Status codes to NCCL result codes, and
-// NCCL's data types and ops to ours (and what reduceSupport answers).
+// NCCL's data types and ops to ours (and what reduceSupport answers); and
+// NCCL's limits as the core really applies them (handles, request pools,
+// transfer sizes).
 #include <gtest/gtest.h>
 
-#include "nccl_plugin/collnet/collnet.h"
+#include <memory>
+#include <vector>
+
 #include "nccl_plugin/abi/nccl_abi.h"
+#include "nccl_plugin/collnet/collnet.h"
+#include "nccl_plugin/collnet/collnet_comm.h"
+#include "nccl_plugin/nccl_limits.h"
+#include "nccl_plugin/p2p/request.h"
 #include "nccl_plugin/p2p/wire.h"
 
 namespace rs::plugin::abi {
@@ -75,11 +83,46 @@ TEST(AbiMapping, ReduceSupportCoversWhatTheReducersDo) {
   }
 }
 
-TEST(AbiMapping, LimitsAndHandle) {
+TEST(AbiMapping, HandlesFitNcclsBuffer) {
   EXPECT_EQ(kHandleMaxBytes, 128u);
-  EXPECT_EQ(kMaxRequestsPerComm, 32);
   EXPECT_LE(sizeof(P2pHandle), kHandleMaxBytes);
-  EXPECT_GE(CollNet::kMinRequestPool, 256);
+  EXPECT_LE(sizeof(CollHandle), kHandleMaxBytes);
+}
+
+// The pools the comms really hold, filled until they refuse: a p2p comm takes
+// exactly NCCL's 32 requests, a CollNet comm at least 4 x the 64 NCCL keeps
+// in flight, and both then answer "cannot post now" (NULL).
+template <typename Pool, typename Owner>
+int Fill(Owner* owner) {
+  auto pool = std::make_unique<Pool>(owner);
+  int n = 0;
+  while (pool->Acquire() != nullptr && n < 100000) ++n;
+  return n;
+}
+
+TEST(AbiMapping, RequestPoolsHoldWhatNcclKeepsInFlight) {
+  EXPECT_EQ(Fill<RequestPool>(static_cast<RequestOwner*>(nullptr)), kMaxRequestsPerComm);
+  const int coll = Fill<CollRequestPool>(static_cast<CollComm*>(nullptr));
+  EXPECT_EQ(coll, kCollRequestPool);
+  EXPECT_GE(coll, 4 * kNcclCollMaxInFlight);
+  // A released request is handed out again.
+  CollRequestPool pool(nullptr);
+  std::vector<CollRequest*> taken;
+  while (CollRequest* r = pool.Acquire()) taken.push_back(r);
+  pool.Release(taken[7]);
+  EXPECT_EQ(pool.Acquire(), taken[7]);
+  EXPECT_EQ(pool.Acquire(), nullptr);
+}
+
+TEST(AbiMapping, TransferLimitsAreInNcclsRange) {
+  // NCCL 2.28 refuses a device whose maxP2pBytes or maxCollBytes is 0 or
+  // above 1 TiB; test() reports sizes as int, so both stay below 2^31.
+  EXPECT_GT(kMaxP2pBytes, 0u);
+  EXPECT_LE(kMaxP2pBytes, kMaxNetSizeBytes);
+  EXPECT_LT(kMaxP2pBytes, size_t{1} << 31);
+  EXPECT_GT(kMaxCollBytes, 0u);
+  EXPECT_LE(kMaxCollBytes, kMaxNetSizeBytes);
+  EXPECT_LT(kMaxCollBytes, size_t{1} << 31);
 }
 
 }  // namespace

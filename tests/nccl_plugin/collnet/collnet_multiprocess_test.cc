@@ -1,16 +1,26 @@
-// CollNet end to end without NCCL or a GPU: four "nodes" (processes running
-// nccl_collnet_rank, which drives the built plugin's CollNet table as NCCL's
-// proxy would) all-reduce through two real reducerd processes, with the v7
-// and the v8 table. A reducer killed mid-run must make test() fail on every
-// node instead of hanging.
+// CollNet end to end without NCCL or a GPU: "nodes" (processes running
+// nccl_collnet_rank, which drives the built plugin's CollNet table as NCCL
+// 2.28's proxy would) all-reduce through two real reducerd processes.
+//
+// The handles reach connect() in NCCL's order: by the global rank of each
+// node's head, with the node's index (nodes numbered by their first rank) as
+// `rank`. With several GPUs per node that order differs from the node order,
+// so the layouts below put heads on ranks that are not their node's lowest
+// and interleave ranks across nodes. A reducer killed mid-run must make
+// test() fail on every node instead of hanging; nodes with other settings
+// are refused by every node; a communicator destroyed and created again
+// (also after the library is unloaded) works again.
 #include <signal.h>
 #include <stdlib.h>
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <regex>
+#include <sstream>
 
 #include "tests/integration/test_cluster.h"
+#include "tests/nccl_plugin/plugin_harness.h"
 
 namespace rs::plugin::test {
 namespace {
@@ -19,10 +29,45 @@ using rs::testing::ChildProcess;
 using rs::testing::ReducerProcess;
 using std::chrono::seconds;
 
-constexpr int kNodes = 4;
 constexpr char kToken[] = "collnet-token";
 
-class CollNetTest : public ::testing::TestWithParam<int> {
+struct Layout {
+  const char* name;
+  std::vector<int> host_of_rank;  // like NCCL_HOSTID per global rank
+  std::vector<int> head_of_host;  // the global rank that is each host's head
+};
+
+void PrintTo(const Layout& layout, std::ostream* os) { *os << layout.name; }
+
+// 4 nodes of one GPU each: the handle order is the node order.
+const Layout kFourSingle{"FourNodesOneGpuEach", {0, 1, 2, 3}, {0, 1, 2, 3}};
+// 2 nodes of 4 GPUs, ranks interleaved; node 0's head is its highest rank.
+const Layout kTwoByFour{"TwoNodesFourGpusInterleaved", {0, 1, 1, 0, 0, 1, 1, 0}, {7, 2}};
+// 3 nodes of 3 GPUs, host labels not in node order, no head on a lowest rank.
+const Layout kThreeByThree{"ThreeNodesThreeGpusInterleaved", {2, 0, 1, 2, 0, 1, 2, 0, 1}, {7, 5, 3}};
+
+std::string Join(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
+}
+
+TEST(CollNetLayout, OrdersHandlesByHeadRankAsNcclDoes) {
+  EXPECT_EQ(NcclCollNetLayout(kFourSingle.host_of_rank, kFourSingle.head_of_host).handle_order,
+            (std::vector<int>{0, 1, 2, 3}));
+  // Node 0 (host 0, head rank 7) comes after node 1 (head rank 2).
+  const CollNetLayout two = NcclCollNetLayout(kTwoByFour.host_of_rank, kTwoByFour.head_of_host);
+  EXPECT_EQ(two.head_rank, (std::vector<int>{7, 2}));
+  EXPECT_EQ(two.handle_order, (std::vector<int>{1, 0}));
+  // Nodes by first rank: host 2 (rank 0), host 0 (rank 1), host 1 (rank 2);
+  // their heads 3, 7, 5.
+  const CollNetLayout three = NcclCollNetLayout(kThreeByThree.host_of_rank, kThreeByThree.head_of_host);
+  EXPECT_EQ(three.node_of_host, (std::vector<int>{1, 2, 0}));
+  EXPECT_EQ(three.head_rank, (std::vector<int>{3, 7, 5}));
+  EXPECT_EQ(three.handle_order, (std::vector<int>{0, 2, 1}));
+}
+
+class CollNetTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string token_file = rs::testing::WriteTokenFile(kToken);
@@ -47,40 +92,64 @@ class CollNetTest : public ::testing::TestWithParam<int> {
     }
   }
 
-  std::vector<std::unique_ptr<ChildProcess>> StartNodes(const std::string& scenario) {
+  // One process per node, each told the handle order NCCL would use.
+  std::vector<std::unique_ptr<ChildProcess>> StartNodes(const Layout& layout, int version, const std::string& scenario,
+                                                        int odd_node = -1) {
+    const CollNetLayout l = NcclCollNetLayout(layout.host_of_rank, layout.head_of_host);
     std::vector<std::unique_ptr<ChildProcess>> nodes;
-    for (int r = 0; r < kNodes; ++r) {
-      nodes.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-          RS_COLLNET_RANK, RS_PLUGIN_SO, dir_, std::to_string(r), std::to_string(kNodes),
-          std::to_string(GetParam()), scenario}));
+    for (size_t node = 0; node < l.head_rank.size(); ++node) {
+      // A node with other settings: 3 streams per reducer where the others open 2.
+      if (static_cast<int>(node) == odd_node) setenv("REDUCER_STREAMS", "3", 1);
+      nodes.push_back(std::make_unique<ChildProcess>(
+          std::vector<std::string>{RS_COLLNET_RANK, RS_PLUGIN_SO, dir_, std::to_string(node), Join(l.handle_order),
+                                   std::to_string(version), scenario}));
+      unsetenv("REDUCER_STREAMS");
     }
     return nodes;
+  }
+
+  // Each reducer ended `sessions` sessions that moved data.
+  void ExpectSessionsEnded(int sessions) {
+    for (auto& reducer : reducers_) {
+      EXPECT_EQ(reducer->Terminate(seconds(20)), 0);
+      const std::string log = reducer->Log();
+      const std::regex ended("session [0-9a-f]+ ended: [1-9][0-9]* operations, [1-9][0-9]* pieces");
+      const auto n = std::distance(std::sregex_iterator(log.begin(), log.end(), ended), std::sregex_iterator());
+      EXPECT_EQ(n, sessions) << log;
+    }
   }
 
   std::vector<std::unique_ptr<ReducerProcess>> reducers_;
   std::string dir_;
 };
 
-TEST_P(CollNetTest, FourNodesAllReduceNcclChunksThroughTwoReducers) {
-  auto nodes = StartNodes("allreduce");
-  for (int r = 0; r < kNodes; ++r) {
-    EXPECT_EQ(nodes[r]->Wait(seconds(180)), 0) << "node " << r << ":\n" << nodes[r]->Output();
-    EXPECT_NE(nodes[r]->Output().find("56 all-reduces verified"), std::string::npos) << nodes[r]->Output();
+class CollNetAllReduceTest : public CollNetTest, public ::testing::WithParamInterface<std::tuple<int, Layout>> {};
+
+TEST_P(CollNetAllReduceTest, WholeChunksThroughTwoReducersEveryElementChecked) {
+  const auto& [version, layout] = GetParam();
+  auto nodes = StartNodes(layout, version, "allreduce");
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(240)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    EXPECT_NE(nodes[r]->Output().find("120 all-reduces verified"), std::string::npos) << nodes[r]->Output();
   }
-  // Both reducers carried the traffic: each closed one session that moved bytes.
-  for (auto& reducer : reducers_) {
-    EXPECT_EQ(reducer->Terminate(seconds(20)), 0);
-    const std::string log = reducer->Log();
-    EXPECT_TRUE(std::regex_search(log, std::regex("session [0-9a-f]+ ended: [1-9][0-9]* operations, [1-9][0-9]* pieces")))
-        << log;
-  }
+  ExpectSessionsEnded(1);
 }
 
-TEST_P(CollNetTest, KilledReducerFailsEveryNode) {
-  auto nodes = StartNodes("failure");
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, CollNetAllReduceTest,
+    ::testing::Values(std::make_tuple(11, kFourSingle), std::make_tuple(11, kTwoByFour),
+                      std::make_tuple(11, kThreeByThree), std::make_tuple(7, kThreeByThree)),
+    [](const ::testing::TestParamInfo<std::tuple<int, Layout>>& info) {
+      return "v" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param).name;
+    });
+
+class CollNetVersionTest : public CollNetTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(CollNetVersionTest, KilledReducerFailsEveryNode) {
+  auto nodes = StartNodes(kThreeByThree, GetParam(), "failure");
   for (auto& node : nodes) ASSERT_TRUE(node->WaitForOutput("running", seconds(60))) << node->Output();
   kill(reducers_[0]->pid(), SIGKILL);
-  for (int r = 0; r < kNodes; ++r) {
+  for (size_t r = 0; r < nodes.size(); ++r) {
     EXPECT_EQ(nodes[r]->Wait(seconds(60)), 0) << "node " << r << ":\n" << nodes[r]->Output();
     // RemoteError (6) or SystemError (2): a peer or network failure, never a hang.
     const std::string out = nodes[r]->Output();
@@ -89,27 +158,32 @@ TEST_P(CollNetTest, KilledReducerFailsEveryNode) {
   }
 }
 
-TEST_P(CollNetTest, NodesWithOtherReducerSettingsAreRefusedByEveryNode) {
-  std::vector<std::unique_ptr<ChildProcess>> nodes;
-  for (int r = 0; r < kNodes; ++r) {
-    // Node 2 opens 3 streams per reducer where the others open 2.
-    if (r == 2) setenv("REDUCER_STREAMS", "3", 1);
-    nodes.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-        RS_COLLNET_RANK, RS_PLUGIN_SO, dir_, std::to_string(r), std::to_string(kNodes), std::to_string(GetParam()),
-        "connect_fails"}));
-    unsetenv("REDUCER_STREAMS");
-  }
-  for (int r = 0; r < kNodes; ++r) {
+TEST_P(CollNetVersionTest, NodesWithOtherReducerSettingsAreRefusedByEveryNode) {
+  auto nodes = StartNodes(kThreeByThree, GetParam(), "connect_fails", /*odd_node=*/2);
+  // Node 2's handle is the second one connect gets (handle order 0, 2, 1).
+  for (size_t r = 0; r < nodes.size(); ++r) {
     EXPECT_EQ(nodes[r]->Wait(seconds(60)), 0) << "node " << r << ":\n" << nodes[r]->Output();
     const std::string out = nodes[r]->Output();
     // InvalidUsage (5): a configuration problem, reported the same way everywhere.
     EXPECT_NE(out.find("connect returned 5"), std::string::npos) << out;
-    EXPECT_NE(out.find("node 2 ("), std::string::npos) << out;
-    EXPECT_NE(out.find("other reducer settings than node 0"), std::string::npos) << out;
+    EXPECT_NE(out.find("the node of handle 1 of 3 ("), std::string::npos) << out;
+    EXPECT_NE(out.find("has other reducer settings than the node of handle 0"), std::string::npos) << out;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tables, CollNetTest, ::testing::Values(7, 8),
+TEST_P(CollNetVersionTest, CommunicatorDestroyedAndCreatedAgainAlsoAfterUnload) {
+  auto nodes = StartNodes(kTwoByFour, GetParam(), "recreate");
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(120)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    for (int round = 0; round < 3; ++round) {
+      const std::string line = "round " + std::to_string(round) + ": 64 all-reduces verified";
+      EXPECT_NE(nodes[r]->Output().find(line), std::string::npos) << nodes[r]->Output();
+    }
+  }
+  ExpectSessionsEnded(3);  // one session per communicator
+}
+
+INSTANTIATE_TEST_SUITE_P(Tables, CollNetVersionTest, ::testing::Values(7, 11),
                          [](const ::testing::TestParamInfo<int>& info) { return "v" + std::to_string(info.param); });
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Point-to-point through the built libnccl-net-reducer.so between two
 // processes, driven the way NCCL drives it (nccl_plugin_rank does the NCCL
-// part), for both table versions. Each rank sends to and receives from the
-// other at the same time. Every run is bounded: ranks that do not finish in
+// part), for every table version (7, 8 and 11). Each rank sends to and
+// receives from the other at the same time. Every run is bounded: ranks that do not finish in
 // time are killed and the test fails with their logs.
 #include <fcntl.h>
 #include <poll.h>
@@ -136,7 +136,7 @@ TEST_P(PluginP2p, TwoProcesses) {
 
 INSTANTIATE_TEST_SUITE_P(
     Scenarios, PluginP2p,
-    ::testing::Combine(::testing::Values(7, 8),
+    ::testing::Combine(::testing::Values(7, 8, 11),
                        ::testing::Values("sizes", "inflight", "tags", "truncate", "nocollnet", "peer_exit")),
     [](const ::testing::TestParamInfo<PluginP2p::ParamType>& info) {
       return "v" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
