@@ -37,12 +37,12 @@ class CollNetTest : public ::testing::TestWithParam<int> {
     setenv("REDUCER_ADDRS", addrs.c_str(), 1);
     setenv("REDUCER_JOB_TOKEN", kToken, 1);
     setenv("REDUCER_SOCKET_IFNAME", "lo", 1);
-    setenv("REDUCER_OP_TIMEOUT_MS", "20000", 1);
+    setenv("REDUCER_OP_TIMEOUT", "20s", 1);
     char tmpl[] = "/tmp/rs-collnet-XXXXXX";
     dir_ = mkdtemp(tmpl);
   }
   void TearDown() override {
-    for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT_MS"}) {
+    for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT"}) {
       unsetenv(v);
     }
   }
