@@ -10,7 +10,7 @@
 
 #include <regex>
 
-#include "tests/integration/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace rs::plugin::test {
 namespace {

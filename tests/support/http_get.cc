@@ -1,4 +1,4 @@
-#include "tests/integration/http_get.h"
+#include "tests/support/http_get.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
