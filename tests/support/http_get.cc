@@ -1,79 +1,68 @@
 #include "tests/support/http_get.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <curl/curl.h>
 
-#include <cctype>
-#include <cstdio>
+#include <memory>
 
 namespace rs::testing {
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
+struct CurlDeleter {
+  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
 };
+using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
+
+// curl_global_init is not safe to race with other threads' first use:
+// done once, before the first handle.
+CurlHandle NewHandle() {
+  static const CURLcode init = curl_global_init(CURL_GLOBAL_DEFAULT);
+  return CurlHandle(init == CURLE_OK ? curl_easy_init() : nullptr);
+}
+
+size_t Append(char* data, size_t size, size_t count, void* body) {
+  static_cast<std::string*>(body)->append(data, size * count);
+  return size * count;
+}
 
 }  // namespace
 
 StatusOr<std::string> HttpGet(uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  Fd fd(socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    return Status(Code::kIo, "cannot connect to 127.0.0.1:" + std::to_string(port));
+  CurlHandle curl = NewHandle();
+  if (!curl) return Status(Code::kInternal, "libcurl could not be initialised");
+  const std::string where = "127.0.0.1:" + std::to_string(port);
+  const std::string url = "http://" + where + path;
+  std::string body;
+  char error[CURL_ERROR_SIZE] = {};
+  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl.get(), CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(curl.get(), CURLOPT_ERRORBUFFER, error);
+  const CURLcode rc = curl_easy_perform(curl.get());
+  if (rc == CURLE_COULDNT_CONNECT) return Status(Code::kIo, "cannot connect to " + where);
+  if (rc == CURLE_OPERATION_TIMEDOUT) {
+    return Status(Code::kTimeout, "no complete answer from " + where + " within " + std::to_string(timeout.count()) +
+                                      " ms");
   }
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  if (send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
-    return Status(Code::kIo, "cannot send the request");
+  if (rc != CURLE_OK) {
+    return Status(Code::kIo, "GET " + url + ": " + (error[0] ? error : curl_easy_strerror(rc)));
   }
-  std::string response;
-  char buf[16384];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return Status(Code::kTimeout, "no complete answer from port " + std::to_string(port));
-    pollfd p{fd.get(), POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-    const ssize_t n = recv(fd.get(), buf, sizeof(buf), 0);
-    if (n < 0) return Status(Code::kIo, "connection lost");
-    if (n == 0) break;
-    response.append(buf, static_cast<size_t>(n));
+  long status = 0;
+  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
+  if (status != 200) {
+    return Status(Code::kProtocol, "GET " + url + ": HTTP " + std::to_string(status) + ": " + body.substr(0, 500));
   }
-  const size_t body = response.find("\r\n\r\n");
-  if (body == std::string::npos) return Status(Code::kProtocol, "not an HTTP response: " + response.substr(0, 200));
-  const std::string status_line = response.substr(0, response.find("\r\n"));
-  if (status_line.find(" 200") == std::string::npos) {
-    return Status(Code::kProtocol, status_line + ": " + response.substr(body + 4, 500));
-  }
-  return response.substr(body + 4);
+  return body;
 }
 
 std::string UrlEncode(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof(hex), "%%%02X", c);
-      out += hex;
-    }
-  }
+  CurlHandle curl = NewHandle();
+  char* escaped = curl ? curl_easy_escape(curl.get(), text.data(), static_cast<int>(text.size())) : nullptr;
+  if (escaped == nullptr) return std::string();
+  std::string out(escaped);
+  curl_free(escaped);
   return out;
 }
 

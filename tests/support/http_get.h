@@ -1,5 +1,8 @@
-// A minimal HTTP/1.0 GET for tests: scrapes reducerd's /metrics and queries
-// Prometheus' HTTP API on 127.0.0.1. Every wait is bounded by `timeout`.
+// HTTP GET for tests, with libcurl: scrapes reducerd's /metrics and queries
+// Prometheus' HTTP API on 127.0.0.1. Every wait is bounded by `timeout`;
+// proxies from the environment are never used.
+//
+// Thread-safe: every call uses its own handle.
 #pragma once
 
 #include <chrono>
@@ -10,8 +13,9 @@
 
 namespace rs::testing {
 
-// The body of a 200 response; any other status, a refused connection or
-// the timeout is an error whose message says which.
+// The body of a 200 response from http://127.0.0.1:PORT/PATH; any other
+// status, a refused connection or the timeout is an error whose message says
+// which.
 StatusOr<std::string> HttpGet(uint16_t port, const std::string& path,
                               std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
