@@ -62,6 +62,79 @@ struct OldNameUse {
   std::vector<std::string> ignored_for;   // the new names it was ignored for
 };
 
+// Old names in the order they were met, with how each was used.
+struct OldNames {
+  std::vector<std::string> order;
+  std::map<std::string, OldNameUse> uses;
+
+  void Note(const std::string& old_name, const std::string& new_name, const SettingValue& chosen) {
+    if (!uses.count(old_name)) order.push_back(old_name);
+    OldNameUse& use = uses[old_name];
+    AddUnique(&use.replacements, new_name);
+    if (chosen.source != old_name) {
+      AddUnique(&use.winners, chosen.source);
+      AddUnique(&use.ignored_for, new_name);
+    }
+  }
+
+  // One line per old name.
+  std::vector<std::string> Notices() const {
+    std::vector<std::string> out;
+    for (const std::string& old_name : order) {
+      const OldNameUse& use = uses.at(old_name);
+      const std::string instead = "use " + Join(use.replacements, " and ") + " instead";
+      const std::string winners = Join(use.winners, " and ");
+      if (use.ignored_for.size() == use.replacements.size()) {
+        out.push_back(old_name + " is deprecated and was ignored: " + winners + " takes precedence (" + instead + ")");
+      } else if (!use.ignored_for.empty()) {
+        out.push_back(old_name + " is deprecated; " + instead + " (ignored for " + Join(use.ignored_for, " and ") +
+                      ": " + winners + " takes precedence)");
+      } else {
+        out.push_back(old_name + " is deprecated; " + instead);
+      }
+    }
+    return out;
+  }
+};
+
+// A variable's value, or nullptr when unset or empty.
+const char* EnvValue(const EnvLookup& env, const std::string& name) {
+  if (name.empty()) return nullptr;
+  const char* v = env(name.c_str());
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+// The first of: the flag, an old flag, the variable, an old variable, the
+// default. Notes every old name that is set in `olds`.
+SettingValue ResolveOne(const SettingInfo& info, const std::map<std::string, std::string>& given,
+                        const EnvLookup& env, OldNames* olds) {
+  SettingValue value;
+  value.source = "default";
+  value.text = info.default_value;
+  auto choose = [&](const std::string& name, const std::string& text, const std::string& bare_unit) {
+    if (!value.is_default) return;
+    value.text = text;  // as given: a token may hold any byte
+    if (!bare_unit.empty() && IsBareNumber(Trimmed(text))) value.text = Trimmed(text) + bare_unit;
+    value.source = name;
+    value.is_default = false;
+  };
+  if (auto it = given.find(info.flag); !info.flag.empty() && it != given.end()) choose(info.flag, it->second, "");
+  for (const SettingAlias& old : info.old_flags) {
+    if (auto it = given.find(old.name); it != given.end()) choose(old.name, it->second, old.bare_unit);
+  }
+  if (const char* v = EnvValue(env, info.env)) choose(info.env, v, "");
+  for (const SettingAlias& old : info.old_envs) {
+    if (const char* v = EnvValue(env, old.name)) choose(old.name, v, old.bare_unit);
+  }
+  for (const SettingAlias& old : info.old_flags) {
+    if (given.count(old.name)) olds->Note(old.name, info.flag, value);
+  }
+  for (const SettingAlias& old : info.old_envs) {
+    if (EnvValue(env, old.name) != nullptr) olds->Note(old.name, info.env, value);
+  }
+  return value;
+}
+
 }  // namespace
 
 EnvLookup ProcessEnv() {
@@ -71,73 +144,11 @@ EnvLookup ProcessEnv() {
 Settings Settings::Resolve(const std::vector<SettingInfo>& registry, const std::map<std::string, std::string>& given,
                            const EnvLookup& env) {
   Settings out;
-  std::vector<std::string> old_order;
-  std::map<std::string, OldNameUse> old_uses;
-
+  OldNames olds;
   for (const SettingInfo& info : registry) {
-    SettingValue value;
-    value.source = "default";
-    value.text = info.default_value;
-    bool chosen = false;
-    auto choose = [&](const std::string& name, const std::string& text, const std::string& bare_unit) {
-      value.text = text;  // as given: a token may hold any byte
-      if (!bare_unit.empty() && IsBareNumber(Trimmed(text))) value.text = Trimmed(text) + bare_unit;
-      value.source = name;
-      value.is_default = false;
-      chosen = true;
-    };
-    // Called for each old name that is set, after the choice is made.
-    auto note_old = [&](const std::string& old_name, const std::string& new_name) {
-      if (!old_uses.count(old_name)) old_order.push_back(old_name);
-      OldNameUse& use = old_uses[old_name];
-      AddUnique(&use.replacements, new_name);
-      if (value.source != old_name) {
-        AddUnique(&use.winners, value.source);
-        AddUnique(&use.ignored_for, new_name);
-      }
-    };
-    auto env_value = [&](const std::string& name) -> const char* {
-      if (name.empty()) return nullptr;
-      const char* v = env(name.c_str());
-      return v != nullptr && *v != '\0' ? v : nullptr;
-    };
-
-    if (!info.flag.empty()) {
-      if (auto it = given.find(info.flag); it != given.end()) choose(info.flag, it->second, "");
-    }
-    for (const SettingAlias& old : info.old_flags) {
-      auto it = given.find(old.name);
-      if (!chosen && it != given.end()) choose(old.name, it->second, old.bare_unit);
-    }
-    if (!chosen) {
-      if (const char* v = env_value(info.env)) choose(info.env, v, "");
-    }
-    for (const SettingAlias& old : info.old_envs) {
-      if (const char* v = env_value(old.name); !chosen && v != nullptr) choose(old.name, v, old.bare_unit);
-    }
-    for (const SettingAlias& old : info.old_flags) {
-      if (given.count(old.name)) note_old(old.name, info.flag);
-    }
-    for (const SettingAlias& old : info.old_envs) {
-      if (env_value(old.name) != nullptr) note_old(old.name, info.env);
-    }
-    out.values_[info.flag.empty() ? info.env : info.flag] = std::move(value);
+    out.values_[info.flag.empty() ? info.env : info.flag] = ResolveOne(info, given, env, &olds);
   }
-
-  for (const std::string& old_name : old_order) {
-    const OldNameUse& use = old_uses[old_name];
-    const std::string instead = "use " + Join(use.replacements, " and ") + " instead";
-    if (use.ignored_for.size() == use.replacements.size()) {
-      out.notices_.push_back(old_name + " is deprecated and was ignored: " + Join(use.winners, " and ") +
-                             " takes precedence (" + instead + ")");
-    } else if (!use.ignored_for.empty()) {
-      out.notices_.push_back(old_name + " is deprecated; " + instead + " (ignored for " +
-                             Join(use.ignored_for, " and ") + ": " + Join(use.winners, " and ") +
-                             " takes precedence)");
-    } else {
-      out.notices_.push_back(old_name + " is deprecated; " + instead);
-    }
-  }
+  out.notices_ = olds.Notices();
   return out;
 }
 
