@@ -5,8 +5,6 @@
 // checked element was right, 1 otherwise, 2 for bad flags.
 #include <signal.h>
 
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,176 +12,19 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench/bench_check.h"
+#include "bench/bench_options.h"
 #include "client/client.h"
-#include "protocol/auth.h"
 #include "common/units.h"
-#include "common/cli_parse.h"
+#include "protocol/auth.h"
 
 namespace rs::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Options {
-  std::vector<client::Endpoint> reducers;
-  uint32_t world = 1;
-  uint32_t rank = 0;
-  std::string session = "reducer-bench";
-  std::string job_token;
-  uint64_t min_bytes = 4 << 10;
-  uint64_t max_bytes = 64 << 20;
-  uint64_t step_factor = 2;
-  std::vector<DataType> dtypes;
-  ReduceOp op = ReduceOp::kSum;
-  int iters = 20;
-  int warmup = 5;
-  bool check = true;
-  int streams = 2;
-  uint64_t piece_bytes = 1 << 20;
-  uint64_t send_window = 4 << 20;
-  int io_threads = 1;
-  int inflight = 1;
-  std::chrono::milliseconds timeout{90'000};
-  std::string csv;
-};
-
-constexpr DataType kAllTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16,
-                                  DataType::kFloat64, DataType::kInt8,    DataType::kUint8,
-                                  DataType::kInt32,   DataType::kUint32,  DataType::kInt64,
-                                  DataType::kUint64};
-
-StatusOr<std::vector<DataType>> ParseTypes(const std::string& list) {
-  std::vector<DataType> out;
-  std::istringstream in(list);
-  for (std::string name; std::getline(in, name, ',');) {
-    if (name == "all") {
-      out.insert(out.end(), std::begin(kAllTypes), std::end(kAllTypes));
-    } else if (auto type = ParseDataType(name)) {
-      out.push_back(*type);
-    } else {
-      return Status(Code::kInvalidArgument, "--dtype: unknown data type '" + name +
-                                                "'; use float32, float16, bfloat16, float64, int8, uint8, "
-                                                "int32, uint32, int64, uint64, a comma list of them, or all");
-    }
-  }
-  if (out.empty()) return Status(Code::kInvalidArgument, "--dtype: no data type given");
-  return out;
-}
-
-// Turns the flags' text into Options, checking everything once.
-struct RawFlags {
-  std::string reducers, token_file, min_bytes = "4K", max_bytes = "64M", dtype = "float32", op = "sum";
-  std::string piece_bytes = "1M", send_window = "4M", timeout = "90s";
-};
-
-Status Validate(const RawFlags& raw, Options* out) {
-  auto reducers = client::ParseEndpoints(raw.reducers);
-  if (!reducers.ok()) return reducers.status().Prefixed("--reducers");
-  out->reducers = *reducers;
-  if (out->rank >= out->world) {
-    return Status(Code::kInvalidArgument, "--rank " + std::to_string(out->rank) + " is not below --world " +
-                                              std::to_string(out->world));
-  }
-  for (auto [flag, text, dest] : {std::tuple{"--min-bytes", &raw.min_bytes, &out->min_bytes},
-                                  std::tuple{"--max-bytes", &raw.max_bytes, &out->max_bytes},
-                                  std::tuple{"--piece-bytes", &raw.piece_bytes, &out->piece_bytes},
-                                  std::tuple{"--send-window", &raw.send_window, &out->send_window}}) {
-    auto size = ParseSize(*text);
-    if (!size.ok()) return size.status().Prefixed(flag);
-    *dest = *size;
-  }
-  if (out->min_bytes == 0 || out->min_bytes > out->max_bytes) {
-    return Status(Code::kInvalidArgument, "--min-bytes must be at least 1 and at most --max-bytes");
-  }
-  auto types = ParseTypes(raw.dtype);
-  if (!types.ok()) return types.status();
-  out->dtypes = *types;
-  auto op = ParseReduceOp(raw.op);
-  if (!op) return Status(Code::kInvalidArgument, "--op: unknown operation '" + raw.op + "'; use sum, prod, max or min");
-  out->op = *op;
-  auto timeout = ParseDuration(raw.timeout);
-  if (!timeout.ok()) return timeout.status().Prefixed("--timeout");
-  if (timeout->count() <= 0) return Status(Code::kInvalidArgument, "--timeout must be positive");
-  out->timeout = *timeout;
-  if (!raw.token_file.empty()) {
-    auto token = protocol::ReadTokenFile(raw.token_file);
-    if (!token.ok()) return token.status().Prefixed("--job-token-file");
-    out->job_token = *token;
-  } else if (const char* env = std::getenv("REDUCER_JOB_TOKEN"); env != nullptr && *env != '\0') {
-    out->job_token = env;
-  }
-  return Status::Ok();
-}
-
-StatusOr<Options> ParseOptions(int argc, char** argv) {
-  CLI::App app{
-      "reducer-bench: all-reduce bandwidth and correctness against reducerd, one process per rank,\n"
-      "in the style of nccl-tests' all_reduce_perf. Every rank checks every element of its results;\n"
-      "rank 0 prints one line per size. algbw = size / time; busbw = algbw * 2(n-1)/n is nccl-tests'\n"
-      "convention for peer-to-peer all-reduce and reads above the line rate with reducers.\n"
-      "Flags shown with an environment variable take their default from it."};
-  // The last of a repeated flag wins, so scripts can append overrides.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  Options o;
-  RawFlags raw;
-  app.add_option("--reducers", raw.reducers, "Reducers as HOST:PORT,HOST:PORT,... (same list on every rank)")
-      ->envname("REDUCER_ADDRS")
-      ->required();
-  app.add_option("--world", o.world, "Number of ranks")->envname("WORLD_SIZE")->check(CLI::Range(1, 65535))
-      ->capture_default_str();
-  app.add_option("--rank", o.rank, "This process's rank, 0 to world-1")->envname("RANK")->capture_default_str();
-  app.add_option("--session", o.session, "Session name; ranks with the same name form one all-reduce group")
-      ->envname("REDUCER_SESSION")
-      ->capture_default_str();
-  app.add_option("--job-token-file", raw.token_file, "File holding the job token; or set REDUCER_JOB_TOKEN")
-      ->envname("REDUCER_JOB_TOKEN_FILE");
-  app.add_option("-b,--min-bytes", raw.min_bytes, "Smallest size (suffixes K, M, G = KiB, MiB, GiB)")
-      ->capture_default_str();
-  app.add_option("-e,--max-bytes", raw.max_bytes, "Largest size")->capture_default_str();
-  app.add_option("-f,--step-factor", o.step_factor, "Multiply the size by this from one line to the next")
-      ->check(CLI::Range(2, 1024))
-      ->capture_default_str();
-  app.add_option("-d,--dtype", raw.dtype, "Data type, a comma list of them, or 'all'")->capture_default_str();
-  app.add_option("-o,--op", raw.op, "Reduction: sum, prod, max or min")->capture_default_str();
-  app.add_option("-n,--iters", o.iters, "Timed operations per size")->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  app.add_option("-w,--warmup", o.warmup, "Untimed operations per size before timing")
-      ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
-  app.add_option("-c,--check", o.check,
-                 "1: verify every element after the warm-up and after the timed operations; 0: don't")
-      ->capture_default_str();
-  app.add_option("--streams", o.streams, "TCP streams to each reducer")->envname("REDUCER_STREAMS")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  app.add_option("--piece-bytes", raw.piece_bytes, "Largest piece of an operation (same on every rank)")
-      ->envname("REDUCER_PIECE_BYTES")
-      ->capture_default_str();
-  app.add_option("--send-window", raw.send_window,
-                 "Bytes of pieces a stream may have sent without their results back; 0: no limit")
-      ->envname("REDUCER_SEND_WINDOW")
-      ->capture_default_str();
-  app.add_option("--io-threads", o.io_threads, "Client I/O threads")->envname("REDUCER_IO_THREADS")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  app.add_option("--inflight", o.inflight, "Operations kept in flight at once, each with its own buffers")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  app.add_option("--timeout", raw.timeout,
-                 "Limit for joining the session and for each operation; keep it above the reducers'\n"
-                 "--op-timeout so their error, which names the missing ranks, arrives first")
-      ->envname("REDUCER_TIMEOUT")
-      ->capture_default_str();
-  app.add_option("--csv", o.csv, "Rank 0 also writes the results to this CSV file");
-  RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
-  RS_RETURN_IF_ERROR(Validate(raw, &o));
-  return o;
-}
 
 // Sizes from min to max, multiplied by the step factor each time.
 std::vector<uint64_t> Sizes(const Options& o) {
@@ -225,7 +66,7 @@ class Report {
                 list.c_str(), o_.session.c_str());
     std::printf("# %d stream(s) per reducer, pieces up to %s, send window %s, %d operation(s) in flight, "
                 "%d I/O thread(s)\n",
-                o_.streams, FormatBytes(o_.piece_bytes).c_str(),
+                o_.streams, FormatBytes(o_.max_piece).c_str(),
                 o_.send_window ? FormatBytes(o_.send_window).c_str() : "unlimited", o_.inflight, o_.io_threads);
     std::printf("# iters %d, warmup %d, check %s, job token %s\n", o_.iters, o_.warmup, o_.check ? "on" : "off",
                 o_.job_token.empty() ? "none" : "set");
@@ -310,10 +151,11 @@ class Bench {
     c.job_token = o_.job_token;
     c.streams_per_reducer = o_.streams;
     c.io_threads = o_.io_threads;
-    c.max_piece_bytes = o_.piece_bytes;
+    c.max_piece_bytes = o_.max_piece;
+    c.min_piece_bytes = o_.min_piece;
     c.send_window_bytes = o_.send_window;
-    c.connect_timeout = o_.timeout;
-    c.op_timeout = o_.timeout;
+    c.connect_timeout = o_.connect_timeout;
+    c.op_timeout = o_.op_timeout;
     // Errors come back as statuses and are printed with their context; only
     // warnings need the log.
     c.log = [rank = o_.rank](client::LogLevel level, const std::string& message) {
@@ -427,9 +269,9 @@ class Bench {
   }
 
   Status Await(client::Operation& op) const {
-    // The client fails an operation itself after --timeout; the margin only
-    // keeps a bug there from hanging the benchmark.
-    return op.Wait(o_.timeout + std::chrono::seconds(10));
+    // The client fails an operation itself after --op-timeout; the margin
+    // only keeps a bug there from hanging the benchmark.
+    return op.Wait(o_.op_timeout + std::chrono::seconds(10));
   }
 
   const Options o_;
@@ -452,6 +294,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "reducer-bench: %s\nRun 'reducer-bench --help' for the flags.\n",
                  options.status().message().c_str());
     return 2;
+  }
+  for (const std::string& notice : options->notices) {
+    std::fprintf(stderr, "reducer-bench: warning: %s\n", notice.c_str());
   }
   const uint32_t rank = options->rank;
   std::unique_ptr<rs::bench::Bench> bench;

@@ -66,6 +66,12 @@ StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   const Status bad(Code::kInvalidArgument,
                    "'" + std::string(text) + "' is not a duration (examples: 500ms, 30s, 2m)");
   if (!SplitNumber(text, &n, &suffix)) return bad;
+  // A bare number would be read as seconds by some and milliseconds by
+  // others (the plugin's old *_MS variables): only 0 may go without a unit.
+  if (suffix.empty() && n != 0) {
+    return Status(Code::kInvalidArgument, "'" + std::string(text) +
+                                              "' has no unit; durations need one (examples: 500ms, 30s, 2m)");
+  }
   double ms = 0;
   if (suffix == "ms") {
     ms = n;

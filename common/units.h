@@ -15,7 +15,9 @@ namespace rs {
 // Binary and decimal suffixes are both taken as binary (K = KiB = 1024),
 // case-insensitive, optional "B": what operators mean for memory.
 StatusOr<uint64_t> ParseSize(std::string_view text);
-// A bare number is seconds.
+// Units ms, s, m (or min), h, case-insensitive, fractions allowed ("1.5m").
+// A number without a unit is refused (except 0): "90000" means seconds to
+// some readers and milliseconds to others.
 StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text);
 // "4 KiB", "1.5 MiB", "12 B".
 std::string FormatBytes(uint64_t bytes);

@@ -8,6 +8,7 @@
 namespace rs::plugin {
 
 std::unique_ptr<Plugin> Plugin::Create(const Env& env, const std::vector<InterfaceCandidate>& interfaces) {
+  for (const std::string& notice : env.notices()) RS_PLOG_WARN("%s", notice.c_str());
   Status p2p_status;
   P2pConfig p2p;
   std::vector<NetInterface> devices;

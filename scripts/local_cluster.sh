@@ -130,7 +130,7 @@ run_workers() {
     # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
     timeout -k 5 "$RUN_TIMEOUT" "$BUILD_DIR/bench/reducer-bench" --reducers "$ADDRS" --world "$WORKERS" --rank "$r" \
       --job-token-file "$WORK/job-token" --session "local-cluster-$$" -b "$MIN_BYTES" -e "$MAX_BYTES" \
-      -d "$DTYPES" -o "$OP" --check 1 --timeout 40s $BENCH_ARGS \
+      -d "$DTYPES" -o "$OP" --check 1 --op-timeout 40s --connect-timeout 40s $BENCH_ARGS \
       >"$WORK/worker$r.out" 2>"$WORK/worker$r.err" &
     pids+=($!)
     PIDS+=($!)

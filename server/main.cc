@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   rs::server::ConfigureLogging(options->log_level, options->log_format);
+  for (const std::string& notice : options->notices) spdlog::warn("{}", notice);
 
   // Before any thread starts, so that only the watcher receives them.
   rs::server::BlockStopSignals();

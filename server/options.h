@@ -1,12 +1,16 @@
 // reducerd's command line: every flag has an environment-variable default
 // (for containers), and is validated once into an immutable Options value.
+// The flags, variables, defaults and old names come from the registry in
+// reducerd_settings.h; this is the only place reducerd reads the environment.
 #pragma once
 
 #include <chrono>
 #include <string>
+#include <vector>
 
-#include "server/control/control_config.h"
+#include "common/settings.h"
 #include "common/status.h"
+#include "server/control/control_config.h"
 #include "server/net/server_config.h"
 
 namespace rs::server {
@@ -21,10 +25,14 @@ struct Options {
   std::string port_file;
   std::string grpc_port_file;
   std::string metrics_port_file;
+  // One line per deprecated name in use, for main() to log once it has a
+  // logger.
+  std::vector<std::string> notices;
 };
 
-// Parses argv. Returns kCancelled after printing --help or --version (exit 0);
-// any other error has a message naming the flag.
-StatusOr<Options> ParseOptions(int argc, char** argv);
+// Parses argv, taking a flag's value from `env` when the flag is absent.
+// Returns kCancelled after printing --help or --version (exit 0); any other
+// error has a message naming the flag or variable and what it expects.
+StatusOr<Options> ParseOptions(int argc, char** argv, const EnvLookup& env = ProcessEnv());
 
 }  // namespace rs::server

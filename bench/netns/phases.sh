@@ -180,7 +180,7 @@ phase_ours() {
     # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
     run_accounted "$OUT/logs/ours-rank$r.cpu" "$r" "$BUILD_DIR/bench/reducer-bench" --reducers "$ADDRS" \
       --world "$WORKERS" --rank "$r" --job-token-file "$TOKEN_FILE" --session "netns-$$" -b "$MIN_BYTES" \
-      -e "$MAX_BYTES" -f "$STEP" -d float32 -n "$ITERS" -w "$WARMUP" --check 1 --timeout 60s \
+      -e "$MAX_BYTES" -f "$STEP" -d float32 -n "$ITERS" -w "$WARMUP" --check 1 --op-timeout 60s --connect-timeout 60s \
       --csv "$OUT/ours.csv" $BENCH_ARGS >"$OUT/logs/ours-rank$r.out" 2>"$OUT/logs/ours-rank$r.err" &
     pids+=($!)
     PIDS+=($!)

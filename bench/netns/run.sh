@@ -28,7 +28,7 @@ ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-2}
 PHASES=${PHASES:-iperf ours gloo}
 IPERF_SECONDS=${IPERF_SECONDS:-5}
-BENCH_ARGS=${BENCH_ARGS:---streams 1 --piece-bytes 128K --send-window 512K --inflight 1}
+BENCH_ARGS=${BENCH_ARGS:---streams 1 --max-piece 128K --send-window 512K --inflight 1}
 REDUCERD_ARGS=${REDUCERD_ARGS:---memory-limit 512MiB}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-perf}
@@ -83,9 +83,10 @@ cleanup() {
 build_if_missing() {
   [[ -x $BUILD_DIR/server/reducerd && -x $BUILD_DIR/bench/reducer-bench ]] && return 0
   log "building reducerd and reducer-bench in $BUILD_DIR"
-  local generator=()
-  [[ -f $BUILD_DIR/CMakeCache.txt ]] || generator=(-G Ninja)
-  cmake -S "$ROOT" -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  # A fresh tree gets Ninja and no tests (they need packages the harness does not).
+  local fresh=()
+  [[ -f $BUILD_DIR/CMakeCache.txt ]] || fresh=(-G Ninja -DRS_BUILD_TESTS=OFF)
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${fresh[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$BUILD_DIR" --target reducerd reducer-bench
 }
 

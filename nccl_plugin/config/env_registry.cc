@@ -1,6 +1,5 @@
 #include "nccl_plugin/config/env_registry.h"
 
-#include <cerrno>
 #include <cstdlib>
 
 namespace rs::plugin {
@@ -25,14 +24,17 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
      "Data sockets per helper thread (1-16); large messages are split across all sockets of a connection (at most 64)."},
     {EnvKey::kStreams, "REDUCER_STREAMS", "2", "TCP streams from each worker to each reducer (1-64)."},
     {EnvKey::kIoThreads, "REDUCER_IO_THREADS", "1", "Client I/O threads per CollNet communicator (1-64)."},
-    {EnvKey::kPieceBytes, "REDUCER_PIECE_BYTES", "1048576",
-     "Largest piece of an all-reduce sent to one reducer, in bytes; must be equal on every rank."},
-    {EnvKey::kMinPieceBytes, "REDUCER_MIN_PIECE_BYTES", "65536",
-     "Below this an all-reduce is not split further to reach every reducer, in bytes."},
-    {EnvKey::kOpTimeoutMs, "REDUCER_OP_TIMEOUT_MS", "90000",
-     "An all-reduce with no answer from a reducer for this long fails on this rank (ms); keep above the reducers' own timeout."},
-    {EnvKey::kConnectTimeoutMs, "REDUCER_CONNECT_TIMEOUT_MS", "60000",
-     "Bound on connection setup: point-to-point connect and CollNet join of all ranks (ms)."},
+    {EnvKey::kMaxPiece, "REDUCER_MAX_PIECE", "1MiB",
+     "Largest piece of an all-reduce sent to one reducer (4KiB-1GiB); must be equal on every rank.",
+     "REDUCER_PIECE_BYTES"},
+    {EnvKey::kMinPiece, "REDUCER_MIN_PIECE", "64KiB",
+     "Below this an all-reduce is not split further to reach every reducer.", "REDUCER_MIN_PIECE_BYTES"},
+    {EnvKey::kOpTimeout, "REDUCER_OP_TIMEOUT", "90s",
+     "An all-reduce with no answer from a reducer for this long fails on this rank; keep above the reducers' own timeout.",
+     "REDUCER_OP_TIMEOUT_MS", "ms"},
+    {EnvKey::kConnectTimeout, "REDUCER_CONNECT_TIMEOUT", "60s",
+     "Bound on connection setup: point-to-point connect and CollNet join of all ranks.",
+     "REDUCER_CONNECT_TIMEOUT_MS", "ms"},
 }};
 
 constexpr bool RegistryInKeyOrder() {
@@ -48,12 +50,23 @@ static_assert(RegistryInKeyOrder(), "kVars must list every EnvKey in enum order"
 const std::array<EnvVarInfo, kNumEnvVars>& EnvVars() { return kVars; }
 const EnvVarInfo& EnvInfo(EnvKey key) { return kVars[static_cast<int>(key)]; }
 
+// The registry as common/settings.h takes it: environment only.
+const std::vector<SettingInfo>& AsSettings() {
+  static const std::vector<SettingInfo> settings = [] {
+    std::vector<SettingInfo> out;
+    for (const EnvVarInfo& var : kVars) {
+      SettingInfo info{"", var.name, "", var.default_value, "", var.doc};
+      if (var.old_name != nullptr) info.old_envs.push_back({var.old_name, var.old_bare_unit});
+      out.push_back(std::move(info));
+    }
+    return out;
+  }();
+  return settings;
+}
+
 Env Env::FromLookup(const Lookup& lookup) {
   Env env;
-  for (const EnvVarInfo& var : kVars) {
-    const char* value = lookup(var.name);
-    if (value != nullptr) env.values_[static_cast<int>(var.key)] = std::string(value);
-  }
+  env.settings_ = Settings::Resolve(AsSettings(), {}, lookup);
   return env;
 }
 
@@ -62,30 +75,23 @@ const Env& Env::Process() {
   return env;
 }
 
-bool Env::IsSet(EnvKey key) const {
-  const auto& v = values_[static_cast<int>(key)];
-  return v.has_value() && !v->empty();
-}
+bool Env::IsSet(EnvKey key) const { return settings_.IsSet(EnvInfo(key).name); }
 
-std::string Env::Get(EnvKey key) const {
-  if (IsSet(key)) return *values_[static_cast<int>(key)];
-  return EnvInfo(key).default_value;
-}
+std::string Env::Get(EnvKey key) const { return settings_.Get(EnvInfo(key).name).text; }
+
+const std::string& Env::Source(EnvKey key) const { return settings_.Get(EnvInfo(key).name).source; }
 
 StatusOr<int64_t> Env::GetInt(EnvKey key, int64_t min, int64_t max) const {
-  const std::string text = Get(key);
-  const char* name = EnvInfo(key).name;
-  errno = 0;
-  char* end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || end == text.c_str() || *end != '\0' || errno == ERANGE) {
-    return Status(Code::kInvalidArgument, std::string(name) + "='" + text + "' is not an integer");
-  }
-  if (value < min || value > max) {
-    return Status(Code::kInvalidArgument, std::string(name) + "=" + text + " is outside [" +
-                                              std::to_string(min) + ", " + std::to_string(max) + "]");
-  }
-  return static_cast<int64_t>(value);
+  return settings_.Int(EnvInfo(key).name, min, max);
+}
+
+StatusOr<uint64_t> Env::GetSize(EnvKey key, uint64_t min, uint64_t max) const {
+  return settings_.Size(EnvInfo(key).name, min, max);
+}
+
+StatusOr<std::chrono::milliseconds> Env::GetDuration(EnvKey key, std::chrono::milliseconds min,
+                                                     std::chrono::milliseconds max) const {
+  return settings_.Duration(EnvInfo(key).name, min, max);
 }
 
 std::string EnvMarkdownTable() {
@@ -97,6 +103,11 @@ std::string EnvMarkdownTable() {
     out += var.default_value[0] ? std::string("`") + var.default_value + "`" : std::string("(unset)");
     out += " | ";
     out += var.doc;
+    if (var.old_name != nullptr) {
+      out += std::string(" Deprecated old name: `") + var.old_name + "`" +
+             (var.old_bare_unit[0] ? std::string(" (a number without unit is ") + var.old_bare_unit + ")" : "") +
+             ".";
+    }
     out += " |\n";
   }
   return out;

@@ -1,20 +1,27 @@
 // The one registry of environment variables the plugin reads. Each variable
-// has a name, a default and a one-line description; the README table is
-// generated from this list (EnvMarkdownTable, tool nccl_plugin_env_table), so
-// documentation cannot drift from the code. The process environment is read
-// once, on first use, into an immutable snapshot; nothing else in the plugin
-// calls getenv, and the plugin never sets variables.
+// has a name, a default, a one-line description and, if it was renamed, its
+// old name, still read as a deprecated alias (the new name wins when both are
+// set; notices() says so, for the plugin to log once). Sizes and durations
+// are written with units (common/units.h), as in reducerd and reducer-bench.
+// The README table is generated from this list (EnvMarkdownTable, tool
+// nccl_plugin_env_table), so documentation cannot drift from the code. The
+// process environment is read once, on first use, into an immutable snapshot;
+// nothing else in the plugin calls getenv, and the plugin never sets
+// variables. Resolution and parsing are common/settings.h's, shared with the
+// daemon.
 //
 // Thread-safety: Env is immutable after construction; Env::Process() is safe
 // to call from any thread (initialised once).
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
+#include <vector>
 
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace rs::plugin {
@@ -30,10 +37,10 @@ enum class EnvKey : int {
   kSocksPerThread,
   kStreams,
   kIoThreads,
-  kPieceBytes,
-  kMinPieceBytes,
-  kOpTimeoutMs,
-  kConnectTimeoutMs,
+  kMaxPiece,
+  kMinPiece,
+  kOpTimeout,
+  kConnectTimeout,
   kCount,
 };
 inline constexpr int kNumEnvVars = static_cast<int>(EnvKey::kCount);
@@ -43,6 +50,11 @@ struct EnvVarInfo {
   const char* name;
   const char* default_value;  // "" means "unset / empty"
   const char* doc;
+  // The name before the rename to units-in-the-value, or nullptr.
+  const char* old_name = nullptr;
+  // How the old name read a number without a unit ("ms" for *_MS); "": as
+  // the new name does.
+  const char* old_bare_unit = "";
 };
 
 // All variables, in the order the README lists them.
@@ -59,16 +71,24 @@ class Env {
   // The process environment, read on the first call and never again.
   static const Env& Process();
 
-  // True when the variable is set to a non-empty value.
+  // True when the variable (or its old name) is set to a non-empty value.
   bool IsSet(EnvKey key) const;
   // The value, or the default when unset or empty.
   std::string Get(EnvKey key) const;
-  // A decimal integer in [min, max]; the default when unset. An unparsable or
-  // out-of-range value is an kInvalidArgument naming the variable.
+  // The variable the value came from: its name, its old name, or "default".
+  const std::string& Source(EnvKey key) const;
+  // Typed values; the default when unset. An unparsable or out-of-range
+  // value is a kInvalidArgument naming the variable and the expected format.
   StatusOr<int64_t> GetInt(EnvKey key, int64_t min, int64_t max) const;
+  StatusOr<uint64_t> GetSize(EnvKey key, uint64_t min, uint64_t max) const;
+  StatusOr<std::chrono::milliseconds> GetDuration(EnvKey key, std::chrono::milliseconds min,
+                                                  std::chrono::milliseconds max) const;
+
+  // One line per deprecated name that is set, for one WARN line each.
+  const std::vector<std::string>& notices() const { return settings_.notices(); }
 
  private:
-  std::array<std::optional<std::string>, kNumEnvVars> values_;
+  Settings settings_;
 };
 
 // "| Variable | Default | Meaning |" table for the README.

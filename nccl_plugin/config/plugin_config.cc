@@ -8,7 +8,8 @@
 namespace rs::plugin {
 namespace {
 
-constexpr int64_t kMaxMs = 24LL * 3600 * 1000;
+constexpr std::chrono::milliseconds kMinTimeout{1};
+constexpr std::chrono::milliseconds kMaxTimeout = std::chrono::hours(24);
 
 bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -70,11 +71,11 @@ StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env) {
     return Status(Code::kInvalidArgument, "REDUCER_SOCKET_NTHREADS x REDUCER_NSOCKS_PERTHREAD = " +
                                               std::to_string(*threads * *socks) + " exceeds 64 sockets");
   }
-  StatusOr<int64_t> connect_ms = env.GetInt(EnvKey::kConnectTimeoutMs, 1, kMaxMs);
-  if (!connect_ms.ok()) return connect_ms.status();
+  StatusOr<std::chrono::milliseconds> connect = env.GetDuration(EnvKey::kConnectTimeout, kMinTimeout, kMaxTimeout);
+  if (!connect.ok()) return connect.status();
   cfg.threads = static_cast<int>(*threads);
   cfg.socks_per_thread = static_cast<int>(*socks);
-  cfg.connect_timeout = std::chrono::milliseconds(*connect_ms);
+  cfg.connect_timeout = *connect;
   return cfg;
 }
 
@@ -110,26 +111,30 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   cfg.job_token = std::move(token).value();
 
   struct IntSetting { EnvKey key; int64_t min; int64_t max; int64_t* out; };
-  int64_t streams = 0, io_threads = 0, piece = 0, min_piece = 0, op_ms = 0, connect_ms = 0;
-  const IntSetting settings[] = {
+  int64_t streams = 0, io_threads = 0;
+  const IntSetting ints[] = {
       {EnvKey::kStreams, 1, 64, &streams},
       {EnvKey::kIoThreads, 1, 64, &io_threads},
-      {EnvKey::kPieceBytes, 4096, 1LL << 30, &piece},
-      {EnvKey::kMinPieceBytes, 1, 1LL << 30, &min_piece},
-      {EnvKey::kOpTimeoutMs, 1, kMaxMs, &op_ms},
-      {EnvKey::kConnectTimeoutMs, 1, kMaxMs, &connect_ms},
   };
-  for (const IntSetting& s : settings) {
+  for (const IntSetting& s : ints) {
     StatusOr<int64_t> v = env.GetInt(s.key, s.min, s.max);
     if (!v.ok()) return v.status();
     *s.out = *v;
   }
+  StatusOr<uint64_t> piece = env.GetSize(EnvKey::kMaxPiece, 4096, uint64_t{1} << 30);
+  if (!piece.ok()) return piece.status();
+  StatusOr<uint64_t> min_piece = env.GetSize(EnvKey::kMinPiece, 1, uint64_t{1} << 30);
+  if (!min_piece.ok()) return min_piece.status();
+  StatusOr<std::chrono::milliseconds> op = env.GetDuration(EnvKey::kOpTimeout, kMinTimeout, kMaxTimeout);
+  if (!op.ok()) return op.status();
+  StatusOr<std::chrono::milliseconds> connect = env.GetDuration(EnvKey::kConnectTimeout, kMinTimeout, kMaxTimeout);
+  if (!connect.ok()) return connect.status();
   cfg.streams_per_reducer = static_cast<int>(streams);
   cfg.io_threads = static_cast<int>(io_threads);
-  cfg.max_piece_bytes = static_cast<size_t>(piece);
-  cfg.min_piece_bytes = static_cast<size_t>(min_piece);
-  cfg.op_timeout = std::chrono::milliseconds(op_ms);
-  cfg.connect_timeout = std::chrono::milliseconds(connect_ms);
+  cfg.max_piece_bytes = static_cast<size_t>(*piece);
+  cfg.min_piece_bytes = static_cast<size_t>(*min_piece);
+  cfg.op_timeout = *op;
+  cfg.connect_timeout = *connect;
   return cfg;
 }
 

@@ -36,7 +36,7 @@ StatusOr<std::unique_ptr<SendComm>> Connector::Step() {
   if (std::chrono::steady_clock::now() > deadline_) {
     return Status(Code::kTimeout, "connect to " + peer_.ToString() + ": not established within " +
                                       std::to_string(config_.connect_timeout.count()) +
-                                      " ms (REDUCER_CONNECT_TIMEOUT_MS)");
+                                      " ms (REDUCER_CONNECT_TIMEOUT)");
   }
   switch (stage_) {
     case Stage::kOpenSocket:

@@ -16,6 +16,8 @@ RS_BUILD_PACKAGES=(
 # What only the test suite needs on top (used by scripts/run_tests.sh).
 # shellcheck disable=SC2034
 RS_TEST_PACKAGES=(
+  # the tests' HTTP client (tests/support/http_get.cc)
+  libcurl4-openssl-dev
   # promtool and a real Prometheus server to scrape reducerd
   prometheus
   # the network-namespace harness (bench/netns) and its smoke test: ip/tc, the

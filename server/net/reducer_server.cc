@@ -21,7 +21,7 @@ ReducerServer::ReducerServer(ServerConfig config) : config_(std::move(config)) {
 }
 
 StatusOr<std::unique_ptr<ReducerServer>> ReducerServer::Create(ServerConfig config) {
-  if (config.io_threads < 1) return Status(Code::kInvalidArgument, "--threads must be at least 1");
+  if (config.io_threads < 1) return Status(Code::kInvalidArgument, "--io-threads must be at least 1");
   if (config.memory_limit < 2 * MemoryBudget::kGranule) {
     return Status(Code::kInvalidArgument, "--memory-limit must be at least 128KiB");
   }

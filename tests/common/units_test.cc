@@ -21,9 +21,22 @@ TEST(UnitsTest, ParsesSizes) {
 TEST(UnitsTest, ParsesDurations) {
   EXPECT_EQ(ParseDuration("500ms")->count(), 500);
   EXPECT_EQ(ParseDuration("30s")->count(), 30000);
-  EXPECT_EQ(ParseDuration("2")->count(), 2000);
   EXPECT_EQ(ParseDuration("1.5m")->count(), 90000);
+  EXPECT_EQ(ParseDuration("2H")->count(), 7'200'000);
+  EXPECT_EQ(ParseDuration("0")->count(), 0);
   EXPECT_FALSE(ParseDuration("soon").ok());
+  EXPECT_FALSE(ParseDuration("5 fortnights").ok());
+}
+
+// "90000" is 90 s under the plugin's old REDUCER_OP_TIMEOUT_MS and 25 hours
+// read as seconds: a number without a unit is refused, saying why.
+TEST(UnitsTest, DurationsNeedAUnit) {
+  for (const char* bare : {"2", "90000", "1.5"}) {
+    StatusOr<std::chrono::milliseconds> d = ParseDuration(bare);
+    ASSERT_FALSE(d.ok()) << bare;
+    EXPECT_NE(d.status().message().find("has no unit"), std::string::npos) << d.status().message();
+    EXPECT_NE(d.status().message().find("30s"), std::string::npos) << d.status().message();
+  }
 }
 
 TEST(UnitsTest, ParsesHostPort) {

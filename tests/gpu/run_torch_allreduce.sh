@@ -55,7 +55,7 @@ token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 addrs=
 for i in $(seq 0 $((nreducers - 1))); do
   REDUCER_JOB_TOKEN=$token "$reducerd" --listen 127.0.0.1:0 --port-file "$logs/reducer$i.port" \
-    --threads 2 --op-timeout 60s >"$logs/reducer$i.log" 2>&1 &
+    --io-threads 2 --op-timeout 60s >"$logs/reducer$i.log" 2>&1 &
   pids+=($!)
 done
 for i in $(seq 0 $((nreducers - 1))); do

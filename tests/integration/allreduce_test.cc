@@ -8,8 +8,8 @@
 #include <random>
 #include <thread>
 
-#include "tests/integration/test_cluster.h"
-#include "tests/integration/test_data.h"
+#include "tests/support/test_cluster.h"
+#include "tests/support/test_data.h"
 
 namespace rs::testing {
 namespace {

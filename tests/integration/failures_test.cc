@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "protocol/wire.h"
-#include "tests/integration/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace rs::testing {
 namespace {

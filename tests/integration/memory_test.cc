@@ -4,7 +4,7 @@
 // holds the senders back instead).
 #include <gtest/gtest.h>
 
-#include "tests/integration/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace rs::testing {
 namespace {

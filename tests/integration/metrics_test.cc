@@ -10,8 +10,8 @@
 #include <regex>
 
 #include "protocol/auth.h"
-#include "tests/integration/control_helpers.h"
-#include "tests/integration/http_get.h"
+#include "tests/support/control_helpers.h"
+#include "tests/support/http_get.h"
 
 namespace rs::testing {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/auth.h"
-#include "tests/integration/control_helpers.h"
+#include "tests/support/control_helpers.h"
 
 namespace rs::testing {
 namespace {

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "tests/integration/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace rs::testing {
 namespace {

@@ -19,8 +19,8 @@
 #include <regex>
 #include <sstream>
 
-#include "tests/integration/test_cluster.h"
 #include "tests/nccl_plugin/plugin_harness.h"
+#include "tests/support/test_cluster.h"
 
 namespace rs::plugin::test {
 namespace {
@@ -82,12 +82,12 @@ class CollNetTest : public ::testing::Test {
     setenv("REDUCER_ADDRS", addrs.c_str(), 1);
     setenv("REDUCER_JOB_TOKEN", kToken, 1);
     setenv("REDUCER_SOCKET_IFNAME", "lo", 1);
-    setenv("REDUCER_OP_TIMEOUT_MS", "20000", 1);
+    setenv("REDUCER_OP_TIMEOUT", "20s", 1);
     char tmpl[] = "/tmp/rs-collnet-XXXXXX";
     dir_ = mkdtemp(tmpl);
   }
   void TearDown() override {
-    for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT_MS"}) {
+    for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT"}) {
       unsetenv(v);
     }
   }

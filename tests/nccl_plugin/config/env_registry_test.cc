@@ -1,5 +1,5 @@
-// The environment registry: one list, defaults, strict integer parsing, and
-// the README table generated from it.
+// The environment registry: one list, defaults, strict parsing, the old
+// names kept as deprecated aliases, and the README table generated from it.
 #include "nccl_plugin/config/env_registry.h"
 
 #include <fstream>
@@ -29,9 +29,17 @@ TEST(EnvRegistry, EveryVariableIsDocumentedOnceWithItsPrefix) {
   }
   for (const char* required : {"REDUCER_ADDRS", "CLUSTER_SPEC", "REDUCER_JOB_TOKEN", "REDUCER_JOB_TOKEN_FILE",
                                "REDUCER_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "REDUCER_SOCKET_NTHREADS",
-                               "REDUCER_NSOCKS_PERTHREAD", "REDUCER_STREAMS", "REDUCER_PIECE_BYTES",
-                               "REDUCER_OP_TIMEOUT_MS", "REDUCER_CONNECT_TIMEOUT_MS"}) {
+                               "REDUCER_NSOCKS_PERTHREAD", "REDUCER_STREAMS", "REDUCER_MAX_PIECE",
+                               "REDUCER_MIN_PIECE", "REDUCER_OP_TIMEOUT", "REDUCER_CONNECT_TIMEOUT"}) {
     EXPECT_TRUE(names.count(required)) << required;
+  }
+  // One convention with reducerd and reducer-bench: the unit goes in the value.
+  for (const std::string& name : names) {
+    for (const char* suffix : {"_MS", "_BYTES", "_SECONDS"}) {
+      EXPECT_FALSE(name.size() > std::string(suffix).size() &&
+                   name.compare(name.size() - std::string(suffix).size(), std::string::npos, suffix) == 0)
+          << name << " carries a unit in its name";
+    }
   }
 }
 
@@ -70,7 +78,89 @@ TEST(EnvRegistry, MarkdownTableListsEveryVariableWithDefault) {
   for (const EnvVarInfo& v : EnvVars()) {
     EXPECT_NE(table.find(std::string("| `") + v.name + "` |"), std::string::npos) << v.name;
   }
-  EXPECT_NE(table.find("| `REDUCER_PIECE_BYTES` | `1048576` |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `REDUCER_MAX_PIECE` | `1MiB` |"), std::string::npos) << table;
+  EXPECT_NE(table.find("Deprecated old name: `REDUCER_OP_TIMEOUT_MS`"), std::string::npos) << table;
+}
+
+TEST(EnvRegistry, SizesAndDurationsTakeUnits) {
+  Env env = EnvOf({{"REDUCER_MAX_PIECE", "256KiB"}, {"REDUCER_OP_TIMEOUT", "2m"}});
+  EXPECT_EQ(*env.GetSize(EnvKey::kMaxPiece, 4096, 1 << 30), 256u << 10);
+  EXPECT_EQ(env.GetDuration(EnvKey::kOpTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))->count(),
+            120'000);
+  // The defaults are written the same way.
+  Env defaults = EnvOf({});
+  EXPECT_EQ(*defaults.GetSize(EnvKey::kMinPiece, 1, 1 << 30), 64u << 10);
+  EXPECT_EQ(defaults.GetDuration(EnvKey::kConnectTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))
+                ->count(),
+            60'000);
+}
+
+// Each old name still works, with its old meaning, and yields exactly one
+// notice that names the replacement.
+TEST(EnvRegistry, OldNamesStillWorkAndAreNoticedOnce) {
+  Env env = EnvOf({{"REDUCER_PIECE_BYTES", "131072"}, {"REDUCER_MIN_PIECE_BYTES", "8192"},
+                   {"REDUCER_OP_TIMEOUT_MS", "20000"}, {"REDUCER_CONNECT_TIMEOUT_MS", "300"}});
+  EXPECT_EQ(*env.GetSize(EnvKey::kMaxPiece, 4096, 1 << 30), 131072u);
+  EXPECT_EQ(*env.GetSize(EnvKey::kMinPiece, 1, 1 << 30), 8192u);
+  // *_MS values stay milliseconds.
+  EXPECT_EQ(env.GetDuration(EnvKey::kOpTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))->count(),
+            20'000);
+  EXPECT_EQ(env.GetDuration(EnvKey::kConnectTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))
+                ->count(),
+            300);
+  EXPECT_EQ(env.Source(EnvKey::kOpTimeout), "REDUCER_OP_TIMEOUT_MS");
+  ASSERT_EQ(env.notices().size(), 4u);
+  const std::pair<const char*, const char*> renames[] = {{"REDUCER_PIECE_BYTES", "REDUCER_MAX_PIECE"},
+                                                         {"REDUCER_MIN_PIECE_BYTES", "REDUCER_MIN_PIECE"},
+                                                         {"REDUCER_OP_TIMEOUT_MS", "REDUCER_OP_TIMEOUT"},
+                                                         {"REDUCER_CONNECT_TIMEOUT_MS", "REDUCER_CONNECT_TIMEOUT"}};
+  for (const auto& [old_name, new_name] : renames) {
+    int mentions = 0;
+    for (const std::string& n : env.notices()) {
+      if (n.rfind(std::string(old_name) + " is deprecated; use " + new_name + " instead", 0) == 0) ++mentions;
+    }
+    EXPECT_EQ(mentions, 1) << old_name;
+  }
+  EXPECT_TRUE(EnvOf({{"REDUCER_STREAMS", "3"}}).notices().empty());
+}
+
+TEST(EnvRegistry, NewNameWinsOverOldAndTheNoticeSaysSo) {
+  Env env = EnvOf({{"REDUCER_OP_TIMEOUT", "45s"}, {"REDUCER_OP_TIMEOUT_MS", "1000"}});
+  EXPECT_EQ(env.GetDuration(EnvKey::kOpTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))->count(),
+            45'000);
+  EXPECT_EQ(env.Source(EnvKey::kOpTimeout), "REDUCER_OP_TIMEOUT");
+  ASSERT_EQ(env.notices().size(), 1u);
+  EXPECT_NE(env.notices()[0].find("REDUCER_OP_TIMEOUT_MS is deprecated and was ignored: REDUCER_OP_TIMEOUT takes "
+                                  "precedence"),
+            std::string::npos)
+      << env.notices()[0];
+}
+
+// A bad value names the variable it came from and what was expected; a
+// duration without a unit is refused rather than guessed.
+TEST(EnvRegistry, BadSizesAndDurationsNameTheVariableAndFormat) {
+  struct Case {
+    const char* var;
+    const char* value;
+    EnvKey key;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"REDUCER_MAX_PIECE", "big", EnvKey::kMaxPiece, "REDUCER_MAX_PIECE: 'big' is not a size (examples:"},
+      {"REDUCER_MAX_PIECE", "1K", EnvKey::kMaxPiece, "REDUCER_MAX_PIECE: '1K' is below the minimum, 4 KiB"},
+      {"REDUCER_PIECE_BYTES", "lots", EnvKey::kMaxPiece, "REDUCER_PIECE_BYTES: 'lots' is not a size"},
+      {"REDUCER_OP_TIMEOUT", "90", EnvKey::kOpTimeout, "REDUCER_OP_TIMEOUT: '90' has no unit"},
+      {"REDUCER_OP_TIMEOUT", "soon", EnvKey::kOpTimeout, "REDUCER_OP_TIMEOUT: 'soon' is not a duration (examples:"},
+      {"REDUCER_CONNECT_TIMEOUT_MS", "x", EnvKey::kConnectTimeout, "REDUCER_CONNECT_TIMEOUT_MS: 'x' is not a duration"},
+  };
+  for (const Case& c : cases) {
+    Env env = EnvOf({{c.var, c.value}});
+    Status st = c.key == EnvKey::kMaxPiece
+                    ? env.GetSize(c.key, 4096, 1 << 30).status()
+                    : env.GetDuration(c.key, std::chrono::milliseconds(1), std::chrono::hours(24)).status();
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << c.var << "=" << c.value;
+    EXPECT_NE(st.message().find(c.expect), std::string::npos) << st.message();
+  }
 }
 
 // The README section is generated from the registry (nccl_plugin_env_table);

@@ -1,14 +1,21 @@
 // Reducer discovery (REDUCER_ADDRS, else CLUSTER_SPEC workerpool2), the job
-// token, and validation of the numeric settings.
+// token, validation of the numeric settings, and their old names.
 #include "nccl_plugin/config/plugin_config.h"
 
 #include <unistd.h>
+
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include <cstdio>
 #include <fstream>
 #include <map>
 
 #include <gtest/gtest.h>
+
+#include "nccl_plugin/log.h"
+#include "nccl_plugin/plugin.h"
 
 namespace rs::plugin {
 namespace {
@@ -130,17 +137,75 @@ TEST(CollNetConfig, JobTokenFromVariableOrFile) {
 
 TEST(CollNetConfig, NumericSettingsAreValidated) {
   StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf(
-      {{"REDUCER_ADDRS", "a:1"}, {"REDUCER_STREAMS", "4"}, {"REDUCER_PIECE_BYTES", "262144"},
-       {"REDUCER_OP_TIMEOUT_MS", "5000"}, {"REDUCER_CONNECT_TIMEOUT_MS", "7000"}, {"REDUCER_IO_THREADS", "3"}}));
+      {{"REDUCER_ADDRS", "a:1"}, {"REDUCER_STREAMS", "4"}, {"REDUCER_MAX_PIECE", "256KiB"},
+       {"REDUCER_MIN_PIECE", "16K"}, {"REDUCER_OP_TIMEOUT", "5s"}, {"REDUCER_CONNECT_TIMEOUT", "7000ms"},
+       {"REDUCER_IO_THREADS", "3"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   EXPECT_EQ(cfg->streams_per_reducer, 4);
   EXPECT_EQ(cfg->max_piece_bytes, 262144u);
+  EXPECT_EQ(cfg->min_piece_bytes, 16384u);
   EXPECT_EQ(cfg->op_timeout.count(), 5000);
   EXPECT_EQ(cfg->connect_timeout.count(), 7000);
   EXPECT_EQ(cfg->io_threads, 3);
   cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_STREAMS", "0"}}));
   ASSERT_FALSE(cfg.ok());
   EXPECT_NE(cfg.status().message().find("REDUCER_STREAMS"), std::string::npos);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_MAX_PIECE", "2KiB"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("REDUCER_MAX_PIECE"), std::string::npos) << cfg.status().message();
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_OP_TIMEOUT", "5000"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("REDUCER_OP_TIMEOUT: '5000' has no unit"), std::string::npos)
+      << cfg.status().message();
+}
+
+// Jobs written for the old names keep working unchanged.
+TEST(CollNetConfig, OldNamesKeepTheirMeaning) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf(
+      {{"REDUCER_ADDRS", "a:1"}, {"REDUCER_STREAMS", "4"}, {"REDUCER_PIECE_BYTES", "262144"},
+       {"REDUCER_MIN_PIECE_BYTES", "16384"}, {"REDUCER_OP_TIMEOUT_MS", "5000"},
+       {"REDUCER_CONNECT_TIMEOUT_MS", "7000"}, {"REDUCER_IO_THREADS", "3"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->max_piece_bytes, 262144u);
+  EXPECT_EQ(cfg->min_piece_bytes, 16384u);
+  EXPECT_EQ(cfg->op_timeout.count(), 5000);
+  EXPECT_EQ(cfg->connect_timeout.count(), 7000);
+  StatusOr<P2pConfig> p2p = P2pConfigFromEnv(EnvOf({{"REDUCER_CONNECT_TIMEOUT_MS", "300"}}));
+  ASSERT_TRUE(p2p.ok());
+  EXPECT_EQ(p2p->connect_timeout.count(), 300);
+}
+
+// The plugin tells the user, once, through NCCL's logger (WARN), about every
+// old name it read.
+std::vector<std::pair<LogLevel, std::string>>* g_lines = nullptr;
+void Capture(LogLevel level, const char*, int, const char* message) { g_lines->emplace_back(level, message); }
+
+TEST(CollNetConfig, PluginWarnsOnceAboutEachOldName) {
+  std::vector<std::pair<LogLevel, std::string>> lines;
+  g_lines = &lines;
+  const LogSink previous = GetLogSink();
+  SetLogSink(Capture);
+  std::unique_ptr<Plugin> plugin = Plugin::Create(
+      EnvOf({{"REDUCER_ADDRS", "127.0.0.1:1"}, {"REDUCER_OP_TIMEOUT_MS", "5000"}, {"REDUCER_PIECE_BYTES", "65536"},
+             {"REDUCER_MAX_PIECE", "128K"}, {"REDUCER_SOCKET_IFNAME", "lo"}}),
+      {});
+  SetLogSink(previous);
+  g_lines = nullptr;
+  ASSERT_NE(plugin, nullptr);
+  int op_timeout = 0, piece = 0;
+  for (const auto& [level, text] : lines) {
+    if (text.find("REDUCER_OP_TIMEOUT_MS is deprecated; use REDUCER_OP_TIMEOUT instead") != std::string::npos) {
+      EXPECT_EQ(level, LogLevel::kWarn);
+      ++op_timeout;
+    }
+    if (text.find("REDUCER_PIECE_BYTES is deprecated and was ignored: REDUCER_MAX_PIECE takes precedence") !=
+        std::string::npos) {
+      EXPECT_EQ(level, LogLevel::kWarn);
+      ++piece;
+    }
+  }
+  EXPECT_EQ(op_timeout, 1);
+  EXPECT_EQ(piece, 1);
 }
 
 TEST(P2pConfig, InterfacePrecedenceAndSocketCounts) {

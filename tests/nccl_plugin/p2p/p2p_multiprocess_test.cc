@@ -42,7 +42,7 @@ std::vector<std::string> RankEnv(const std::vector<std::string>& extra) {
     env.push_back(kv);
   }
   env.push_back("REDUCER_SOCKET_IFNAME=lo");
-  env.push_back("REDUCER_CONNECT_TIMEOUT_MS=20000");
+  env.push_back("REDUCER_CONNECT_TIMEOUT=20s");
   for (const std::string& kv : extra) env.push_back(kv);
   return env;
 }

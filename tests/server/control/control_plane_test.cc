@@ -9,7 +9,7 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "proto/reducer_control.grpc.pb.h"
-#include "tests/integration/http_get.h"
+#include "tests/support/http_get.h"
 
 namespace rs::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/integration/test_data.h"
+#include "tests/support/test_data.h"
 
 #include <cstring>
 #include <cmath>

@@ -13,7 +13,7 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "proto/reducer_control.grpc.pb.h"
-#include "tests/integration/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace rs::testing {
 

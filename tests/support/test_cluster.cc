@@ -1,4 +1,4 @@
-#include "tests/integration/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -69,7 +69,7 @@ std::string ReadFile(const std::string& path) {
 
 ReducerProcess::ReducerProcess(std::vector<std::string> extra_args) : dir_(MakeTempDir()) {
   std::vector<std::string> argv = {std::string(RS_BINARY_DIR) + "/server/reducerd", "--listen", "127.0.0.1:0",
-                                   "--port-file", dir_ + "/port", "--threads", "2"};
+                                   "--port-file", dir_ + "/port", "--io-threads", "2"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   pid_ = Spawn(argv, dir_ + "/log");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);

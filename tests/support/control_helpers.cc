@@ -1,4 +1,4 @@
-#include "tests/integration/control_helpers.h"
+#include "tests/support/control_helpers.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>

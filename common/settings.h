@@ -1,0 +1,105 @@
+// A program's settings registry, for the programs with a command line
+// (reducerd, reducer-bench). Each setting has a flag, an environment variable
+// that supplies its value when the flag is absent (for containers), a
+// default, a description, and the names it had before, kept working as
+// deprecated aliases. The one list feeds the command-line parser
+// (cli_parse.h: AddSettingFlags), the resolution of every value, the
+// deprecation notices and the README tables, so none of them can drift.
+//
+// Naming (the same in reducerd, reducer-bench and the NCCL plugin): flags
+// `--thing`, variables `REDUCER_THING`, no unit in the name; sizes and
+// durations are written with units and read by common/units.h.
+//
+// Precedence for one setting: its flag, an old flag, its variable, an old
+// variable, the default. Every old name that is set yields one notice: that
+// it is deprecated and which name replaces it, or that it was ignored because
+// the new name (or a flag) is also set.
+//
+// Thread-safety: Settings is an immutable value after Resolve. The process
+// environment is read only through ProcessEnv(), by Resolve's caller.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace rs {
+
+// An old name kept as a deprecated alias. `bare_unit` is how it read a
+// number written without a unit ("ms" for an old *_MS variable, "s" for an
+// old flag that took seconds); the unit is appended before parsing, so old
+// values keep their meaning. Empty: read like the new name.
+struct SettingAlias {
+  std::string name;  // "--threads" or "REDUCER_THREADS"
+  std::string bare_unit = {};
+};
+
+struct SettingInfo {
+  std::string flag;                // "--io-threads"; empty: environment only
+  std::string env = {};            // "REDUCER_IO_THREADS"; empty: flag only
+  std::string value_name = {};     // "N", "SIZE", "DUR", "HOST:PORT", "FILE"
+  std::string default_value = {};  // the value when nothing is set; empty: unset
+  std::string default_doc = {};    // the table's default column when the default is
+                                   // computed or means "off"; empty: default_value
+  std::string doc = {};            // one line; Markdown backticks allowed
+  std::vector<SettingAlias> old_flags = {};
+  std::vector<SettingAlias> old_envs = {};
+  unsigned tables = 1;             // bit mask: which documentation tables list it
+};
+
+// getenv's contract: the value or nullptr.
+using EnvLookup = std::function<const char*(const char* name)>;
+// The process environment: the one place a program's settings read it.
+EnvLookup ProcessEnv();
+
+// One setting's text and where it came from.
+struct SettingValue {
+  std::string text;      // with an old name's bare unit appended
+  std::string source;    // the flag or variable it came from; "default"
+  bool is_default = true;
+};
+
+class Settings {
+ public:
+  // `given`: the flags that appeared on the command line (new and old
+  // names) with their text.
+  static Settings Resolve(const std::vector<SettingInfo>& registry,
+                          const std::map<std::string, std::string>& given, const EnvLookup& env);
+
+  // A setting by its flag, or by its variable for an environment-only one.
+  // Asking for a name the registry lacks is a programming error (aborts).
+  const SettingValue& Get(std::string_view name) const;
+  bool IsSet(std::string_view name) const { return !Get(name).is_default; }
+
+  // Typed values; an error names the flag or variable the text came from
+  // and the expected format, e.g. "REDUCER_OP_TIMEOUT: 'soon' is not a
+  // duration (examples: 500ms, 30s, 2m)".
+  StatusOr<int64_t> Int(std::string_view name, int64_t min, int64_t max) const;
+  StatusOr<uint64_t> Size(std::string_view name, uint64_t min, uint64_t max) const;
+  StatusOr<std::chrono::milliseconds> Duration(std::string_view name, std::chrono::milliseconds min,
+                                               std::chrono::milliseconds max) const;
+  StatusOr<std::string> OneOf(std::string_view name, const std::vector<std::string>& choices) const;
+
+  // One line per old name that was set, in registry order.
+  const std::vector<std::string>& notices() const { return notices_; }
+
+ private:
+  std::map<std::string, SettingValue, std::less<>> values_;
+  std::vector<std::string> notices_;
+};
+
+// "| flag | environment | default | meaning |" for the settings whose
+// `tables` has `table_bit`; old names are listed in the meaning column.
+std::string SettingsMarkdownTable(const std::vector<SettingInfo>& registry, unsigned table_bit);
+
+// The description for --help: doc without Markdown, the variable and the old
+// names appended.
+std::string SettingHelp(const SettingInfo& info);
+
+}  // namespace rs

@@ -1,0 +1,52 @@
+#include "server/reducerd_settings.h"
+
+namespace rs::server {
+
+const std::vector<SettingInfo>& ReducerdSettings() {
+  static const std::vector<SettingInfo> kSettings = {
+      {"--listen", "REDUCER_LISTEN", "HOST:PORT", "0.0.0.0:7450", "",
+       "data-plane address; port 0 picks a free one and prints it"},
+      {"--io-threads", "REDUCER_IO_THREADS", "N", "", "half the cores, 1 to 8",
+       "I/O threads (1 to 256); each owns its connections and reduces the pieces they complete",
+       {{"--threads", ""}}, {{"REDUCER_THREADS", ""}}},
+      {"--memory-limit", "REDUCER_MEMORY_LIMIT", "SIZE", "1GiB", "",
+       "memory for piece buffers; when used up the reducer stops reading sockets (TCP pushes back)"},
+      {"--max-piece", "REDUCER_MAX_PIECE", "SIZE", "4MiB", "",
+       "largest piece a worker may send, at least 4KiB (also capped so one piece per rank fits the memory limit)"},
+      {"--job-token-file", "REDUCER_JOB_TOKEN_FILE", "FILE", "", "",
+       "the job's shared secret (trailing newline ignored). Without a token any worker is accepted (a warning "
+       "says so)"},
+      {"", "REDUCER_JOB_TOKEN", "", "", "",
+       "the token itself, used when no token file is given; never logged"},
+      {"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "60s", "",
+       "an operation still missing contributions after this long fails on every rank, naming the missing ranks"},
+      {"--join-timeout", "REDUCER_JOIN_TIMEOUT", "DUR", "300s", "",
+       "a session whose ranks have not all joined after this long fails, naming the missing ranks"},
+      {"--drain-timeout", "REDUCER_DRAIN_TIMEOUT", "DUR", "30s", "",
+       "how long running sessions may go on after SIGTERM (0: fail them at once)"},
+      {"--log-level", "REDUCER_LOG_LEVEL", "L", "info", "",
+       "`trace`, `debug`, `info`, `warn`, `error`; one line per session start and end and per error, nothing per "
+       "piece above `debug`",
+       {}, {}, kReadmeTable | kControlPlaneTable},
+      {"--log-format", "REDUCER_LOG_FORMAT", "F", "text", "", "`text`, or `json`: one JSON object per line", {}, {},
+       kControlPlaneTable},
+      {"--port-file", "REDUCER_PORT_FILE", "FILE", "", "", "write the listening port here once listening"},
+      {"--grpc-listen", "REDUCER_GRPC_LISTEN", "HOST:PORT", "", "off",
+       "gRPC control plane and health; port 0 picks a free port and prints it", {}, {}, kControlPlaneTable},
+      {"--grpc-port-file", "REDUCER_GRPC_PORT_FILE", "FILE", "", "", "write the gRPC port here", {}, {},
+       kControlPlaneTable},
+      {"--metrics-listen", "REDUCER_METRICS_LISTEN", "HOST:PORT", "", "off",
+       "Prometheus metrics at `http://HOST:PORT/metrics`; port 0 picks a free port", {}, {}, kControlPlaneTable},
+      {"--metrics-port-file", "REDUCER_METRICS_PORT_FILE", "FILE", "", "", "write the metrics port here", {}, {},
+       kControlPlaneTable},
+      {"--metrics-max-sessions", "REDUCER_METRICS_MAX_SESSIONS", "N", "16", "",
+       "sessions with per-session series (live ones first, then the most recently ended), 0 to 1024", {}, {},
+       kControlPlaneTable},
+      {"--metrics-max-ranks", "REDUCER_METRICS_MAX_RANKS", "N", "8", "",
+       "ranks per session in `reducer_straggler_last_arrivals_total` (those most often last), 0 to 1024", {}, {},
+       kControlPlaneTable},
+  };
+  return kSettings;
+}
+
+}  // namespace rs::server

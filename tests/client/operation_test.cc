@@ -1,0 +1,107 @@
+// An all-reduce in flight on the client: when it may report Done (only once
+// its result is known and no socket still touches the user's buffers), which
+// results it accepts from a reducer, and what a timeout names.
+#include "client/operation.h"
+
+#include <gtest/gtest.h>
+
+#include "protocol/partition.h"
+
+namespace rs::client {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Two pieces of 8 float32 elements each: piece 0 to reducer 0, piece 1 to
+// reducer 1.
+std::unique_ptr<OperationImpl> TwoPieces(std::vector<float>& buf) {
+  std::vector<protocol::PieceSpan> pieces = {{0, 0, 8, 0, 0}, {1, 8, 8, 1, 0}};
+  return std::make_unique<OperationImpl>(7, buf.data(), buf.data(), 16, DataType::kFloat32, ReduceOp::kSum,
+                                         std::move(pieces), 2, Clock::now());
+}
+
+protocol::PieceHeader ResultFor(uint32_t piece) {
+  protocol::PieceHeader h;
+  h.seq = 7;
+  h.piece = piece;
+  h.pieces = 2;
+  h.dtype = DataType::kFloat32;
+  h.op = ReduceOp::kSum;
+  h.total_count = 16;
+  h.offset = piece * 8;
+  h.count = 8;
+  return h;
+}
+
+TEST(Operation, DoneOnlyWhenEveryPieceIsBackAndNoSocketHoldsTheBuffers) {
+  std::vector<float> buf(16);
+  auto op = TwoPieces(buf);
+  EXPECT_FALSE(op->Done());
+  ASSERT_TRUE(op->Acquire());  // a socket is reading into recv
+  ASSERT_TRUE(op->ClaimResult(0, ResultFor(0)).ok());
+  EXPECT_FALSE(op->PieceDone());
+  ASSERT_TRUE(op->ClaimResult(1, ResultFor(1)).ok());
+  EXPECT_TRUE(op->PieceDone());  // the last piece
+  EXPECT_FALSE(op->Done()) << "a socket still holds the buffers";
+  op->Release();
+  EXPECT_TRUE(op->Done());
+  EXPECT_TRUE(op->Wait(milliseconds(0)).ok());
+  EXPECT_TRUE(op->status().ok());
+}
+
+TEST(Operation, FailureIsKeptAndNoLeaseIsGivenAfterIt) {
+  std::vector<float> buf(16);
+  auto op = TwoPieces(buf);
+  op->Finish(Status(Code::kPeerFailed, "rank 3 disconnected"));
+  EXPECT_TRUE(op->Done());
+  EXPECT_FALSE(op->Acquire()) << "no new I/O on buffers the caller may already have freed";
+  op->Finish(Status(Code::kTimeout, "later error"));
+  EXPECT_EQ(op->status().code(), Code::kPeerFailed);
+  EXPECT_EQ(op->Wait(milliseconds(0)).message(), "rank 3 disconnected");
+}
+
+TEST(Operation, ResultsThatDoNotMatchWhatWasSentAreRefused) {
+  std::vector<float> buf(16);
+  auto op = TwoPieces(buf);
+  EXPECT_EQ(op->ClaimResult(1, ResultFor(0)).code(), Code::kProtocol) << "piece 0 went to reducer 0";
+  protocol::PieceHeader wrong = ResultFor(0);
+  wrong.dtype = DataType::kFloat16;
+  EXPECT_EQ(op->ClaimResult(0, wrong).code(), Code::kProtocol);
+  wrong = ResultFor(0);
+  wrong.piece = 5;
+  Status never = op->ClaimResult(0, wrong);
+  EXPECT_EQ(never.code(), Code::kProtocol);
+  EXPECT_NE(never.message().find("operation 7 piece 5, which was never sent"), std::string::npos) << never.message();
+  ASSERT_TRUE(op->ClaimResult(0, ResultFor(0)).ok());
+  Status twice = op->ClaimResult(0, ResultFor(0));
+  EXPECT_EQ(twice.code(), Code::kProtocol);
+  EXPECT_NE(twice.message().find("twice"), std::string::npos) << twice.message();
+}
+
+// What a client timeout message names: the reducers that still owe pieces.
+TEST(Operation, PendingReducersAreThoseStillOwingPieces) {
+  std::vector<float> buf(16);
+  auto op = TwoPieces(buf);
+  EXPECT_EQ(op->PendingReducers(), (std::vector<uint32_t>{0, 1}));
+  ASSERT_TRUE(op->ClaimResult(1, ResultFor(1)).ok());
+  EXPECT_EQ(op->PendingReducers(), (std::vector<uint32_t>{0}));
+}
+
+TEST(Operation, WaitThatRunsOutSaysSoWithoutFailingTheOperation) {
+  std::vector<float> buf(16);
+  auto op = TwoPieces(buf);
+  Status st = op->Wait(milliseconds(0));
+  EXPECT_EQ(st.code(), Code::kTimeout);
+  EXPECT_NE(st.message().find("operation 7 still running"), std::string::npos) << st.message();
+  EXPECT_FALSE(op->Done());
+  EXPECT_TRUE(op->status().ok()) << "the wait timed out, not the operation";
+}
+
+TEST(Operation, NothingToReduceIsDoneAtOnce) {
+  OperationImpl op(1, nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum, {}, 2, Clock::now());
+  EXPECT_TRUE(op.Done());
+  EXPECT_TRUE(op.status().ok());
+}
+
+}  // namespace
+}  // namespace rs::client

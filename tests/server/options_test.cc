@@ -1,0 +1,190 @@
+// reducerd's options: the documented defaults, flags over environment, the
+// old names (--threads, REDUCER_THREADS) kept as deprecated aliases, error
+// messages that name the flag or variable, and the documentation tables
+// generated from the registry.
+#include "server/options.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "server/reducerd_settings.h"
+
+namespace rs::server {
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+StatusOr<Options> Parse(std::vector<std::string> args, const Vars& env = {}) {
+  args.insert(args.begin(), "reducerd");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return ParseOptions(static_cast<int>(argv.size()), argv.data(), [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+std::string ReadSource(const std::string& relative) {
+  std::ifstream in(std::string(RS_SOURCE_DIR) + "/" + relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ReducerdOptions, DefaultsAreTheDocumentedOnes) {
+  StatusOr<Options> o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.listen_host, "0.0.0.0");
+  EXPECT_EQ(o->net.listen_port, 7450);
+  EXPECT_GE(o->net.io_threads, 1);
+  EXPECT_LE(o->net.io_threads, 8);
+  EXPECT_EQ(o->net.memory_limit, size_t{1} << 30);
+  EXPECT_EQ(o->net.max_piece_bytes, size_t{4} << 20);
+  EXPECT_EQ(o->net.op_timeout.count(), 60'000);
+  EXPECT_EQ(o->net.join_timeout.count(), 300'000);
+  EXPECT_EQ(o->drain_timeout.count(), 30'000);
+  EXPECT_EQ(o->control.drain_timeout.count(), 30'000);
+  EXPECT_EQ(o->net.job_token, "");
+  EXPECT_EQ(o->log_level, "info");
+  EXPECT_EQ(o->log_format, "text");
+  EXPECT_EQ(o->control.grpc_listen, "");
+  EXPECT_EQ(o->control.metrics_max_sessions, 16u);
+  EXPECT_TRUE(o->notices.empty());
+}
+
+TEST(ReducerdOptions, EnvironmentGivesDefaultsAndFlagsWin) {
+  const Vars env = {{"REDUCER_LISTEN", "127.0.0.1:9000"}, {"REDUCER_IO_THREADS", "3"},
+                    {"REDUCER_MAX_PIECE", "1MiB"},        {"REDUCER_OP_TIMEOUT", "90s"},
+                    {"REDUCER_METRICS_LISTEN", "[::1]:0"}, {"REDUCER_LOG_FORMAT", "json"}};
+  StatusOr<Options> o = Parse({}, env);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.listen_port, 9000);
+  EXPECT_EQ(o->net.io_threads, 3);
+  EXPECT_EQ(o->net.max_piece_bytes, size_t{1} << 20);
+  EXPECT_EQ(o->net.op_timeout.count(), 90'000);
+  EXPECT_EQ(o->control.metrics_listen, "[::1]:0");
+  EXPECT_EQ(o->log_format, "json");
+  o = Parse({"--io-threads", "5", "--op-timeout", "1500ms"}, env);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.io_threads, 5);
+  EXPECT_EQ(o->net.op_timeout.count(), 1'500);
+}
+
+// The token comes through the registry too (no getenv of its own): the
+// variable when no file is given, the file when both are.
+TEST(ReducerdOptions, JobTokenFromVariableOrFile) {
+  StatusOr<Options> o = Parse({}, {{"REDUCER_JOB_TOKEN", "s3cret"}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->net.job_token, "s3cret");
+  const std::string path = ::testing::TempDir() + "/reducerd_token";
+  std::ofstream(path) << "from-file\n";
+  o = Parse({"--job-token-file", path}, {{"REDUCER_JOB_TOKEN", "s3cret"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.job_token, "from-file");
+  o = Parse({}, {{"REDUCER_JOB_TOKEN_FILE", path + ".missing"}});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("REDUCER_JOB_TOKEN_FILE"), std::string::npos) << o.status().message();
+}
+
+TEST(ReducerdOptions, OldThreadsNamesStillWorkWithOneNotice) {
+  StatusOr<Options> o = Parse({"--threads", "3"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.io_threads, 3);
+  EXPECT_EQ(o->notices, std::vector<std::string>{"--threads is deprecated; use --io-threads instead"});
+
+  o = Parse({}, {{"REDUCER_THREADS", "4"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.io_threads, 4);
+  EXPECT_EQ(o->notices, std::vector<std::string>{"REDUCER_THREADS is deprecated; use REDUCER_IO_THREADS instead"});
+}
+
+TEST(ReducerdOptions, NewNameWinsOverOld) {
+  StatusOr<Options> o = Parse({}, {{"REDUCER_THREADS", "4"}, {"REDUCER_IO_THREADS", "2"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.io_threads, 2);
+  ASSERT_EQ(o->notices.size(), 1u);
+  EXPECT_NE(o->notices[0].find("REDUCER_THREADS is deprecated and was ignored: REDUCER_IO_THREADS takes precedence"),
+            std::string::npos)
+      << o->notices[0];
+  o = Parse({"--threads", "4", "--io-threads", "2"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.io_threads, 2);
+  ASSERT_EQ(o->notices.size(), 1u);
+}
+
+TEST(ReducerdOptions, BadValuesNameTheFlagOrVariableAndTheFormat) {
+  struct Case {
+    std::vector<std::string> args;
+    Vars env;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {{"--op-timeout", "90"}, {}, "--op-timeout: '90' has no unit; durations need one (examples: 500ms, 30s, 2m)"},
+      {{}, {{"REDUCER_OP_TIMEOUT", "soon"}}, "REDUCER_OP_TIMEOUT: 'soon' is not a duration (examples:"},
+      {{}, {{"REDUCER_JOIN_TIMEOUT", "0"}}, "REDUCER_JOIN_TIMEOUT: '0' is below the minimum, 1ms"},
+      {{}, {{"REDUCER_MAX_PIECE", "1K"}}, "REDUCER_MAX_PIECE: '1K' is below the minimum, 4 KiB"},
+      {{}, {{"REDUCER_MEMORY_LIMIT", "plenty"}}, "REDUCER_MEMORY_LIMIT: 'plenty' is not a size (examples:"},
+      {{}, {{"REDUCER_THREADS", "0"}}, "REDUCER_THREADS: 0 is outside [1, 256]"},
+      {{"--io-threads", "two"}, {}, "--io-threads: 'two' is not a whole number"},
+      {{}, {{"REDUCER_LISTEN", "nowhere"}}, "REDUCER_LISTEN: 'nowhere' is not HOST:PORT"},
+      {{"--grpc-listen", "x"}, {}, "--grpc-listen: 'x' is not HOST:PORT"},
+      {{}, {{"REDUCER_LOG_LEVEL", "loud"}}, "REDUCER_LOG_LEVEL: 'loud' is not one of trace, debug, info, warn, error"},
+      {{}, {{"REDUCER_METRICS_MAX_RANKS", "2000"}}, "REDUCER_METRICS_MAX_RANKS: 2000 is outside [0, 1024]"},
+  };
+  for (const Case& c : cases) {
+    StatusOr<Options> o = Parse(c.args, c.env);
+    ASSERT_FALSE(o.ok()) << c.expect;
+    EXPECT_EQ(o.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(o.status().message().find(c.expect), std::string::npos) << o.status().message();
+  }
+  // A drain may be cut to nothing.
+  StatusOr<Options> o = Parse({"--drain-timeout", "0"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->drain_timeout.count(), 0);
+}
+
+TEST(ReducerdOptions, UnknownFlagIsAUsageError) {
+  StatusOr<Options> o = Parse({"--no-such-flag", "1"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(o.status().message().find("--no-such-flag"), std::string::npos) << o.status().message();
+}
+
+// The tables users read are generated from the registry
+// (reducerd_settings_table); this catches a flag added to the code but not to
+// the documentation, or a table edited by hand.
+TEST(ReducerdOptions, ReadmeTableMatchesTheRegistry) {
+  EXPECT_NE(ReadSource("README.md").find(SettingsMarkdownTable(ReducerdSettings(), kReadmeTable)), std::string::npos)
+      << "regenerate README.md's table with: reducerd_settings_table";
+}
+
+TEST(ReducerdOptions, ControlPlaneTableMatchesTheRegistry) {
+  EXPECT_NE(ReadSource("docs/control-plane.md")
+                .find(SettingsMarkdownTable(ReducerdSettings(), kControlPlaneTable)),
+            std::string::npos)
+      << "regenerate docs/control-plane.md's table with: reducerd_settings_table control";
+}
+
+TEST(ReducerdOptions, EverySettingIsDocumentedWithTheConvention) {
+  for (const SettingInfo& s : ReducerdSettings()) {
+    const std::string name = s.flag.empty() ? s.env : s.flag;
+    EXPECT_NE(s.tables, 0u) << name << " is in no table";
+    EXPECT_GT(s.doc.size(), 15u) << name << " has no real description";
+    EXPECT_EQ(s.env.rfind("REDUCER_", 0), 0u) << name;
+    for (const char* suffix : {"_MS", "_BYTES", "-ms", "-bytes"}) {
+      for (const std::string& n : {s.flag, s.env}) {
+        EXPECT_FALSE(n.size() >= std::string(suffix).size() &&
+                     n.compare(n.size() - std::string(suffix).size(), std::string::npos, suffix) == 0)
+            << n << " carries a unit in its name";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rs::server
