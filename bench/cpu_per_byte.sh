@@ -211,8 +211,10 @@ END {
   print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   for (i = 0; i < n; i++) {
     k = order[i]; split(k, p, SUBSEP); t = u[k] + s[k]
-    printf "| %s | %s | %s | %.2f | %.3f | %.3f | %.3f | %s | %.3f | %.1f |\n", p[1], p[2], procs[k], gb[k],
-      u[k] / gb[k], s[k] / gb[k], t / gb[k], (t > 0 ? sprintf("%.2f", gb[k] / t) : "-"), bw[k] / runs[k], wall[k] / runs[k]
+    user = p[2] ~ /^machine/ ? "-" : sprintf("%.3f", u[k] / gb[k])
+    sys_ = p[2] ~ /^other/ ? "-" : sprintf("%.3f", s[k] / gb[k])
+    printf "| %s | %s | %s | %.2f | %s | %s | %.3f | %s | %.3f | %.1f |\n", p[1], p[2], procs[k], gb[k],
+      user, sys_, t / gb[k], (t > 0 ? sprintf("%.2f", gb[k] / t) : "-"), bw[k] / runs[k], wall[k] / runs[k]
   }
 }' "$CSV"
 echo

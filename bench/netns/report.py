@@ -235,10 +235,11 @@ def main():
         md += collnet_table(collnet, ours, gloo, line)
     if ddp or gloo_ddp:
         md += ["", "## DDP pattern", "",
-               f"One training step ({meta.get('DDP_FLAGS', '')}): one all-reduce per bucket, issued as the backward "
-               "pass makes the bucket ready (after `compute` / buckets of simulated compute each), all waited for at "
-               "the end of the step. Ours: reducer-bench `--pattern ddp`; gloo: the same buckets with "
-               "`dist.all_reduce(async_op=True)`. exposed = step - compute; algbw = model bytes / step time.", ""]
+               f"One training step ({meta.get('DDP_FLAGS', '')}): one all-reduce per bucket, bucket i issued after "
+               "i + 1 compute gaps (a sleep standing for the backward pass; `compute` = buckets x gap), all waited "
+               "for at the end of the step. Ours: reducer-bench `--pattern ddp`; gloo: the same buckets with "
+               "`dist.all_reduce(async_op=True)`. exposed = step - compute, the communication the step waits for; "
+               "algbw = model bytes / step time.", ""]
         md += ddp_table(ddp, gloo_ddp, line)
     md += ["", "## CPU", "", "CPU per process (utime + stime from /proc, over the phase; the machine has "
            f"{meta.get('CORES', '?')} cores; machine-wide busy share in the `all` rows, from /proc/stat, which "
@@ -249,7 +250,8 @@ def main():
         md += ["", "CPU-seconds per GB of worker input (the bytes all workers handed to the all-reduce, warm-up "
                "included): user and system time of the processes; the kernel's packet work on veth and the "
                "bridge that runs in softirq is charged to no process and shows only in the `machine` rows "
-               "(whole machine, other users included).", ""]
+               "(whole machine, other users included). The gloo rows include starting Python and importing torch "
+               "(about a CPU-second per rank), which only a long run amortises.", ""]
         md += per_gb
     md += reducer_cost(meta, cpu_rows)
     series = (("reducers (ours)", ours, "o-"), ("reducers, CollNet pattern", collnet, "^-"),
