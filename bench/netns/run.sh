@@ -83,7 +83,7 @@ Settings, from the environment (current value):
                         gives one line each), first bucket, compute before each bucket
   RUN_TIMEOUT=$RUN_TIMEOUT      seconds any one phase may take
   PYTHON=$PYTHON   the interpreter with python3-torch
-  BUILD_DIR=$BUILD_DIR   (built here when reducerd or reducer-bench is missing)
+  BUILD_DIR=$BUILD_DIR   (reducerd and reducer-bench built here, or brought up to date)
   BIN_DIR=$BIN_DIR         a folder holding reducerd and reducer-bench (e.g. older builds) instead
   OUT=$OUT
 EOF
@@ -107,13 +107,16 @@ cleanup() {
   return 0
 }
 
-build_if_missing() {
-  [[ -x $REDUCERD_BIN && -x $BENCH_BIN ]] && return 0
-  [[ -z $BIN_DIR ]] || { echo "BIN_DIR=$BIN_DIR holds no reducerd and reducer-bench" >&2; exit 1; }
-  log "building reducerd and reducer-bench in $BUILD_DIR"
-  local generator=()
-  [[ -f $BUILD_DIR/CMakeCache.txt ]] || generator=(-G Ninja)
-  cmake -S "$ROOT" -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Brings BUILD_DIR's reducerd and reducer-bench up to date (a no-op when they
+# are), so a run never measures stale binaries; BIN_DIR's are used as they are.
+build_binaries() {
+  if [[ -n $BIN_DIR ]]; then
+    [[ -x $REDUCERD_BIN && -x $BENCH_BIN ]] || { echo "BIN_DIR=$BIN_DIR holds no reducerd and reducer-bench" >&2; exit 1; }
+    return 0
+  fi
+  log "building reducerd and reducer-bench in $BUILD_DIR (if out of date)"
+  # A new tree is configured for Release; an existing one keeps its settings.
+  [[ -f $BUILD_DIR/CMakeCache.txt ]] || cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$BUILD_DIR" --target reducerd reducer-bench
 }
 
@@ -152,8 +155,9 @@ main() {
     echo "SKIPPED: $why; the harness needs root and network namespaces" >&2
     exit 77
   fi
+  ns_reap_stale
   check_tools
-  build_if_missing
+  build_binaries
   mkdir -p "$OUT/logs"
   rm -f "$OUT"/{ours,gloo,collnet,ddp,gloo_ddp,cpu}.csv "$OUT"/iperf.json "$OUT"/logs/*
   trap cleanup EXIT
