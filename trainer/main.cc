@@ -1,0 +1,39 @@
+// rs-train: parses the options, picks the backends this binary has, runs the
+// job and turns the outcome into the exit status (0 trained and checked, 1
+// failed, 2 usage). Everything else lives in the rs_trainer library.
+#include <cstdio>
+
+#include "trainer/config/env_registry.h"
+#include "trainer/config/options.h"
+#include "trainer/job.h"
+#include "trainer/report/reporter.h"
+
+#if RS_TRAINER_HAVE_GPU
+#include "trainer/backend/gpu/gpu_backend.h"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace rs::trainer;
+#if RS_TRAINER_HAVE_GPU
+  constexpr bool kGpuBuilt = true;
+  const GpuHooks gpu{MakeNcclId, CreateGpuBackend};
+  const GpuHooks* gpu_hooks = &gpu;
+#else
+  constexpr bool kGpuBuilt = false;
+  const GpuHooks* gpu_hooks = nullptr;
+#endif
+  rs::StatusOr<TrainOptions> options = ParseOptions(argc, argv, TrainerEnv::Process(), kGpuBuilt);
+  if (!options.ok()) {
+    if (options.status().code() == rs::Code::kCancelled) return 0;  // --help
+    std::fprintf(stderr, "rs-train: %s\nrs-train --help lists the flags and environment variables\n",
+                 options.status().message().c_str());
+    return 2;
+  }
+  Reporter reporter(stdout, stderr, options->json, options->rank);
+  rs::Status st = RunJob(*options, reporter, gpu_hooks);
+  if (!st.ok()) {
+    reporter.Error(st);
+    return 1;
+  }
+  return 0;
+}
