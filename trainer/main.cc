@@ -1,26 +1,20 @@
-// rs-train: parses the options, picks the backends this binary has, runs the
-// job and turns the outcome into the exit status (0 trained and checked, 1
+// rs-train: parses the options, loads the GPU backend's module when asked
+// for it, runs the job and turns the outcome into the exit status (0 trained and checked, 1
 // failed, 2 usage). Everything else lives in the rs_trainer library.
 #include <cstdio>
 
+#include "trainer/backend/gpu_loader.h"
 #include "trainer/config/env_registry.h"
 #include "trainer/config/options.h"
 #include "trainer/job.h"
 #include "trainer/report/reporter.h"
 
-#if RS_TRAINER_HAVE_GPU
-#include "trainer/backend/gpu/gpu_backend.h"
-#endif
-
 int main(int argc, char** argv) {
   using namespace rs::trainer;
 #if RS_TRAINER_HAVE_GPU
   constexpr bool kGpuBuilt = true;
-  const GpuHooks gpu{MakeNcclId, CreateGpuBackend};
-  const GpuHooks* gpu_hooks = &gpu;
 #else
   constexpr bool kGpuBuilt = false;
-  const GpuHooks* gpu_hooks = nullptr;
 #endif
   rs::StatusOr<TrainOptions> options = ParseOptions(argc, argv, TrainerEnv::Process(), kGpuBuilt);
   if (!options.ok()) {
@@ -30,7 +24,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   Reporter reporter(stdout, stderr, options->json, options->rank);
-  rs::Status st = RunJob(*options, reporter, gpu_hooks);
+  rs::StatusOr<GpuHooks> gpu = rs::Status(rs::Code::kInvalidArgument, "not asked for");
+  if (options->backend == BackendKind::kGpu) {
+    gpu = LoadGpuBackend();
+    if (!gpu.ok()) {
+      reporter.Error(gpu.status());
+      return 1;
+    }
+  }
+  rs::Status st = RunJob(*options, reporter, gpu.ok() ? &*gpu : nullptr);
   if (!st.ok()) {
     reporter.Error(st);
     return 1;
