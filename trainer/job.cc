@@ -1,5 +1,7 @@
 #include "trainer/job.h"
 
+#include <cstdio>
+
 #include "protocol/auth.h"
 #include "trainer/backend/cpu_backend.h"
 #include "trainer/backend/local_client.h"
@@ -69,6 +71,10 @@ StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(const TrainOptions& o, const M
     c.max_piece_bytes = o.piece_bytes;
     c.connect_timeout = o.connect_timeout;
     c.op_timeout = o.op_timeout;
+    // A failure reaches the user once, as rs-train's own error line.
+    c.log = [rank = o.rank](client::LogLevel level, const std::string& message) {
+      if (level == client::LogLevel::kWarn) std::fprintf(stderr, "rs-train: rank %u: %s\n", rank, message.c_str());
+    };
     StatusOr<std::unique_ptr<client::Client>> cl = client::Client::Create(c);
     if (!cl.ok()) return cl.status().Prefixed("joining the reducers");
     b.client = std::move(cl).value();

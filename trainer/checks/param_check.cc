@@ -59,7 +59,7 @@ Status EvaluateCheck(const std::vector<uint64_t>& summed, uint32_t world, uint64
                                        "): the ranks no longer train the same model");
   }
   if (summed[world] != 0) {
-    return Status(Code::kMismatch, "--verify: at step " + std::to_string(summed[world] - 1) +
+    return Status(Code::kMismatch, "--verify: after step " + std::to_string(summed[world]) +
                                        " the parameters differ from the single-process reference (rank 0 "
                                        "printed the first differing parameter)");
   }

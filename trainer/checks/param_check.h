@@ -20,8 +20,8 @@ namespace rs::trainer {
 uint64_t ParameterHash(const float* params, size_t n);
 
 // The vector this rank contributes: its hash in slot `rank` of `world`
-// slots, then the verify slot (the 1-based step of rank 0's first mismatch
-// with the reference, 0 for none).
+// slots, then the verify slot (rank 0: the number of steps done when its
+// parameters first differed from the reference, 0 for never).
 std::vector<uint64_t> CheckContribution(uint32_t rank, uint32_t world, uint64_t hash, uint64_t verify_failed_step);
 
 // After the sum: ok, or kMismatch naming the ranks whose hash differs from

@@ -248,7 +248,9 @@ StatusOr<RendezvousBlob> RendezvousJoin(const RendezvousConfig& config) {
   const std::string where = config.host + ":" + std::to_string(config.port);
   // Rank 0 reports a missing rank at its own deadline; wait a little longer
   // so that its message, which names the rank, is what we print.
-  const auto deadline = Clock::now() + config.timeout + std::chrono::seconds(10);
+  const auto grace = std::clamp<std::chrono::milliseconds>(config.timeout / 4, std::chrono::milliseconds(500),
+                                                           std::chrono::milliseconds(10'000));
+  const auto deadline = Clock::now() + config.timeout + grace;
   std::string last_error = "no answer";
   int fd = -1;
   while (fd < 0) {
