@@ -69,6 +69,7 @@ StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(const TrainOptions& o, const M
     c.streams_per_reducer = o.streams;
     c.io_threads = o.io_threads;
     c.max_piece_bytes = o.piece_bytes;
+    c.send_window_bytes = o.send_window;
     c.connect_timeout = o.connect_timeout;
     c.op_timeout = o.op_timeout;
     // A failure reaches the user once, as rs-train's own error line.

@@ -28,6 +28,8 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kStreams, "REDUCER_STREAMS", "--streams", "CPU backend: TCP streams to each reducer."},
     {EnvKey::kPieceBytes, "REDUCER_PIECE_BYTES", "--piece-bytes",
      "CPU backend: largest piece of an all-reduce sent to one reducer (same on every rank)."},
+    {EnvKey::kSendWindow, "REDUCER_SEND_WINDOW", "--send-window",
+     "CPU backend: bytes of pieces one stream may have in flight (0: no limit)."},
     {EnvKey::kIoThreads, "REDUCER_IO_THREADS", "--io-threads", "CPU backend: client I/O threads."},
     {EnvKey::kOpTimeoutMs, "REDUCER_OP_TIMEOUT_MS", "--timeout",
      "An all-reduce with no result for this long fails the run (ms)."},

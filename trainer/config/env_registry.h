@@ -30,6 +30,7 @@ enum class EnvKey : int {
   kSession,
   kStreams,
   kPieceBytes,
+  kSendWindow,
   kIoThreads,
   kOpTimeoutMs,
   kConnectTimeoutMs,

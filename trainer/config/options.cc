@@ -27,7 +27,7 @@ struct Setting {
 // The flags as CLI11 leaves them: text, validated afterwards.
 struct RawFlags {
   std::string backend = "cpu", rank, world, local_rank, master_addr, master_port, reducers, token_file, session;
-  std::string streams, piece_bytes, io_threads, timeout, connect_timeout, rendezvous_timeout = "120s";
+  std::string streams, piece_bytes, send_window, io_threads, timeout, connect_timeout, rendezvous_timeout = "120s";
   std::string grad_dtype = "float32";
 };
 
@@ -208,6 +208,11 @@ Status ResolveClient(const Resolver& r, const RawFlags& raw, TrainOptions* o) {
     }
     o->piece_bytes = *v;
   }
+  if (auto s = r.Pick("--send-window", raw.send_window, EnvKey::kSendWindow)) {
+    StatusOr<uint64_t> v = ParseSize(s->text);
+    if (!v.ok()) return v.status().Prefixed(s->source);
+    o->send_window = *v;
+  }
   if (auto s = r.Pick("--timeout", raw.timeout, EnvKey::kOpTimeoutMs)) {
     StatusOr<std::chrono::milliseconds> v = ParseTimeout(*s);
     if (!v.ok()) return v.status();
@@ -341,6 +346,8 @@ StatusOr<TrainOptions> ParseOptions(int argc, char** argv, const TrainerEnv& env
   app.add_option("--job-token-file", raw.token_file, "File with the job token [REDUCER_JOB_TOKEN_FILE]");
   app.add_option("--streams", raw.streams, "TCP streams per reducer (default 2) [REDUCER_STREAMS]");
   app.add_option("--piece-bytes", raw.piece_bytes, "Largest piece per reducer (default 1M) [REDUCER_PIECE_BYTES]");
+  app.add_option("--send-window", raw.send_window,
+                 "Bytes in flight per stream, 0: no limit (default 4M) [REDUCER_SEND_WINDOW]");
   app.add_option("--io-threads", raw.io_threads, "Client I/O threads (default 1) [REDUCER_IO_THREADS]");
   app.add_option("--timeout", raw.timeout, "An all-reduce with no result this long fails the run (default 90s)");
   app.add_option("--connect-timeout", raw.connect_timeout, "Bound on joining the reducers (default 60s)");

@@ -45,6 +45,7 @@ struct TrainOptions {
   int streams = 2;
   int io_threads = 1;
   uint64_t piece_bytes = 1 << 20;
+  uint64_t send_window = 4 << 20;
   std::chrono::milliseconds op_timeout{90'000};
   std::chrono::milliseconds connect_timeout{60'000};
 

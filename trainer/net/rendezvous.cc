@@ -100,7 +100,37 @@ struct Pending {
   std::string in;
 };
 
+struct Hello {
+  uint32_t rank = 0;
+  uint32_t world = 0;
+  std::string settings;
+  std::string peer;
+};
+
+// Reads what a connection sent so far. Returns true once a whole hello is
+// in (then *hello is set); closes and forgets connections that are not ours.
+bool ReadHello(Pending& p, Hello* hello) {
+  char buf[4096];
+  const ssize_t n = recv(p.fd, buf, sizeof(buf), 0);
+  const bool gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+  if (n > 0) p.in.append(buf, static_cast<size_t>(n));
+  const bool bad_magic = p.in.size() >= 8 && std::memcmp(p.in.data(), kMagic, 8) != 0;
+  const bool too_long = p.in.size() >= kHelloFixed && GetU32(p.in.data() + 16) > kMaxSettings;
+  if (gone || bad_magic || too_long) {
+    close(p.fd);  // not one of ours, or it gave up: ignore it
+    p.fd = -1;
+    return false;
+  }
+  if (p.in.size() < kHelloFixed || p.in.size() < kHelloFixed + GetU32(p.in.data() + 16)) return false;
+  hello->rank = GetU32(p.in.data() + 8);
+  hello->world = GetU32(p.in.data() + 12);
+  hello->settings = p.in.substr(kHelloFixed, GetU32(p.in.data() + 16));
+  hello->peer = PeerName(p.fd);
+  return true;
+}
+
 }  // namespace
+
 
 StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(const std::string& host, uint16_t port) {
   addrinfo hints{};
@@ -154,15 +184,32 @@ RendezvousServer::~RendezvousServer() { close(fd_); }
 Status RendezvousServer::Serve(uint32_t world, const std::string& settings, const RendezvousBlob& blob,
                                std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
+  // After a failure rank 0 stays a little longer, so that ranks arriving
+  // late learn the cause too instead of waiting for their own timeout.
+  auto linger_until = Clock::time_point::max();
   std::vector<Pending> pending;
   std::map<uint32_t, std::string> joined;  // rank -> its address
-  std::vector<int> to_answer;              // every connection that said hello
+  std::vector<int> waiting;                // said hello, not answered yet
+  size_t answered = 0;
   Status failure;
   auto fail = [&](Status st) {
-    if (failure.ok()) failure = std::move(st);
+    if (!failure.ok()) return;
+    failure = std::move(st);
+    linger_until = std::min(deadline, Clock::now() + std::chrono::seconds(5));
   };
-  while (failure.ok() && joined.size() + 1 < world) {
-    if (Clock::now() >= deadline) {
+  const std::string ok_reply = std::string(1, '\0') + std::string(blob.begin(), blob.end());
+  while (true) {
+    if (failure.ok() && joined.size() + 1 >= world) break;
+    if (!failure.ok()) {
+      const std::string reply = ErrorReply("rank 0: " + failure.message());
+      for (int fd : waiting) {
+        SendAll(fd, reply);
+        close(fd);
+      }
+      answered += waiting.size();
+      waiting.clear();
+      if (answered + 1 >= world || Clock::now() >= linger_until) break;
+    } else if (Clock::now() >= deadline) {
       std::string missing;
       size_t n = 0;
       for (uint32_t r = 1; r < world; ++r) {
@@ -173,71 +220,46 @@ Status RendezvousServer::Serve(uint32_t world, const std::string& settings, cons
       fail(Status(Code::kTimeout, std::string(n == 1 ? "rank " : "ranks ") + missing +
                                       " never reached the rendezvous at " + where_ + " within " + Seconds(timeout) +
                                       " (not started, or another WORLD_SIZE, MASTER_ADDR or MASTER_PORT?)"));
-      break;
+      linger_until = Clock::now();  // the missing ranks are not coming
+      continue;
     }
     std::vector<pollfd> fds{{fd_, POLLIN, 0}};
     for (const Pending& p : pending) fds.push_back({p.fd, POLLIN, 0});
-    if (poll(fds.data(), fds.size(), MsLeft(deadline)) < 0 && errno != EINTR) {
+    if (poll(fds.data(), fds.size(), MsLeft(failure.ok() ? deadline : linger_until)) < 0 && errno != EINTR) {
       fail(Status(Code::kIo, "rendezvous: poll failed: " + Errno(errno)));
-      break;
+      continue;
     }
     if (fds[0].revents & POLLIN) {
-      while (true) {
-        const int c = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (c < 0) break;
-        pending.push_back({c, {}});
-      }
+      for (int c; (c = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) pending.push_back({c, {}});
     }
     for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      Pending& p = pending[i - 1];
-      char buf[4096];
-      const ssize_t n = recv(p.fd, buf, sizeof(buf), 0);
-      const bool gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
-      if (n > 0) p.in.append(buf, static_cast<size_t>(n));
-      const bool bad_magic = p.in.size() >= 8 && std::memcmp(p.in.data(), kMagic, 8) != 0;
-      if (gone || bad_magic || p.in.size() > kHelloFixed + kMaxSettings) {
-        close(p.fd);  // not one of ours, or it gave up: ignore it
-        p.fd = -1;
-        continue;
-      }
-      if (p.in.size() < kHelloFixed) continue;
-      const uint32_t rank = GetU32(p.in.data() + 8), their_world = GetU32(p.in.data() + 12);
-      const uint32_t len = GetU32(p.in.data() + 16);
-      if (len > kMaxSettings) {
-        close(p.fd);
-        p.fd = -1;
-        continue;
-      }
-      if (p.in.size() < kHelloFixed + len) continue;
-      const std::string theirs = p.in.substr(kHelloFixed, len);
-      const std::string peer = PeerName(p.fd);
-      to_answer.push_back(p.fd);
-      p.fd = -1;
-      const std::string who = "the process at " + peer + " claiming rank " + std::to_string(rank);
-      if (their_world != world) {
-        fail(Status(Code::kMismatch, who + " has WORLD_SIZE " + std::to_string(their_world) + ", rank 0 has " +
+      Hello h;
+      if (fds[i].revents == 0 || !ReadHello(pending[i - 1], &h)) continue;
+      waiting.push_back(pending[i - 1].fd);
+      pending[i - 1].fd = -1;
+      if (!failure.ok()) continue;  // answered with the error above
+      const std::string who = "the process at " + h.peer + " claiming rank " + std::to_string(h.rank);
+      if (h.world != world) {
+        fail(Status(Code::kMismatch, who + " has WORLD_SIZE " + std::to_string(h.world) + ", rank 0 has " +
                                          std::to_string(world)));
-      } else if (rank == 0 || rank >= world) {
+      } else if (h.rank == 0 || h.rank >= world) {
         fail(Status(Code::kMismatch, who + ": ranks other than 0 must be 1 to " + std::to_string(world - 1)));
-      } else if (joined.count(rank) != 0) {
-        fail(Status(Code::kMismatch, "rank " + std::to_string(rank) + " was claimed twice, by " + joined[rank] +
-                                         " and by " + peer));
-      } else if (theirs != settings) {
-        fail(Status(Code::kMismatch, "rank " + std::to_string(rank) + " (" + peer +
+      } else if (joined.count(h.rank) != 0) {
+        fail(Status(Code::kMismatch, "rank " + std::to_string(h.rank) + " was claimed twice, by " +
+                                         joined[h.rank] + " and by " + h.peer));
+      } else if (h.settings != settings) {
+        fail(Status(Code::kMismatch, "rank " + std::to_string(h.rank) + " (" + h.peer +
                                          ") runs with other settings than rank 0: " +
-                                         FirstDifference(settings, theirs)));
+                                         FirstDifference(settings, h.settings)));
       } else {
-        joined[rank] = peer;
+        joined[h.rank] = h.peer;
       }
     }
     pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Pending& p) { return p.fd < 0; }),
                   pending.end());
   }
-  const std::string reply = failure.ok() ? std::string(1, '\0') + std::string(blob.begin(), blob.end())
-                                         : ErrorReply("rank 0: " + failure.message());
-  for (int fd : to_answer) {
-    SendAll(fd, reply);
+  for (int fd : waiting) {
+    SendAll(fd, ok_reply);
     close(fd);
   }
   for (const Pending& p : pending) close(p.fd);
