@@ -40,9 +40,9 @@ StatusOr<protocol::SessionId> CpuSession(const TrainOptions& o, std::string* how
   StatusOr<RendezvousBlob> blob = Rendezvous(RendezvousFor(o), RandomBlob());
   if (!blob.ok()) return blob.status();
   std::copy(blob->begin(), blob->begin() + id.size(), id.begin());
-  *how = o.world > 1 ? "rendezvous at " + o.master_host + ":" + std::to_string(o.master_port) + " (" +
-                           o.master_source + ")"
-                     : "one rank";
+  *how = o.world > 1
+             ? "rendezvous at " + o.master_host + ":" + std::to_string(o.master_port) + " (" + o.master_source + ")"
+             : "one rank";
   return id;
 }
 
@@ -120,15 +120,15 @@ Status RunJob(const TrainOptions& o, Reporter& reporter, const GpuHooks* gpu) {
   std::string how;
   StatusOr<std::unique_ptr<Backend>> backend =
       o.backend == BackendKind::kGpu
-          ? (gpu != nullptr ? MakeGpuBackend(o, *layout, std::move(initial), *gpu, &how)
-                            : StatusOr<std::unique_ptr<Backend>>(
-                                  Status(Code::kInvalidArgument, "the GPU backend is not built")))
+          ? (gpu != nullptr
+                 ? MakeGpuBackend(o, *layout, std::move(initial), *gpu, &how)
+                 : StatusOr<std::unique_ptr<Backend>>(Status(Code::kInvalidArgument, "the GPU backend is not built")))
           : MakeCpuBackend(o, *layout, std::move(initial), &how);
   if (!backend.ok()) return backend.status();
 
   reporter.Start(StartInfo{o.world, (*backend)->Describe(), o.shape.ToString(), layout->num_params(),
-                           plan.buckets().size(), o.bucket_mb, o.batch, o.seed, o.sgd.lr, o.sgd.momentum, o.steps,
-                           how, o.verify, !(o.world == 1 && o.reducers.empty() && o.backend == BackendKind::kCpu)});
+                           plan.buckets().size(), o.bucket_mb, o.batch, o.seed, o.sgd.lr, o.sgd.momentum, o.steps, how,
+                           o.verify, !(o.world == 1 && o.reducers.empty() && o.backend == BackendKind::kCpu)});
   TrainLoop loop(o, plan, data, **backend, reporter, reference.get());
   StatusOr<TrainSummary> summary = loop.Run();
   if (!summary.ok()) return summary.status();

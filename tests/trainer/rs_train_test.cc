@@ -4,11 +4,10 @@
 // identical on every rank, --verify matches bit for bit; a killed reducer or
 // rank ends every other rank with an error naming it, within the timeout.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,8 +21,8 @@ using std::chrono::seconds;
 
 constexpr char kToken[] = "rs-train-test-token";
 // Small enough for seconds under ASan; buckets of 32 KiB give several per step.
-const std::vector<std::string> kSmallModel = {"--width", "128", "--depth", "4", "--input-dim", "32",
-                                              "--output-dim", "8", "--bucket-mb", "0.03125"};
+const std::vector<std::string> kSmallModel = {"--width", "128",          "--depth", "4",           "--input-dim",
+                                              "32",      "--output-dim", "8",       "--bucket-mb", "0.03125"};
 
 uint16_t FreePort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

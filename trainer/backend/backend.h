@@ -25,8 +25,8 @@ namespace rs::trainer {
 
 // One step's communication, as the backend measured it.
 struct CommTiming {
-  double span_s = 0;  // from the first bucket's all-reduce start to the last one's end
-  double wait_s = 0;  // time the step was blocked on communication after backward finished
+  double span_s = 0;   // from the first bucket's all-reduce start to the last one's end
+  double wait_s = 0;   // time the step was blocked on communication after backward finished
   uint64_t bytes = 0;  // bytes this rank all-reduced (as sent: bfloat16 counts 2 per element)
 };
 

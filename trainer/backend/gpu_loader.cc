@@ -22,8 +22,8 @@ std::string ExecutableDir() {
 StatusOr<GpuHooks> LoadGpuBackend() {
   const std::string dir = ExecutableDir();
   std::string errors;
-  for (const std::string& path : {dir + "/" + kGpuModuleName, dir + "/../lib/" + kGpuModuleName,
-                                  std::string(kGpuModuleName)}) {
+  for (const std::string& path :
+       {dir + "/" + kGpuModuleName, dir + "/../lib/" + kGpuModuleName, std::string(kGpuModuleName)}) {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = dlerror();
@@ -39,8 +39,10 @@ StatusOr<GpuHooks> LoadGpuBackend() {
     }
     return *hooks;  // the handle stays open for the process's life
   }
-  return Status(Code::kIo, "--backend gpu: cannot load the GPU backend (CUDA, cuBLAS and NCCL libraries on the "
-                           "loader path?):" + errors);
+  return Status(Code::kIo,
+                "--backend gpu: cannot load the GPU backend (CUDA, cuBLAS and NCCL libraries on the "
+                "loader path?):" +
+                    errors);
 }
 
 }  // namespace rs::trainer

@@ -54,11 +54,10 @@ Status Reference::Compare(const std::vector<float>& params, uint64_t step) const
     const uint32_t got = std::bit_cast<uint32_t>(params[i]), want = std::bit_cast<uint32_t>(params_[i]);
     if (got == want) continue;
     char buf[160];
-    std::snprintf(buf, sizeof(buf), "is %.9g (0x%08x), the reference has %.9g (0x%08x)", params[i], got,
-                  params_[i], want);
-    return Status(Code::kMismatch, "--verify: after step " + std::to_string(step) + ", " +
-                                       config_.layout.Describe(i) + " " + buf +
-                                       ": the all-reduced gradients are not the rank-order sum");
+    std::snprintf(buf, sizeof(buf), "is %.9g (0x%08x), the reference has %.9g (0x%08x)", params[i], got, params_[i],
+                  want);
+    return Status(Code::kMismatch, "--verify: after step " + std::to_string(step) + ", " + config_.layout.Describe(i) +
+                                       " " + buf + ": the all-reduced gradients are not the rank-order sum");
   }
   return Status::Ok();
 }

@@ -51,8 +51,8 @@ class Reference {
   CpuMlp mlp_;
   Batch batch_;
   std::vector<float> params_, momentum_, sum_;
-  std::vector<std::vector<float>> grads_;           // per rank
-  std::vector<std::vector<uint16_t>> grads_bf16_;   // per rank, bfloat16 mode
+  std::vector<std::vector<float>> grads_;          // per rank
+  std::vector<std::vector<uint16_t>> grads_bf16_;  // per rank, bfloat16 mode
   std::vector<uint16_t> sum_bf16_;
 };
 

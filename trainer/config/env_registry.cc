@@ -18,8 +18,7 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kClusterSpec, "CLUSTER_SPEC", "",
      "Vertex AI's cluster JSON: reducers are workerpool2; without RANK/WORLD_SIZE the ranks are workerpool0 "
      "(rank 0) then workerpool1; without MASTER_ADDR the rendezvous is workerpool0[0]."},
-    {EnvKey::kReducerAddrs, "REDUCER_ADDRS", "--reducers",
-     "Reducers as host:port,host:port. Overrides CLUSTER_SPEC."},
+    {EnvKey::kReducerAddrs, "REDUCER_ADDRS", "--reducers", "Reducers as host:port,host:port. Overrides CLUSTER_SPEC."},
     {EnvKey::kJobToken, "REDUCER_JOB_TOKEN", "", "The job token the reducers require. Never printed."},
     {EnvKey::kJobTokenFile, "REDUCER_JOB_TOKEN_FILE", "--job-token-file",
      "File holding the job token; used when REDUCER_JOB_TOKEN is unset."},

@@ -1,7 +1,6 @@
 #include "trainer/config/options.h"
 
 #include <CLI/CLI.hpp>
-
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -47,7 +46,9 @@ class Resolver {
   const TrainerEnv& env_;
 };
 
-std::string Show(const Setting& s) { return s.from_env ? s.source + "='" + s.text + "'" : s.source + " '" + s.text + "'"; }
+std::string Show(const Setting& s) {
+  return s.from_env ? s.source + "='" + s.text + "'" : s.source + " '" + s.text + "'";
+}
 
 StatusOr<int64_t> ParseInt(const Setting& s, int64_t min, int64_t max) {
   errno = 0;
@@ -104,13 +105,13 @@ Status ResolveRanks(const Resolver& r, const RawFlags& raw, const ClusterSpec* s
     }
     if (n_chief + n_workers == 0 || spec->Self() == nullptr ||
         (spec->task_type != ClusterSpec::kChiefPool && spec->task_type != ClusterSpec::kWorkerPool)) {
-      return Status(Code::kInvalidArgument, "CLUSTER_SPEC: task " + spec->task_type + "[" +
-                                                std::to_string(spec->task_index) +
-                                                "] is not a workerpool0 or workerpool1 replica; set RANK and WORLD_SIZE");
+      return Status(Code::kInvalidArgument,
+                    "CLUSTER_SPEC: task " + spec->task_type + "[" + std::to_string(spec->task_index) +
+                        "] is not a workerpool0 or workerpool1 replica; set RANK and WORLD_SIZE");
     }
     o->world = static_cast<uint32_t>(n_chief + n_workers);
     o->rank = static_cast<uint32_t>(spec->task_type == ClusterSpec::kChiefPool ? spec->task_index
-                                                                                 : n_chief + spec->task_index);
+                                                                               : n_chief + spec->task_index);
     return Status::Ok();
   }
   if (world) {
@@ -147,7 +148,8 @@ Status ResolveMaster(const Resolver& r, const RawFlags& raw, const TrainerEnv& e
     o->master_source = addr->source + ":" + port->source;
     // torchrun's agent serves its own store on MASTER_PORT.
     if (port->from_env && env.Get(EnvKey::kTorchAgentStore) == "True") {
-      if (o->master_port == 65535) return Status(Code::kInvalidArgument, "MASTER_PORT=65535 leaves no port for the rendezvous");
+      if (o->master_port == 65535)
+        return Status(Code::kInvalidArgument, "MASTER_PORT=65535 leaves no port for the rendezvous");
       ++o->master_port;
       o->master_source += "+1 (torchrun holds MASTER_PORT)";
     }
@@ -263,8 +265,9 @@ std::string EnvHelp() {
   for (const EnvVarInfo& v : EnvVars()) {
     out += std::string("  ") + v.name + (v.flag[0] ? std::string(" (") + v.flag + ")" : "") + "\n      " + v.doc + "\n";
   }
-  out += "Exit status: 0 trained and every check passed; 1 training failed (a lost reducer or rank, a\n"
-         "check that failed); 2 bad flags or environment.\n";
+  out +=
+      "Exit status: 0 trained and every check passed; 1 training failed (a lost reducer or rank, a\n"
+      "check that failed); 2 bad flags or environment.\n";
   return out;
 }
 
@@ -308,9 +311,11 @@ StatusOr<TrainOptions> ParseOptions(int argc, char** argv, const TrainerEnv& env
   RawFlags raw;
   app.add_option("--backend", raw.backend, std::string("cpu or gpu") + (gpu_built ? "" : " (not built here)"))
       ->capture_default_str();
-  app.add_option("--steps", o.steps, "Training steps")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+  app.add_option("--steps", o.steps, "Training steps")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
       ->capture_default_str();
-  app.add_option("--batch", o.batch, "Examples per rank and step")->check(CLI::Range(1, 1 << 16))
+  app.add_option("--batch", o.batch, "Examples per rank and step")
+      ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
   app.add_option("--width", o.shape.width, "Hidden layer width: sets the gradient size (~ (depth-2) x width^2 x 4 B)")
       ->capture_default_str();

@@ -13,7 +13,11 @@ std::string MlpShape::ToString() const {
 }
 
 StatusOr<MlpLayout> MlpLayout::Create(const MlpShape& shape) {
-  struct Dim { const char* name; int value; int max; };
+  struct Dim {
+    const char* name;
+    int value;
+    int max;
+  };
   for (const Dim& d : {Dim{"input dimension", shape.input_dim, kMaxDim}, Dim{"width", shape.width, kMaxDim},
                        Dim{"output dimension", shape.output_dim, kMaxDim}, Dim{"depth", shape.depth, kMaxDepth}}) {
     if (d.value < 1 || d.value > d.max) {
@@ -45,8 +49,8 @@ std::string MlpLayout::Describe(size_t index) const {
     const size_t i = index - t.offset;
     if (t.is_bias) return "layer " + std::to_string(t.layer) + " bias [" + std::to_string(i) + "]";
     const size_t out = static_cast<size_t>(shape_.LayerOut(t.layer));
-    return "layer " + std::to_string(t.layer) + " weight [" + std::to_string(i / out) + "][" +
-           std::to_string(i % out) + "]";
+    return "layer " + std::to_string(t.layer) + " weight [" + std::to_string(i / out) + "][" + std::to_string(i % out) +
+           "]";
   }
   return "index " + std::to_string(index) + " (outside the model)";
 }

@@ -131,7 +131,6 @@ bool ReadHello(Pending& p, Hello* hello) {
 
 }  // namespace
 
-
 StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(const std::string& host, uint16_t port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -240,17 +239,17 @@ Status RendezvousServer::Serve(uint32_t world, const std::string& settings, cons
       if (!failure.ok()) continue;  // answered with the error above
       const std::string who = "the process at " + h.peer + " claiming rank " + std::to_string(h.rank);
       if (h.world != world) {
-        fail(Status(Code::kMismatch, who + " has WORLD_SIZE " + std::to_string(h.world) + ", rank 0 has " +
-                                         std::to_string(world)));
+        fail(Status(Code::kMismatch,
+                    who + " has WORLD_SIZE " + std::to_string(h.world) + ", rank 0 has " + std::to_string(world)));
       } else if (h.rank == 0 || h.rank >= world) {
         fail(Status(Code::kMismatch, who + ": ranks other than 0 must be 1 to " + std::to_string(world - 1)));
       } else if (joined.count(h.rank) != 0) {
-        fail(Status(Code::kMismatch, "rank " + std::to_string(h.rank) + " was claimed twice, by " +
-                                         joined[h.rank] + " and by " + h.peer));
+        fail(Status(Code::kMismatch, "rank " + std::to_string(h.rank) + " was claimed twice, by " + joined[h.rank] +
+                                         " and by " + h.peer));
       } else if (h.settings != settings) {
-        fail(Status(Code::kMismatch, "rank " + std::to_string(h.rank) + " (" + h.peer +
-                                         ") runs with other settings than rank 0: " +
-                                         FirstDifference(settings, h.settings)));
+        fail(Status(Code::kMismatch,
+                    "rank " + std::to_string(h.rank) + " (" + h.peer +
+                        ") runs with other settings than rank 0: " + FirstDifference(settings, h.settings)));
       } else {
         joined[h.rank] = h.peer;
       }
@@ -315,13 +314,14 @@ StatusOr<RendezvousBlob> RendezvousJoin(const RendezvousConfig& config) {
   std::string in;
   while (true) {
     if (!in.empty() && in[0] == '\0' && in.size() >= 1 + sizeof(RendezvousBlob)) break;
-    if (!in.empty() && in[0] != '\0' && in.size() >= 5 && in.size() >= 5 + std::min<size_t>(GetU32(&in[1]), kMaxMessage)) {
+    if (!in.empty() && in[0] != '\0' && in.size() >= 5 &&
+        in.size() >= 5 + std::min<size_t>(GetU32(&in[1]), kMaxMessage)) {
       break;
     }
     if (Clock::now() >= deadline) {
       close(fd);
-      return Status(Code::kTimeout, "rendezvous: rank 0 at " + where + " gave no answer within " +
-                                        Seconds(config.timeout));
+      return Status(Code::kTimeout,
+                    "rendezvous: rank 0 at " + where + " gave no answer within " + Seconds(config.timeout));
     }
     pollfd p{fd, POLLIN, 0};
     poll(&p, 1, MsLeft(deadline));

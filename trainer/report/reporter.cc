@@ -1,8 +1,7 @@
 #include "trainer/report/reporter.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "common/units.h"
 
@@ -38,10 +37,21 @@ void Reporter::Start(const StartInfo& i) {
   if (rank_ != 0) return;
   const uint64_t grad_bytes = i.params * sizeof(float);
   if (json_) {
-    Line(nlohmann::json{{"event", "start"}, {"world", i.world}, {"backend", i.backend}, {"model", i.model},
-                        {"params", i.params}, {"grad_bytes", grad_bytes}, {"buckets", i.buckets},
-                        {"bucket_mb", i.bucket_mb}, {"batch", i.batch}, {"seed", i.seed}, {"lr", i.lr},
-                        {"momentum", i.momentum}, {"steps", i.steps}, {"session", i.session}, {"verify", i.verify}}
+    Line(nlohmann::json{{"event", "start"},
+                        {"world", i.world},
+                        {"backend", i.backend},
+                        {"model", i.model},
+                        {"params", i.params},
+                        {"grad_bytes", grad_bytes},
+                        {"buckets", i.buckets},
+                        {"bucket_mb", i.bucket_mb},
+                        {"batch", i.batch},
+                        {"seed", i.seed},
+                        {"lr", i.lr},
+                        {"momentum", i.momentum},
+                        {"steps", i.steps},
+                        {"session", i.session},
+                        {"verify", i.verify}}
              .dump());
     return;
   }
@@ -58,9 +68,14 @@ void Reporter::Start(const StartInfo& i) {
 void Reporter::Step(const StepReport& r) {
   if (rank_ != 0) return;
   if (json_) {
-    Line(nlohmann::json{{"event", "step"}, {"step", r.step}, {"steps", r.steps}, {"loss", r.loss},
-                        {"step_ms", r.step_s * 1e3}, {"allreduce_ms", r.allreduce_s * 1e3},
-                        {"algbw_gbs", r.algbw / 1e9}, {"comm_wait_share", r.comm_wait_share}}
+    Line(nlohmann::json{{"event", "step"},
+                        {"step", r.step},
+                        {"steps", r.steps},
+                        {"loss", r.loss},
+                        {"step_ms", r.step_s * 1e3},
+                        {"allreduce_ms", r.allreduce_s * 1e3},
+                        {"algbw_gbs", r.algbw / 1e9},
+                        {"comm_wait_share", r.comm_wait_share}}
              .dump());
     return;
   }
@@ -81,11 +96,20 @@ void Reporter::Check(uint64_t step, uint64_t hash) {
 
 void Reporter::Summary(const TrainSummary& s) {
   if (json_) {
-    Line(nlohmann::json{{"event", "summary"}, {"rank", rank_}, {"steps", s.steps}, {"timed_steps", s.timed_steps},
-                        {"first_loss", s.first_loss}, {"last_loss", s.last_loss}, {"wall_s", s.wall_s},
-                        {"step_ms", s.step_s * 1e3}, {"allreduce_ms", s.allreduce_s * 1e3},
-                        {"algbw_gbs", s.algbw / 1e9}, {"comm_wait_share", s.comm_wait_share},
-                        {"grad_bytes", s.grad_bytes}, {"checks", s.checks}, {"verified", s.verified},
+    Line(nlohmann::json{{"event", "summary"},
+                        {"rank", rank_},
+                        {"steps", s.steps},
+                        {"timed_steps", s.timed_steps},
+                        {"first_loss", s.first_loss},
+                        {"last_loss", s.last_loss},
+                        {"wall_s", s.wall_s},
+                        {"step_ms", s.step_s * 1e3},
+                        {"allreduce_ms", s.allreduce_s * 1e3},
+                        {"algbw_gbs", s.algbw / 1e9},
+                        {"comm_wait_share", s.comm_wait_share},
+                        {"grad_bytes", s.grad_bytes},
+                        {"checks", s.checks},
+                        {"verified", s.verified},
                         {"hash", HexHash(s.final_hash)}}
              .dump());
     return;

@@ -18,8 +18,8 @@ namespace rs::trainer {
 
 struct StartInfo {
   uint32_t world = 1;
-  std::string backend;       // Backend::Describe()
-  std::string model;         // MlpShape::ToString()
+  std::string backend;  // Backend::Describe()
+  std::string model;    // MlpShape::ToString()
   uint64_t params = 0;
   uint64_t buckets = 0;
   double bucket_mb = 0;
@@ -28,7 +28,7 @@ struct StartInfo {
   float lr = 0;
   float momentum = 0;
   uint64_t steps = 0;
-  std::string session;       // how the ranks found each other
+  std::string session;  // how the ranks found each other
   bool verify = false;
   bool communicates = true;  // false for one rank without reducers: no communication figures
 };
@@ -37,10 +37,10 @@ struct StartInfo {
 struct StepReport {
   uint64_t step = 0;  // steps done
   uint64_t steps = 0;
-  double loss = 0;    // mean over the ranks, before this step's update
+  double loss = 0;  // mean over the ranks, before this step's update
   double step_s = 0;
-  double allreduce_s = 0;  // first bucket's start to last bucket's end
-  double algbw = 0;        // bytes all-reduced / allreduce_s, bytes per second
+  double allreduce_s = 0;      // first bucket's start to last bucket's end
+  double algbw = 0;            // bytes all-reduced / allreduce_s, bytes per second
   double comm_wait_share = 0;  // blocked on communication / step time
 };
 
@@ -54,9 +54,9 @@ struct TrainSummary {
   double allreduce_s = 0;
   double algbw = 0;
   double comm_wait_share = 0;
-  uint64_t grad_bytes = 0;   // per step and rank, as sent
-  uint64_t checks = 0;       // cross-rank parameter checks passed
-  bool verified = false;     // --verify ran and matched every step
+  uint64_t grad_bytes = 0;  // per step and rank, as sent
+  uint64_t checks = 0;      // cross-rank parameter checks passed
+  bool verified = false;    // --verify ran and matched every step
   uint64_t final_hash = 0;
 };
 

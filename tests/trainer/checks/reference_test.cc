@@ -14,8 +14,8 @@ ReferenceConfig Config(uint32_t world, DataType dtype) {
   const MlpShape shape{8, 16, 3, 2};
   auto layout = MlpLayout::Create(shape);
   EXPECT_TRUE(layout.ok());
-  return ReferenceConfig{*layout, BucketPlan(*layout, 256, 256), 4, world, 6, dtype, SgdConfig{},
-                         InitialParameters(*layout, 4)};
+  return ReferenceConfig{*layout,     BucketPlan(*layout, 256, 256), 4, world, 6, dtype,
+                         SgdConfig{}, InitialParameters(*layout, 4)};
 }
 
 // One rank without reducers is the reference with world 1: the same data,
@@ -38,7 +38,8 @@ TEST(ReferenceTest, OneRankTrainingMatchesItBitForBit) {
       data.MakeBatch(0, step, cfg.batch, &batch);
       ASSERT_TRUE((*backend)->SetBatch(batch).ok());
       auto loss = (*backend)->ForwardBackward([&](int layer) {
-        for (size_t i : cfg.plan.ReadyAfterLayer(layer)) RS_RETURN_IF_ERROR((*backend)->StartAllReduce(cfg.plan.buckets()[i]));
+        for (size_t i : cfg.plan.ReadyAfterLayer(layer))
+          RS_RETURN_IF_ERROR((*backend)->StartAllReduce(cfg.plan.buckets()[i]));
         return Status::Ok();
       });
       ASSERT_TRUE(loss.ok());

@@ -19,7 +19,7 @@ TEST(TrainerEnvTest, ReadsOnlyTheRegisteredVariablesOnce) {
   });
   EXPECT_EQ(asked.size(), static_cast<size_t>(kNumEnvVars));
   vars["RANK"] = "changed later";
-  EXPECT_EQ(env.Get(EnvKey::kRank), "3");  // a snapshot
+  EXPECT_EQ(env.Get(EnvKey::kRank), "3");       // a snapshot
   EXPECT_FALSE(env.IsSet(EnvKey::kWorldSize));  // empty counts as unset
   EXPECT_EQ(env.Get(EnvKey::kWorldSize), "");
   EXPECT_STREQ(env.Name(EnvKey::kReducerAddrs), "REDUCER_ADDRS");

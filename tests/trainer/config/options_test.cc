@@ -62,13 +62,16 @@ TEST_F(OptionsTest, TheLaunchersEnvironmentAloneIsEnough) {
 }
 
 TEST_F(OptionsTest, FlagsWinOverTheEnvironment) {
-  env_ = {{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"REDUCER_ADDRS", "10.0.0.5:7450"}, {"REDUCER_STREAMS", "3"},
+  env_ = {{"RANK", "2"},
+          {"WORLD_SIZE", "4"},
+          {"REDUCER_ADDRS", "10.0.0.5:7450"},
+          {"REDUCER_STREAMS", "3"},
           {"REDUCER_OP_TIMEOUT_MS", "5000"}};
   auto o = Parse({"--rank", "3", "--reducers", "127.0.0.1:1,127.0.0.1:2", "--timeout", "2m", "--steps", "7"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->rank, 3u);
   EXPECT_EQ(o->reducers.size(), 2u);
-  EXPECT_EQ(o->streams, 3);                                     // from the environment
+  EXPECT_EQ(o->streams, 3);                                      // from the environment
   EXPECT_EQ(o->op_timeout, std::chrono::milliseconds(120'000));  // the flag
   EXPECT_EQ(o->steps, 7u);
 }

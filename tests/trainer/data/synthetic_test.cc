@@ -19,7 +19,8 @@ TEST(SyntheticDataTest, ABatchIsAFunctionOfSeedRankAndStep) {
   EXPECT_EQ(x.rows, 8);
   EXPECT_EQ(x.x.size(), 8u * 12u);
   EXPECT_EQ(x.y.size(), 8u * 4u);
-  for (auto [rank, step, seed] : {std::tuple{3u, 17ull, 5ull}, std::tuple{2u, 18ull, 5ull}, std::tuple{2u, 17ull, 6ull}}) {
+  for (auto [rank, step, seed] :
+       {std::tuple{3u, 17ull, 5ull}, std::tuple{2u, 18ull, 5ull}, std::tuple{2u, 17ull, 6ull}}) {
     SyntheticData(kShape, seed).MakeBatch(rank, step, 8, &y);
     EXPECT_NE(x.x, y.x) << "rank " << rank << " step " << step << " seed " << seed;
   }

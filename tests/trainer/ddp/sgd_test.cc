@@ -28,8 +28,8 @@ TEST(SgdTest, Bfloat16ConversionsRoundToNearestEvenLikeTheReducers) {
     EXPECT_EQ(bf[i], FloatToBfloat16(in[i])) << in[i];
     EXPECT_EQ(back[i], Bfloat16ToFloat(bf[i])) << in[i];
   }
-  EXPECT_EQ(back[1], 1.0f);         // halfway: ties to even (down)
-  EXPECT_EQ(back[2], 1.015625f);    // halfway: ties to even (up)
+  EXPECT_EQ(back[1], 1.0f);       // halfway: ties to even (down)
+  EXPECT_EQ(back[2], 1.015625f);  // halfway: ties to even (up)
 }
 
 }  // namespace

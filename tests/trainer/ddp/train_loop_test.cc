@@ -126,8 +126,10 @@ class TrainLoopTest : public ::testing::Test {
 
   ReferenceConfig RefConfig() {
     auto layout = MlpLayout::Create(options_.shape);
-    return ReferenceConfig{*layout,         BucketPlan(*layout, options_.bucket_bytes()), options_.seed, kWorld,
-                           options_.batch,  options_.grad_dtype, options_.sgd, InitialParameters(*layout, options_.seed)};
+    return ReferenceConfig{*layout,        BucketPlan(*layout, options_.bucket_bytes()),
+                           options_.seed,  kWorld,
+                           options_.batch, options_.grad_dtype,
+                           options_.sgd,   InitialParameters(*layout, options_.seed)};
   }
 
   std::vector<std::unique_ptr<server::ReducerServer>> servers_;

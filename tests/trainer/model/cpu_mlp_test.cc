@@ -53,15 +53,18 @@ TEST_F(CpuMlpTest, HandsOutLayersLastFirstEachComplete) {
   mlp.Forward(params_.data(), batch_);
   std::vector<float> grads(params_.size(), NAN);
   std::vector<int> order;
-  ASSERT_TRUE(mlp.Backward(params_.data(), grads.data(), [&](int layer) {
-                   order.push_back(layer);
-                   // This layer's weight and bias gradients are written.
-                   for (size_t i = layout_.weight_offset(layer); i < layout_.bias_offset(layer) + shape_.LayerOut(layer);
-                        ++i) {
-                     if (std::isnan(grads[i])) return Status(Code::kInternal, "unwritten " + layout_.Describe(i));
-                   }
-                   return Status::Ok();
-                 }).ok());
+  ASSERT_TRUE(mlp.Backward(params_.data(), grads.data(),
+                           [&](int layer) {
+                             order.push_back(layer);
+                             // This layer's weight and bias gradients are written.
+                             for (size_t i = layout_.weight_offset(layer);
+                                  i < layout_.bias_offset(layer) + shape_.LayerOut(layer); ++i) {
+                               if (std::isnan(grads[i]))
+                                 return Status(Code::kInternal, "unwritten " + layout_.Describe(i));
+                             }
+                             return Status::Ok();
+                           })
+                  .ok());
   EXPECT_EQ(order, (std::vector<int>{2, 1, 0}));
 }
 

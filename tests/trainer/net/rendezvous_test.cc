@@ -3,11 +3,10 @@
 #include "trainer/net/rendezvous.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
@@ -37,8 +36,8 @@ class RendezvousTest : public ::testing::Test {
     for (uint32_t r = 1; r < world; ++r) {
       if (std::find(absent.begin(), absent.end(), r) != absent.end()) continue;
       threads.emplace_back([&, r] {
-        RendezvousConfig c{"127.0.0.1", (*server)->port(), ranks_claimed.empty() ? r : ranks_claimed[r], world,
-                           settings[r], timeout};
+        RendezvousConfig c{"127.0.0.1", (*server)->port(), ranks_claimed.empty() ? r : ranks_claimed[r],
+                           world,       settings[r],       timeout};
         auto blob = RendezvousJoin(c);
         results_[r] = blob.ok() ? Status::Ok() : blob.status();
         if (blob.ok()) blobs_[r] = *blob;
@@ -90,7 +89,9 @@ TEST_F(RendezvousTest, AnotherWorldSizeIsRefused) {
   auto server = RendezvousServer::Listen("127.0.0.1", 0);
   ASSERT_TRUE(server.ok());
   Status joined;
-  std::thread t([&] { joined = RendezvousJoin({"127.0.0.1", (*server)->port(), 1, 3, "s", milliseconds(20'000)}).status(); });
+  std::thread t([&] {
+    joined = RendezvousJoin({"127.0.0.1", (*server)->port(), 1, 3, "s", milliseconds(20'000)}).status();
+  });
   const Status served = (*server)->Serve(2, "s", Blob(1), milliseconds(20'000));
   t.join();
   EXPECT_NE(served.message().find("claiming rank 1 has WORLD_SIZE 3, rank 0 has 2"), std::string::npos)

@@ -41,8 +41,12 @@ class GpuBackend final : public Backend {
   StatusOr<CommTiming> FinishAllReduces() override;
   Status ApplyUpdate(const SgdConfig& sgd) override;
   Status GetParameters(std::vector<float>* out) override;
-  Status AllReduceSum(std::vector<uint64_t>* values) override { return SmallAllReduce(values->data(), values->size(), ncclUint64); }
-  Status AllReduceSum(std::vector<double>* values) override { return SmallAllReduce(values->data(), values->size(), ncclFloat64); }
+  Status AllReduceSum(std::vector<uint64_t>* values) override {
+    return SmallAllReduce(values->data(), values->size(), ncclUint64);
+  }
+  Status AllReduceSum(std::vector<double>* values) override {
+    return SmallAllReduce(values->data(), values->size(), ncclFloat64);
+  }
 
  private:
   Status Fail(Status st);
@@ -108,12 +112,16 @@ Status GpuBackend::Init(const std::vector<float>& initial, const RendezvousBlob&
   rows_ = static_cast<size_t>(o_.batch);
   size_t widest = static_cast<size_t>(std::max({s.input_dim, s.width, s.output_dim}));
   const size_t n = layout_.num_params();
-  struct Alloc { DevicePtr<float>* ptr; size_t count; const char* what; };
-  for (const Alloc& a : {Alloc{&params_, n, "parameters"}, Alloc{&grads_, n, "gradients"},
-                         Alloc{&momentum_, n, "momentum"}, Alloc{&x_, rows_ * s.input_dim, "inputs"},
-                         Alloc{&y_, rows_ * s.output_dim, "targets"}, Alloc{&grad_a_, rows_ * widest, "activation grads"},
-                         Alloc{&grad_b_, rows_ * widest, "activation grads"},
-                         Alloc{&terms_, rows_ * s.output_dim, "loss terms"}}) {
+  struct Alloc {
+    DevicePtr<float>* ptr;
+    size_t count;
+    const char* what;
+  };
+  for (const Alloc& a :
+       {Alloc{&params_, n, "parameters"}, Alloc{&grads_, n, "gradients"}, Alloc{&momentum_, n, "momentum"},
+        Alloc{&x_, rows_ * s.input_dim, "inputs"}, Alloc{&y_, rows_ * s.output_dim, "targets"},
+        Alloc{&grad_a_, rows_ * widest, "activation grads"}, Alloc{&grad_b_, rows_ * widest, "activation grads"},
+        Alloc{&terms_, rows_ * s.output_dim, "loss terms"}}) {
     StatusOr<DevicePtr<float>> p = DeviceAlloc<float>(a.count, a.what);
     if (!p.ok()) return p.status();
     *a.ptr = std::move(p).value();
@@ -141,9 +149,9 @@ Status GpuBackend::Init(const std::vector<float>& initial, const RendezvousBlob&
   loss_host_.reset(static_cast<double*>(host));
   RS_CUDA(cudaMallocHost(&host, small_count_ * sizeof(uint64_t)));
   small_host_.reset(static_cast<uint64_t*>(host));
-  for (auto [ev, timing] : {std::pair{&ready_, false}, std::pair{&comm_start_, true}, std::pair{&all_done_, true},
-                            std::pair{&backward_end_, true}, std::pair{&loss_ready_, false},
-                            std::pair{&small_done_, false}}) {
+  for (auto [ev, timing] :
+       {std::pair{&ready_, false}, std::pair{&comm_start_, true}, std::pair{&all_done_, true},
+        std::pair{&backward_end_, true}, std::pair{&loss_ready_, false}, std::pair{&small_done_, false}}) {
     StatusOr<EventPtr> e = NewEvent(timing);
     if (!e.ok()) return e.status();
     *ev = std::move(e).value();
@@ -155,9 +163,9 @@ Status GpuBackend::Init(const std::vector<float>& initial, const RendezvousBlob&
   std::memcpy(&uid, id.data(), sizeof(uid));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // every wait below is ours, and bounded
-  RS_RETURN_IF_ERROR(Nccl(ncclCommInitRankConfig(&comm_, static_cast<int>(o_.world), uid, static_cast<int>(o_.rank),
-                                                 &config),
-                          "ncclCommInitRankConfig", o_.connect_timeout));
+  RS_RETURN_IF_ERROR(
+      Nccl(ncclCommInitRankConfig(&comm_, static_cast<int>(o_.world), uid, static_cast<int>(o_.rank), &config),
+           "ncclCommInitRankConfig", o_.connect_timeout));
   int version = 0;
   ncclGetVersion(&version);
   describe_ = std::string("gpu (") + prop.name + ", device " + std::to_string(device) + " of " +
@@ -195,14 +203,16 @@ Status GpuBackend::Fail(Status st) {
 
 Status GpuBackend::Nccl(ncclResult_t r, const char* what, std::chrono::milliseconds timeout) {
   if (!failure_.ok()) return failure_;
-  if (r != ncclSuccess && r != ncclInProgress) return Fail(Status(Code::kPeerFailed, std::string(what) + ": " + NcclText(comm_, r)));
+  if (r != ncclSuccess && r != ncclInProgress)
+    return Fail(Status(Code::kPeerFailed, std::string(what) + ": " + NcclText(comm_, r)));
   const auto deadline = Clock::now() + timeout;
   while (r == ncclInProgress) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t q = ncclCommGetAsyncError(comm_, &state);
     if (q != ncclSuccess) return Fail(Status(Code::kPeerFailed, std::string(what) + ": " + NcclText(comm_, q)));
     if (state == ncclSuccess) break;
-    if (state != ncclInProgress) return Fail(Status(Code::kPeerFailed, std::string(what) + ": " + NcclText(comm_, state)));
+    if (state != ncclInProgress)
+      return Fail(Status(Code::kPeerFailed, std::string(what) + ": " + NcclText(comm_, state)));
     if (Clock::now() > deadline) {
       return Fail(Status(Code::kTimeout, std::string(what) + " did not finish within " +
                                              std::to_string(timeout.count() / 1000) + " s (a rank missing?)"));
@@ -224,7 +234,8 @@ Status GpuBackend::WaitEvent(cudaEvent_t event, const std::string& what) {
       return Fail(Status(Code::kPeerFailed, what + ": NCCL failed: " + NcclText(comm_, state)));
     }
     if (Clock::now() > deadline) {
-      return Fail(Status(Code::kTimeout, what + " did not finish within " + std::to_string(o_.op_timeout.count() / 1000) +
+      return Fail(Status(Code::kTimeout, what + " did not finish within " +
+                                             std::to_string(o_.op_timeout.count() / 1000) +
                                              " s (a reducer or a rank stopped answering?)"));
     }
     std::this_thread::sleep_for(kPoll);
@@ -244,8 +255,10 @@ Status GpuBackend::Gemm(bool ta, bool tb, size_t m, size_t n, size_t k, const fl
 
 Status GpuBackend::SetBatch(const Batch& batch) {
   if (static_cast<size_t>(batch.rows) != rows_) return Status(Code::kInternal, "GPU backend: batch size changed");
-  RS_CUDA(cudaMemcpyAsync(x_.get(), batch.x.data(), batch.x.size() * sizeof(float), cudaMemcpyHostToDevice, compute_.get()));
-  RS_CUDA(cudaMemcpyAsync(y_.get(), batch.y.data(), batch.y.size() * sizeof(float), cudaMemcpyHostToDevice, compute_.get()));
+  RS_CUDA(cudaMemcpyAsync(x_.get(), batch.x.data(), batch.x.size() * sizeof(float), cudaMemcpyHostToDevice,
+                          compute_.get()));
+  RS_CUDA(cudaMemcpyAsync(y_.get(), batch.y.data(), batch.y.size() * sizeof(float), cudaMemcpyHostToDevice,
+                          compute_.get()));
   // The copies read pageable host memory the caller may reuse.
   RS_CUDA(cudaStreamSynchronize(compute_.get()));
   return Status::Ok();
@@ -261,7 +274,8 @@ StatusOr<double> GpuBackend::ForwardBackward(const std::function<Status(int laye
   for (int l = 0; l < s.depth; ++l) {
     const size_t n_in = static_cast<size_t>(s.LayerIn(l)), n_out = static_cast<size_t>(s.LayerOut(l));
     float* out = acts_[l + 1].get();
-    RS_RETURN_IF_ERROR(Gemm(false, false, rows_, n_out, n_in, in, n_in, p + layout_.weight_offset(l), n_out, out, n_out));
+    RS_RETURN_IF_ERROR(
+        Gemm(false, false, rows_, n_out, n_in, in, n_in, p + layout_.weight_offset(l), n_out, out, n_out));
     RS_CUDA(AddBiasRelu(out, p + layout_.bias_offset(l), rows_, n_out, l + 1 < s.depth, stream));
     in = out;
   }
@@ -275,11 +289,13 @@ StatusOr<double> GpuBackend::ForwardBackward(const std::function<Status(int laye
   for (int l = s.depth - 1; l >= 0; --l) {
     const size_t n_in = static_cast<size_t>(s.LayerIn(l)), n_out = static_cast<size_t>(s.LayerOut(l));
     const float* act_in = l == 0 ? x_.get() : acts_[l].get();
-    RS_RETURN_IF_ERROR(Gemm(true, false, n_in, n_out, rows_, act_in, n_in, grad, n_out, g + layout_.weight_offset(l), n_out));
+    RS_RETURN_IF_ERROR(
+        Gemm(true, false, n_in, n_out, rows_, act_in, n_in, grad, n_out, g + layout_.weight_offset(l), n_out));
     RS_CUDA(BiasGrad(grad, g + layout_.bias_offset(l), rows_, n_out, stream));
     RS_RETURN_IF_ERROR(layer_done(l));
     if (l == 0) break;
-    RS_RETURN_IF_ERROR(Gemm(false, true, rows_, n_in, n_out, grad, n_out, p + layout_.weight_offset(l), n_out, grad_next, n_in));
+    RS_RETURN_IF_ERROR(
+        Gemm(false, true, rows_, n_in, n_out, grad, n_out, p + layout_.weight_offset(l), n_out, grad_next, n_in));
     RS_CUDA(ReluBackward(grad_next, acts_[l].get(), rows_ * n_in, stream));
     std::swap(grad, grad_next);
   }

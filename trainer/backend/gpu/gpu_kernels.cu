@@ -1,8 +1,8 @@
-#include "trainer/backend/gpu/gpu_kernels.h"
-
 #include <cuda_bf16.h>
 
 #include <algorithm>
+
+#include "trainer/backend/gpu/gpu_kernels.h"
 
 namespace rs::trainer::gpu {
 namespace {
@@ -12,8 +12,9 @@ constexpr int kThreads = 256;
 unsigned Blocks(size_t n) { return static_cast<unsigned>(std::min<size_t>((n + kThreads - 1) / kThreads, 8192)); }
 
 // Grid-stride loop over [0, n).
-#define RS_FOR_EACH(i, n) \
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < (n); i += gridDim.x * static_cast<size_t>(blockDim.x))
+#define RS_FOR_EACH(i, n)                                                              \
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += gridDim.x * static_cast<size_t>(blockDim.x))
 
 __global__ void AddBiasReluKernel(float* z, const float* bias, size_t rows, size_t cols, bool relu) {
   RS_FOR_EACH(i, rows * cols) {

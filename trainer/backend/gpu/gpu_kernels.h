@@ -26,8 +26,7 @@ cudaError_t BiasGrad(const float* g, float* db, size_t rows, size_t cols, cudaSt
 // g[i] = act[i] > 0 ? g[i] : 0.
 cudaError_t ReluBackward(float* g, const float* act, size_t n, cudaStream_t stream);
 // g = g / world; m = momentum * m + g; p = p - lr * m (ddp/sgd.h's formula).
-cudaError_t SgdStep(float* p, float* m, float* g, size_t n, float world, float lr, float momentum,
-                    cudaStream_t stream);
+cudaError_t SgdStep(float* p, float* m, float* g, size_t n, float world, float lr, float momentum, cudaStream_t stream);
 cudaError_t ToBfloat16(const float* in, uint16_t* out, size_t n, cudaStream_t stream);
 cudaError_t FromBfloat16(const uint16_t* in, float* out, size_t n, cudaStream_t stream);
 
