@@ -37,7 +37,7 @@ void Reporter::Start(const StartInfo& i) {
   if (rank_ != 0) return;
   const uint64_t grad_bytes = i.params * sizeof(float);
   if (json_) {
-    Line(nlohmann::json{{"event", "start"},
+    Line(nlohmann::ordered_json{{"event", "start"},
                         {"world", i.world},
                         {"backend", i.backend},
                         {"model", i.model},
@@ -47,8 +47,8 @@ void Reporter::Start(const StartInfo& i) {
                         {"bucket_mb", i.bucket_mb},
                         {"batch", i.batch},
                         {"seed", i.seed},
-                        {"lr", i.lr},
-                        {"momentum", i.momentum},
+                        {"lr", std::stod(Fmt("%g", i.lr))},
+                        {"momentum", std::stod(Fmt("%g", i.momentum))},
                         {"steps", i.steps},
                         {"session", i.session},
                         {"verify", i.verify}}
@@ -68,7 +68,7 @@ void Reporter::Start(const StartInfo& i) {
 void Reporter::Step(const StepReport& r) {
   if (rank_ != 0) return;
   if (json_) {
-    Line(nlohmann::json{{"event", "step"},
+    Line(nlohmann::ordered_json{{"event", "step"},
                         {"step", r.step},
                         {"steps", r.steps},
                         {"loss", r.loss},
@@ -91,12 +91,12 @@ void Reporter::Step(const StepReport& r) {
 
 void Reporter::Check(uint64_t step, uint64_t hash) {
   if (rank_ != 0 || !json_) return;
-  Line(nlohmann::json{{"event", "check"}, {"step", step}, {"hash", HexHash(hash)}, {"ok", true}}.dump());
+  Line(nlohmann::ordered_json{{"event", "check"}, {"step", step}, {"hash", HexHash(hash)}, {"ok", true}}.dump());
 }
 
 void Reporter::Summary(const TrainSummary& s) {
   if (json_) {
-    Line(nlohmann::json{{"event", "summary"},
+    Line(nlohmann::ordered_json{{"event", "summary"},
                         {"rank", rank_},
                         {"steps", s.steps},
                         {"timed_steps", s.timed_steps},
@@ -136,13 +136,13 @@ void Reporter::Summary(const TrainSummary& s) {
 void Reporter::Error(const Status& status) {
   std::fprintf(err_, "rs-train: rank %u: error: %s\n", rank_, status.ToString().c_str());
   std::fflush(err_);
-  if (json_) Line(nlohmann::json{{"event", "error"}, {"rank", rank_}, {"message", status.ToString()}}.dump());
+  if (json_) Line(nlohmann::ordered_json{{"event", "error"}, {"rank", rank_}, {"message", status.ToString()}}.dump());
 }
 
 void Reporter::VerifyFailed(const Status& status) {
   std::fprintf(err_, "rs-train: rank %u: %s\n", rank_, status.message().c_str());
   std::fflush(err_);
-  if (json_) Line(nlohmann::json{{"event", "verify"}, {"ok", false}, {"message", status.message()}}.dump());
+  if (json_) Line(nlohmann::ordered_json{{"event", "verify"}, {"ok", false}, {"message", status.message()}}.dump());
 }
 
 }  // namespace rs::trainer

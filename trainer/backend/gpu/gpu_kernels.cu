@@ -70,8 +70,7 @@ __global__ void SgdStepKernel(float* p, float* m, float* g, size_t n, float worl
 
 __global__ void ToBfloat16Kernel(const float* in, uint16_t* out, size_t n) {
   RS_FOR_EACH(i, n) {
-    const __nv_bfloat16 b = __float2bfloat16_rn(in[i]);
-    out[i] = *reinterpret_cast<const uint16_t*>(&b);
+    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(in[i]));
   }
 }
 
