@@ -38,20 +38,20 @@ void Reporter::Start(const StartInfo& i) {
   const uint64_t grad_bytes = i.params * sizeof(float);
   if (json_) {
     Line(nlohmann::ordered_json{{"event", "start"},
-                        {"world", i.world},
-                        {"backend", i.backend},
-                        {"model", i.model},
-                        {"params", i.params},
-                        {"grad_bytes", grad_bytes},
-                        {"buckets", i.buckets},
-                        {"bucket_mb", i.bucket_mb},
-                        {"batch", i.batch},
-                        {"seed", i.seed},
-                        {"lr", std::stod(Fmt("%g", i.lr))},
-                        {"momentum", std::stod(Fmt("%g", i.momentum))},
-                        {"steps", i.steps},
-                        {"session", i.session},
-                        {"verify", i.verify}}
+                                {"world", i.world},
+                                {"backend", i.backend},
+                                {"model", i.model},
+                                {"params", i.params},
+                                {"grad_bytes", grad_bytes},
+                                {"buckets", i.buckets},
+                                {"bucket_mb", i.bucket_mb},
+                                {"batch", i.batch},
+                                {"seed", i.seed},
+                                {"lr", std::stod(Fmt("%g", i.lr))},
+                                {"momentum", std::stod(Fmt("%g", i.momentum))},
+                                {"steps", i.steps},
+                                {"session", i.session},
+                                {"verify", i.verify}}
              .dump());
     return;
   }
@@ -69,13 +69,13 @@ void Reporter::Step(const StepReport& r) {
   if (rank_ != 0) return;
   if (json_) {
     Line(nlohmann::ordered_json{{"event", "step"},
-                        {"step", r.step},
-                        {"steps", r.steps},
-                        {"loss", r.loss},
-                        {"step_ms", r.step_s * 1e3},
-                        {"allreduce_ms", r.allreduce_s * 1e3},
-                        {"algbw_gbs", r.algbw / 1e9},
-                        {"comm_wait_share", r.comm_wait_share}}
+                                {"step", r.step},
+                                {"steps", r.steps},
+                                {"loss", r.loss},
+                                {"step_ms", r.step_s * 1e3},
+                                {"allreduce_ms", r.allreduce_s * 1e3},
+                                {"algbw_gbs", r.algbw / 1e9},
+                                {"comm_wait_share", r.comm_wait_share}}
              .dump());
     return;
   }
@@ -97,20 +97,20 @@ void Reporter::Check(uint64_t step, uint64_t hash) {
 void Reporter::Summary(const TrainSummary& s) {
   if (json_) {
     Line(nlohmann::ordered_json{{"event", "summary"},
-                        {"rank", rank_},
-                        {"steps", s.steps},
-                        {"timed_steps", s.timed_steps},
-                        {"first_loss", s.first_loss},
-                        {"last_loss", s.last_loss},
-                        {"wall_s", s.wall_s},
-                        {"step_ms", s.step_s * 1e3},
-                        {"allreduce_ms", s.allreduce_s * 1e3},
-                        {"algbw_gbs", s.algbw / 1e9},
-                        {"comm_wait_share", s.comm_wait_share},
-                        {"grad_bytes", s.grad_bytes},
-                        {"checks", s.checks},
-                        {"verified", s.verified},
-                        {"hash", HexHash(s.final_hash)}}
+                                {"rank", rank_},
+                                {"steps", s.steps},
+                                {"timed_steps", s.timed_steps},
+                                {"first_loss", s.first_loss},
+                                {"last_loss", s.last_loss},
+                                {"wall_s", s.wall_s},
+                                {"step_ms", s.step_s * 1e3},
+                                {"allreduce_ms", s.allreduce_s * 1e3},
+                                {"algbw_gbs", s.algbw / 1e9},
+                                {"comm_wait_share", s.comm_wait_share},
+                                {"grad_bytes", s.grad_bytes},
+                                {"checks", s.checks},
+                                {"verified", s.verified},
+                                {"hash", HexHash(s.final_hash)}}
              .dump());
     return;
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <string>
 #include <vector>
 
 #include "trainer/data/rng.h"
@@ -66,7 +67,11 @@ TEST_P(MatMulTest, EveryElementIsTheInOrderSumBitForBit) {
 // (up to 32 floats on AVX-512), k across the 256-row blocks.
 INSTANTIATE_TEST_SUITE_P(Shapes, MatMulTest,
                          ::testing::Values(Shape{1, 1, 1}, Shape{3, 5, 7}, Shape{4, 16, 9}, Shape{5, 33, 300},
-                                           Shape{32, 64, 257}, Shape{7, 100, 513}, Shape{64, 8, 1}, Shape{2, 31, 0}));
+                                           Shape{32, 64, 257}, Shape{7, 100, 513}, Shape{64, 8, 1}, Shape{2, 31, 0}),
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           return "m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" +
+                                  std::to_string(info.param.k);
+                         });
 
 TEST(TransposeTest, MovesEveryElement) {
   const size_t rows = 37, cols = 70;

@@ -69,9 +69,7 @@ __global__ void SgdStepKernel(float* p, float* m, float* g, size_t n, float worl
 }
 
 __global__ void ToBfloat16Kernel(const float* in, uint16_t* out, size_t n) {
-  RS_FOR_EACH(i, n) {
-    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(in[i]));
-  }
+  RS_FOR_EACH(i, n) { out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(in[i])); }
 }
 
 __global__ void FromBfloat16Kernel(const uint16_t* in, float* out, size_t n) {
