@@ -55,7 +55,7 @@ def parse_args():
     p.add_argument("--batch", type=int, default=32, help="examples per rank and step")
     p.add_argument("--width", type=int, default=1024)
     p.add_argument("--depth", type=int, default=4)
-    p.add_argument("--input-dim", type=int, default=256)
+    p.add_argument("--input-dim", type=int, default=64)
     p.add_argument("--output-dim", type=int, default=16)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--momentum", type=float, default=0.9)

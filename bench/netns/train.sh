@@ -63,6 +63,7 @@ log() { echo "== $*"; }
 PIDS=()
 FAILED=1
 TOKEN_FILE=""
+LOAD_BEFORE=""
 cleanup() {
   trap '' INT TERM
   rs_stop_pids 30 "${PIDS[@]}"
@@ -102,7 +103,8 @@ with open(sys.argv[3], "w") as out:
     out.write("Command: \`sudo WORKERS=$WORKERS REDUCERS=$REDUCERS RATE=$RATE STEPS=$STEPS"
               + (" TRAIN_ARGS='$TRAIN_ARGS'" if "$TRAIN_ARGS" else "") + " bench/netns/train.sh\`\n\n")
     out.write(f"Model: {start['model']}, {s['grad_bytes'] / 2**20:.1f} MiB of float32 gradients in "
-              f"{start['buckets']} buckets; {start['backend']}; client $CLIENT_ARGS; $(nproc) cores. "
+              f"{start['buckets']} buckets; {start['backend']}; client $CLIENT_ARGS; $(nproc) cores, load average "
+              f"$LOAD_BEFORE before the run. "
               f"Rank 0's figures, averaged over steps 3-$STEPS.\n\n")
     out.write("| | step (ms) | all-reduce (ms) | algbw (GB/s) | waiting for communication | loss |\n")
     out.write("|---|---:|---:|---:|---:|---|\n")
@@ -131,6 +133,7 @@ main() {
   TOKEN_FILE=$(mktemp /tmp/rs-netns-token.XXXXXX)
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOKEN_FILE"
 
+  LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
   log "compute alone: one rank, no reducers, $STEPS steps"
   # shellcheck disable=SC2086  # TRAIN_ARGS is a list of flags
   ns_exec 0 timeout "$RUN_TIMEOUT" "$BUILD_DIR/trainer/rs-train" --steps "$STEPS" --json $TRAIN_ARGS \

@@ -21,7 +21,7 @@
 namespace rs::trainer {
 
 struct MlpShape {
-  int input_dim = 256;
+  int input_dim = 64;
   int width = 1024;
   int depth = 4;  // linear layers, at least 1
   int output_dim = 16;
