@@ -94,7 +94,7 @@ class RsTrainTest : public ::testing::Test {
 
 TEST_F(RsTrainTest, FourRanksTwoReducersLearnAgreeAndMatchTheReference) {
   std::vector<std::string> args = kSmallModel;
-  args.insert(args.end(), {"--steps", "60", "--verify", "--json", "--log-every", "10"});
+  args.insert(args.end(), {"--steps", "100", "--verify", "--json", "--log-every", "10"});
   auto ranks = StartRanks(4, args);
   std::vector<std::string> hashes;
   for (uint32_t r = 0; r < 4; ++r) {
@@ -102,19 +102,20 @@ TEST_F(RsTrainTest, FourRanksTwoReducersLearnAgreeAndMatchTheReference) {
     const auto summary = Events(ranks[r]->Output(), "summary");
     ASSERT_EQ(summary.size(), 1u) << ranks[r]->Output();
     hashes.push_back(summary[0]["hash"]);
-    EXPECT_EQ(summary[0]["checks"], 7) << "before step 1, then every 10 steps";
+    EXPECT_EQ(summary[0]["checks"], 11) << "before step 1, then every 10 steps";
   }
   // The weights are bitwise identical on every rank...
   for (uint32_t r = 1; r < 4; ++r) EXPECT_EQ(hashes[r], hashes[0]) << "rank " << r;
   const nlohmann::json s = Events(ranks[0]->Output(), "summary")[0];
   // ... equal to the single-process rank-order reference at every step...
   EXPECT_TRUE(s["verified"].get<bool>()) << ranks[0]->Output();
-  // ... and the model learns: the loss falls at least 3x in 60 steps.
-  EXPECT_GT(s["first_loss"].get<double>(), 3 * s["last_loss"].get<double>()) << ranks[0]->Output();
-  // Progress lines: steps 1, 10, ..., 60 with their figures.
+  // ... and the model learns: the loss falls at least 4x in 100 steps (6.2x here; the CPU
+  // arithmetic is reproducible bit for bit, so this is a fixed number, not a noisy one).
+  EXPECT_GT(s["first_loss"].get<double>(), 4 * s["last_loss"].get<double>()) << ranks[0]->Output();
+  // Progress lines: steps 1, 10, ..., 100 with their figures.
   const auto steps = Events(ranks[0]->Output(), "step");
-  ASSERT_EQ(steps.size(), 7u);
-  EXPECT_EQ(steps.back()["step"], 60);
+  ASSERT_EQ(steps.size(), 11u);
+  EXPECT_EQ(steps.back()["step"], 100);
   EXPECT_GT(steps.back()["allreduce_ms"].get<double>(), 0);
   EXPECT_GT(steps.back()["algbw_gbs"].get<double>(), 0);
   const auto start = Events(ranks[0]->Output(), "start");
