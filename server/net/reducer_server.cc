@@ -18,6 +18,7 @@ ReducerServer::ReducerServer(ServerConfig config) : config_(std::move(config)) {
   // Whole granules only, so a piece that fits the limit also fits once rounded.
   config_.memory_limit = config_.memory_limit / MemoryBudget::kGranule * MemoryBudget::kGranule;
   budget_ = MemoryBudget::Create(config_.memory_limit);
+  handshake_config_.job_token = config_.job_token;
 }
 
 StatusOr<std::unique_ptr<ReducerServer>> ReducerServer::Create(ServerConfig config) {

@@ -24,6 +24,7 @@
 
 #include <asio.hpp>
 
+#include "server/core/handshake.h"
 #include "server/core/memory_budget.h"
 #include "server/core/reducer_stats.h"
 #include "server/core/session.h"
@@ -63,6 +64,7 @@ class ReducerServer {
 
   uint16_t port() const { return port_; }
   const ServerConfig& config() const { return config_; }
+  const HandshakeConfig& handshake_config() const { return handshake_config_; }
 
   // Stops accepting new connections and sessions; running sessions go on.
   // Idempotent.
@@ -96,6 +98,7 @@ class ReducerServer {
   void ArmSweep();
 
   ServerConfig config_;
+  HandshakeConfig handshake_config_;
   std::shared_ptr<MemoryBudget> budget_;
   const std::shared_ptr<ReducerStats> reducer_stats_ = std::make_shared<ReducerStats>();
   std::vector<std::unique_ptr<asio::io_context>> contexts_;
