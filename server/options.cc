@@ -41,6 +41,8 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   std::string op_timeout = "60s";
   std::string join_timeout = "300s";
   std::string drain_timeout = "30s";
+  std::string handshake_timeout = "10s";
+  AdmissionLimits limits;
   std::string log_level = "info";
   std::string log_format = "text";
   std::string port_file;
@@ -75,6 +77,35 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   app.add_option("--join-timeout", join_timeout,
                  "A session whose ranks have not all joined after this long fails, naming the missing ranks")
       ->envname("REDUCER_JOIN_TIMEOUT")
+      ->capture_default_str();
+  app.add_option("--handshake-timeout", handshake_timeout,
+                 "A connection that has not finished its handshake (HELLO, AUTH) after this long is closed")
+      ->envname("REDUCER_HANDSHAKE_TIMEOUT")
+      ->capture_default_str();
+  app.add_option("--max-connections", limits.max_connections,
+                 "Open connections in all; more are refused at once (also the most streams one session may need)")
+      ->envname("REDUCER_MAX_CONNECTIONS")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--max-connections-per-source", limits.max_connections_per_source,
+                 "Open connections from one IP address")
+      ->envname("REDUCER_MAX_CONNECTIONS_PER_SOURCE")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--max-handshakes-per-source", limits.max_handshakes_per_source,
+                 "Connections from one IP address still in the handshake")
+      ->envname("REDUCER_MAX_HANDSHAKES_PER_SOURCE")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--max-pending-sessions", limits.max_pending_sessions,
+                 "Sessions waiting for their ranks to join; a worker opening one more is refused")
+      ->envname("REDUCER_MAX_PENDING_SESSIONS")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--max-pending-sessions-per-source", limits.max_pending_sessions_per_source,
+                 "Sessions waiting for their ranks that one IP address has opened")
+      ->envname("REDUCER_MAX_PENDING_SESSIONS_PER_SOURCE")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--drain-timeout", drain_timeout,
                  "On SIGTERM/SIGINT, how long running sessions may take to finish")
@@ -121,6 +152,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   out.net.listen_host = hp->host;
   out.net.listen_port = hp->port;
   out.net.io_threads = threads;
+  out.net.limits = limits;
 
   auto mem = ParseSize(memory_limit);
   if (!mem.ok()) return mem.status().Prefixed("--memory-limit");
@@ -132,6 +164,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
 
   for (auto [flag, text, dest] : {std::tuple{"--op-timeout", &op_timeout, &out.net.op_timeout},
                                   std::tuple{"--join-timeout", &join_timeout, &out.net.join_timeout},
+                                  std::tuple{"--handshake-timeout", &handshake_timeout, &out.net.handshake_timeout},
                                   std::tuple{"--drain-timeout", &drain_timeout, &out.drain_timeout}}) {
     auto d = ParseDuration(*text);
     if (!d.ok()) return d.status().Prefixed(flag);

@@ -17,11 +17,13 @@ std::string PeerName(const asio::ip::tcp::socket& socket) {
 
 }  // namespace
 
-Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket)
+Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admission::Ticket ticket)
     : server_(server),
       socket_(std::move(socket)),
       linger_(socket_.get_executor()),
+      handshake_deadline_(socket_.get_executor()),
       peer_(PeerName(socket_)),
+      ticket_(std::move(ticket)),
       handshake_(server.handshake_config(), protocol::RandomNonce()) {
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
@@ -30,7 +32,38 @@ Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket)
 
 Connection::~Connection() { server_.ConnectionClosed(); }
 
-void Connection::Start() { HandshakeStep(Handshake::Start()); }
+void Connection::Start() {
+  handshake_deadline_.expires_after(server_.config().handshake_timeout);
+  handshake_deadline_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec) self->OnHandshakeTimeout();
+  });
+  HandshakeStep(Handshake::Start());
+}
+
+void Connection::OnHandshakeTimeout() {
+  if (state_ != State::kHandshake) return;
+  // Reject() sends the reason, then lingers at most 2 s for the peer to
+  // read it: a peer that holds the connection open is closed all the same.
+  HandshakeStep(handshake_.TimedOut(server_.config().handshake_timeout));
+}
+
+void Connection::EndHandshake(HandshakeEnd how, const Status& why) {
+  if (state_ != State::kHandshake) return;
+  handshake_deadline_.cancel();
+  ticket_.EndHandshake(how, why.code());
+  if (how == HandshakeEnd::kJoined) return;
+  if (how == HandshakeEnd::kAbandoned) {
+    spdlog::debug("{}: closed in the handshake: {}", peer_, why.ToString());
+    return;
+  }
+  std::string who = peer_;
+  if (handshake_.has_hello()) {
+    who += " (rank " + std::to_string(handshake_.hello().rank) + " of session " +
+           protocol::SessionIdToString(handshake_.hello().session) + ")";
+  }
+  const std::string_view kind = how == HandshakeEnd::kTimedOut ? "handshake timeout" : CodeName(why.code());
+  server_.LogRefusal(kind, who + ": refused: " + why.ToString());
+}
 
 template <typename Handler>
 void Connection::Read(asio::mutable_buffer buffer, Handler&& handler) {
@@ -66,6 +99,7 @@ void Connection::Drain(const asio::error_code& ec) {
 void Connection::CloseSocket() {
   asio::error_code ignored;
   linger_.cancel();
+  handshake_deadline_.cancel();
   socket_.close(ignored);
 }
 
@@ -158,21 +192,20 @@ void Connection::HandshakeStep(Handshake::Step step) {
       JoinSession();
       return;
     case Action::kRefuse:
-      if (step.error.code() == Code::kAuth) {
-        spdlog::warn("{}: rank {} of session {} failed authentication", peer_, handshake_.hello().rank,
-                     protocol::SessionIdToString(handshake_.hello().session));
-      }
+      EndHandshake(step.error.code() == Code::kTimeout ? HandshakeEnd::kTimedOut : HandshakeEnd::kRefused,
+                   step.error);
       Reject(step.error);
       return;
   }
 }
 
 void Connection::JoinSession() {
-  auto session = server_.JoinSession(handshake_.hello(), shared_from_this());
+  auto session = server_.JoinSession(handshake_.hello(), shared_from_this(), ticket_.source());
   if (!session.ok()) {
     HandshakeStep(handshake_.JoinRefused(session.status()));
     return;
   }
+  EndHandshake(HandshakeEnd::kJoined, Status::Ok());
   session_ = std::move(session).value();
   hello_ = handshake_.hello();
   state_ = State::kJoined;
@@ -313,9 +346,6 @@ void Connection::WriteNext() {
 
 void Connection::Reject(const Status& status) {
   if (state_ == State::kClosing) return;
-  if (state_ != State::kJoined || !session_) {
-    spdlog::info("{}: rejected: {}", peer_, status.ToString());
-  }
   // A failed session counted its error once; this stream's own errors
   // (handshake, protocol) are counted here.
   if (!session_ || session_->failure().ok()) server_.reducer_stats().CountError(status.code());
@@ -331,6 +361,7 @@ void Connection::Reject(const Status& status) {
 }
 
 void Connection::CloseNow(const Status& why) {
+  EndHandshake(HandshakeEnd::kAbandoned, why);
   if (state_ != State::kClosing) spdlog::debug("{}: closed: {}", peer_, why.ToString());
   LeaveSession(/*clean=*/false, why);
   state_ = State::kClosing;

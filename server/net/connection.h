@@ -17,6 +17,7 @@
 
 #include <asio.hpp>
 
+#include "server/core/admission.h"
 #include "server/core/handshake.h"
 #include "server/core/session.h"
 #include "protocol/wire.h"
@@ -27,7 +28,8 @@ class ReducerServer;
 
 class Connection final : public SessionMember, public std::enable_shared_from_this<Connection> {
  public:
-  Connection(ReducerServer& server, asio::ip::tcp::socket socket);
+  // `ticket` is the connection's place in the server's admission counts.
+  Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admission::Ticket ticket);
   ~Connection() override;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -58,6 +60,9 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void OnPayload();
   void HandshakeStep(Handshake::Step step);
   void JoinSession();
+  void OnHandshakeTimeout();
+  // Counts and logs how the handshake ended (once): refused, timed out or abandoned.
+  void EndHandshake(HandshakeEnd how, const Status& why);
   void OnPieceHeader();
   void TryBeginContribution();
   void OnContributionRead(const asio::error_code& ec);
@@ -72,7 +77,9 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   ReducerServer& server_;
   asio::ip::tcp::socket socket_;
   asio::steady_timer linger_;
+  asio::steady_timer handshake_deadline_;
   const std::string peer_;
+  Admission::Ticket ticket_;
   State state_ = State::kHandshake;
   Handshake handshake_;
 
