@@ -23,6 +23,8 @@ RS_TEST_PACKAGES=(
   # the network-namespace harness (bench/netns) and its smoke test: ip/tc, the
   # ring peer (torch.distributed gloo), the plot, the line rate
   iproute2 python3-torch python3-matplotlib iperf3
+  # the fuzzing stage: clang with libFuzzer and its sanitizer runtimes
+  clang-14 libclang-rt-14-dev
 )
 
 rs_install_deps() {
