@@ -27,10 +27,11 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       {"--max-connections", "REDUCER_MAX_CONNECTIONS", "N", "4096", "",
        "open connections in all; more are refused at once. Also the largest session served (ranks x streams per "
        "rank); reducerd raises its descriptor limit (`ulimit -n`) to fit, or lowers this with a warning"},
-      {"--max-connections-per-source", "REDUCER_MAX_CONNECTIONS_PER_SOURCE", "N", "1024", "",
-       "open connections from one IP address"},
-      {"--max-handshakes-per-source", "REDUCER_MAX_HANDSHAKES_PER_SOURCE", "N", "64", "",
-       "connections from one IP address still in the handshake"},
+      {"--max-connections-per-source", "REDUCER_MAX_CONNECTIONS_PER_SOURCE", "N", "2048", "",
+       "open connections from one IP address (all ranks behind one NAT address count as one source)"},
+      {"--max-handshakes-per-source", "REDUCER_MAX_HANDSHAKES_PER_SOURCE", "N", "256", "",
+       "connections from one IP address still in the handshake (a job's ranks all connect at once: keep this above "
+       "the streams one address opens)"},
       {"--max-pending-sessions", "REDUCER_MAX_PENDING_SESSIONS", "N", "64", "",
        "sessions waiting for their ranks to join; a worker that would open one more is refused"},
       {"--max-pending-sessions-per-source", "REDUCER_MAX_PENDING_SESSIONS_PER_SOURCE", "N", "16", "",

@@ -31,8 +31,8 @@ namespace rs::server {
 
 struct AdmissionLimits {
   size_t max_connections = 4096;
-  size_t max_connections_per_source = 1024;
-  size_t max_handshakes_per_source = 64;
+  size_t max_connections_per_source = 2048;
+  size_t max_handshakes_per_source = 256;
   size_t max_pending_sessions = 64;
   size_t max_pending_sessions_per_source = 16;
 };

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -106,6 +107,16 @@ int ReducerProcess::Terminate(std::chrono::milliseconds timeout) {
 size_t ReducerProcess::PeakRss() const { return ProcStatusField(pid_, "VmHWM"); }
 size_t ReducerProcess::Rss() const { return ProcStatusField(pid_, "VmRSS"); }
 std::string ReducerProcess::Log() const { return ReadFile(dir_ + "/log"); }
+
+size_t ReducerProcess::OpenFileDescriptors() const {
+  std::error_code ec;
+  size_t n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
 
 std::string WriteTokenFile(const std::string& token) {
   const std::string path = MakeTempDir() + "/token";

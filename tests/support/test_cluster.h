@@ -32,6 +32,8 @@ class ReducerProcess {
   // Peak resident set size (VmHWM) and current (VmRSS), in bytes.
   size_t PeakRss() const;
   size_t Rss() const;
+  // Open file descriptors (entries of /proc/PID/fd); 0 if it cannot be read.
+  size_t OpenFileDescriptors() const;
   std::string Log() const;
 
  private:

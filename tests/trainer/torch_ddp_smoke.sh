@@ -14,21 +14,30 @@ if ! "$python" -c 'import torch.distributed' 2>/dev/null; then
 fi
 out=$(mktemp -d /tmp/rs-torch-ddp.XXXXXX)
 trap 'rm -rf "$out"' EXIT
-# A free port: bind port 0, read it back.
-port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-pids=()
-for rank in 0 1; do
-  MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 RANK=$rank OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo \
-    timeout 120 "$python" "$script" --backend gloo --steps 40 --width 128 --input-dim 32 --output-dim 8 \
-    >"$out/rank$rank.log" 2>&1 &
-  pids+=($!)
-done
-status=0
-for p in "${pids[@]}"; do wait "$p" || status=1; done
-cat "$out/rank0.log"
-if [ $status -ne 0 ]; then
-  echo "FAILED; rank 1's output:" >&2
+# A free port: bind port 0, read it back. Another test running in parallel can
+# take it before rank 0 binds it (rank 1 then talks to a stranger), so a failed
+# attempt is retried on a fresh port; a real failure fails every attempt.
+attempt() {
+  local port pids=() status=0 rank
+  port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  for rank in 0 1; do
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 RANK=$rank OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo \
+      timeout 50 "$python" "$script" --backend gloo --steps 40 --width 128 --input-dim 32 --output-dim 8 \
+      >"$out/rank$rank.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || status=1; done
+  return $status
+}
+for try in 1 2 3; do
+  if attempt; then
+    cat "$out/rank0.log"
+    grep -q "parameters identical on every rank" "$out/rank0.log"
+    exit $?
+  fi
+  echo "attempt $try failed; rank 0's output:" >&2
+  cat "$out/rank0.log" >&2
+  echo "rank 1's output:" >&2
   cat "$out/rank1.log" >&2
-  exit 1
-fi
-grep -q "parameters identical on every rank" "$out/rank0.log"
+done
+exit 1
