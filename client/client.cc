@@ -74,6 +74,7 @@ class ClientImpl final : public Client, public StreamOwner {
 
  private:
   void Fail(const Status& status);
+  void RunIoLoop(asio::io_context& io);
   void ArmSweep();
   std::shared_ptr<OperationImpl> FailedOp(uint64_t seq, const void* send, void* recv, size_t count,
                                           DataType dtype, ReduceOp op, const Status& status);
@@ -141,7 +142,7 @@ Status ClientImpl::Connect() {
   for (auto& per_reducer : streams_) {
     for (auto& stream : per_reducer) stream->Start();
   }
-  for (auto& ctx : contexts_) threads_.emplace_back([c = ctx.get()] { c->run(); });
+  for (auto& ctx : contexts_) threads_.emplace_back([this, c = ctx.get()] { RunIoLoop(*c); });
 
   std::unique_lock<std::mutex> lock(mu_);
   const bool settled = cv_.wait_until(lock, deadline + std::chrono::milliseconds(500), [this] {
@@ -320,11 +321,35 @@ void ClientImpl::ArmSweep() {
   });
 }
 
+void ClientImpl::RunIoLoop(asio::io_context& io) {
+  // An exception escaping a handler would end the process this library
+  // lives in (NCCL's, the user's training job): fail the session instead and
+  // keep the loop running, so that the streams still close and the owner's
+  // destructor can join this thread. io_context::run may be called again
+  // after a handler threw.
+  while (true) {
+    try {
+      io.run();
+      return;
+    } catch (const std::exception& e) {
+      Fail(Status(Code::kInternal, std::string("internal error on the client's I/O thread: ") + e.what()));
+    } catch (...) {
+      Fail(Status(Code::kInternal, "internal error on the client's I/O thread: unknown exception"));
+    }
+  }
+}
+
 void ClientImpl::Log(LogLevel level, const std::string& message) {
-  if (opts_.log) {
+  if (!opts_.log) {
+    if (level >= LogLevel::kWarn) std::fprintf(stderr, "reducer client: %s\n", message.c_str());
+    return;
+  }
+  // The callback is the user's: whatever it throws stays here (this runs on
+  // I/O threads, and from Fail while handling another exception).
+  try {
     opts_.log(level, message);
-  } else if (level >= LogLevel::kWarn) {
-    std::fprintf(stderr, "reducer client: %s\n", message.c_str());
+  } catch (...) {
+    std::fprintf(stderr, "reducer client: the log callback threw; message was: %s\n", message.c_str());
   }
 }
 

@@ -63,7 +63,9 @@ struct ClientOptions {
   // the reducer's memory while taking link share from the streams the
   // reducer waits for; the window keeps a worker's streams in step.
   size_t send_window_bytes = 4 << 20;
-  LogFn log;  // optional
+  // Optional. Called on the client's I/O threads; must not block. Whatever
+  // it throws is caught (the message then goes to stderr).
+  LogFn log;
 };
 
 // One all-reduce in flight. Keep send and recv buffers alive until Done().

@@ -37,8 +37,13 @@ void ReducerStream::Connect() {
                               asio::error_code ignored;
                               self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
                               self->socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+                              auto nonce = protocol::RandomNonce();
+                              if (!nonce.ok()) {
+                                self->Fail(nonce.status().Prefixed(self->Name()));
+                                return;
+                              }
                               self->state_ = State::kAwaitChallenge;
-                              self->params_.hello.client_nonce = protocol::RandomNonce();
+                              self->params_.hello.client_nonce = *nonce;
                               self->WriteControl(protocol::EncodeHello(self->params_.hello));
                               self->ReadFrame();
                             });
@@ -130,7 +135,11 @@ void ReducerStream::OnChallenge() {
     return Fail(Status(Code::kAuth, Name() + " requires a job token and none is configured (REDUCER_JOB_TOKEN)"));
   }
   protocol::Auth auth_frame;
-  if (!params_.token.empty()) auth_frame.mac = protocol::ClientProof(params_.token, params_.hello, challenge_.server_nonce);
+  if (!params_.token.empty()) {
+    auto mac = protocol::ClientProof(params_.token, params_.hello, challenge_.server_nonce);
+    if (!mac.ok()) return Fail(mac.status().Prefixed(Name()));
+    auth_frame.mac = *mac;
+  }
   state_ = State::kAwaitWelcome;
   WriteControl(protocol::EncodeAuth(auth_frame));
   ReadFrame();
@@ -143,8 +152,12 @@ void ReducerStream::OnWelcome() {
   if (!params_.token.empty()) {
     if (!challenge_.token_required) {
       owner_->Log(LogLevel::kWarn, Name() + " does not check job tokens: any process may join its sessions");
-    } else if (!protocol::MacEqual(welcome.mac, protocol::ServerProof(params_.token, params_.hello, challenge_.server_nonce))) {
-      return Fail(Status(Code::kAuth, Name() + " could not prove it holds this job's token"));
+    } else {
+      auto expected = protocol::ServerProof(params_.token, params_.hello, challenge_.server_nonce);
+      if (!expected.ok()) return Fail(expected.status().Prefixed(Name()));
+      if (!protocol::MacEqual(welcome.mac, *expected)) {
+        return Fail(Status(Code::kAuth, Name() + " could not prove it holds this job's token"));
+      }
     }
   }
   max_piece_bytes_ = welcome.max_piece_bytes;

@@ -48,8 +48,9 @@ Status CollNet::Listen(int dev, void* handle, void** listen_comm) {
   }
   if (handle == nullptr || listen_comm == nullptr) return Status(Code::kInvalidArgument, "NULL handle or comm");
   CollHandle h;
-  const protocol::Nonce nonce = protocol::RandomNonce();
-  std::memcpy(h.nonce, nonce.data(), sizeof(h.nonce));
+  const StatusOr<protocol::Nonce> nonce = protocol::RandomNonce();
+  if (!nonce.ok()) return nonce.status().Prefixed("CollNet listen");
+  std::memcpy(h.nonce, nonce->data(), sizeof(h.nonce));
   ConfigDigest(*config(), h.config_digest);
   gethostname(h.host, sizeof(h.host) - 1);
   std::memcpy(handle, &h, sizeof(h));

@@ -153,7 +153,12 @@ void Connection::OnHello() {
     Reject(st);
     return;
   }
-  server_nonce_ = protocol::RandomNonce();
+  auto nonce = protocol::RandomNonce();
+  if (!nonce.ok()) {
+    Reject(nonce.status());
+    return;
+  }
+  server_nonce_ = *nonce;
   state_ = State::kAwaitAuth;
   EnqueueControl(protocol::EncodeChallenge({server_nonce_, !server_.config().job_token.empty()}));
   ReadHeader();
@@ -169,13 +174,19 @@ void Connection::OnAuth() {
   const std::string& token = server_.config().job_token;
   protocol::Welcome welcome;
   if (!token.empty()) {
-    if (!protocol::MacEqual(auth_frame.mac, protocol::ClientProof(token, hello_, server_nonce_))) {
+    auto expected = protocol::ClientProof(token, hello_, server_nonce_);
+    auto proof = protocol::ServerProof(token, hello_, server_nonce_);
+    if (!expected.ok() || !proof.ok()) {
+      Reject(expected.ok() ? proof.status() : expected.status());
+      return;
+    }
+    if (!protocol::MacEqual(auth_frame.mac, *expected)) {
       spdlog::warn("{}: rank {} of session {} failed authentication", peer_, hello_.rank,
                    protocol::SessionIdToString(hello_.session));
       Reject(Status(Code::kAuth, "job token does not match this reducer's"));
       return;
     }
-    welcome.mac = protocol::ServerProof(token, hello_, server_nonce_);
+    welcome.mac = *proof;
   }
   auto session = server_.JoinSession(hello_, shared_from_this());
   if (!session.ok()) {

@@ -26,7 +26,7 @@ TEST(WireTest, HelloRoundTrip) {
   in.world = 8;
   in.stream = 1;
   in.streams = 2;
-  in.client_nonce = protocol::RandomNonce();
+  in.client_nonce = *protocol::RandomNonce();
   const auto frame = EncodeHello(in);
   const FrameHeader h = Header(frame);
   EXPECT_EQ(h.type, FrameType::kHello);
@@ -42,7 +42,7 @@ TEST(WireTest, HelloRoundTrip) {
 }
 
 TEST(WireTest, ControlFramesRoundTrip) {
-  Challenge c{protocol::RandomNonce(), true};
+  Challenge c{*protocol::RandomNonce(), true};
   Challenge c2;
   ASSERT_TRUE(DecodeChallenge(Payload(EncodeChallenge(c)), &c2).ok());
   EXPECT_EQ(c2.server_nonce, c.server_nonce);
@@ -212,16 +212,34 @@ TEST(AuthTest, ProofsBindTokenSessionAndNonces) {
   Hello hello;
   hello.session = protocol::SessionIdFromName("a");
   hello.world = 2;
-  hello.client_nonce = protocol::RandomNonce();
-  const Nonce server = protocol::RandomNonce();
-  const Mac mac = protocol::ClientProof("secret", hello, server);
-  EXPECT_TRUE(protocol::MacEqual(mac, protocol::ClientProof("secret", hello, server)));
-  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ClientProof("Secret", hello, server)));
-  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ClientProof("secret", hello, protocol::RandomNonce())));
-  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ServerProof("secret", hello, server)));
+  hello.client_nonce = *protocol::RandomNonce();
+  const Nonce server = *protocol::RandomNonce();
+  const Mac mac = *protocol::ClientProof("secret", hello, server);
+  EXPECT_TRUE(protocol::MacEqual(mac, *protocol::ClientProof("secret", hello, server)));
+  EXPECT_FALSE(protocol::MacEqual(mac, *protocol::ClientProof("Secret", hello, server)));
+  EXPECT_FALSE(protocol::MacEqual(mac, *protocol::ClientProof("secret", hello, *protocol::RandomNonce())));
+  EXPECT_FALSE(protocol::MacEqual(mac, *protocol::ServerProof("secret", hello, server)));
   Hello other = hello;
   other.rank = 1;
-  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ClientProof("secret", other, server)));
+  EXPECT_FALSE(protocol::MacEqual(mac, *protocol::ClientProof("secret", other, server)));
+}
+
+TEST(AuthTest, CryptoFailuresComeBackAsStatuses) {
+  Hello hello;
+  hello.world = 1;
+  SetCryptoFaultForTesting(CryptoFault::kRandom);
+  const auto nonce = RandomNonce();
+  SetCryptoFaultForTesting(CryptoFault::kHmac);
+  const auto client = ClientProof("secret", hello, Nonce{});
+  const auto server = ServerProof("secret", hello, Nonce{});
+  SetCryptoFaultForTesting(CryptoFault::kNone);
+  ASSERT_FALSE(nonce.ok());
+  EXPECT_EQ(nonce.status().code(), Code::kInternal);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), Code::kInternal);
+  ASSERT_FALSE(server.ok());
+  EXPECT_TRUE(RandomNonce().ok());
+  EXPECT_TRUE(ClientProof("secret", hello, Nonce{}).ok());
 }
 
 }  // namespace
