@@ -49,6 +49,7 @@ struct Options {
   int io_threads = 1;
   int inflight = 1;
   std::chrono::milliseconds timeout{90'000};
+  std::chrono::milliseconds liveness{5'000};
   std::string csv;
 };
 
@@ -78,7 +79,7 @@ StatusOr<std::vector<DataType>> ParseTypes(const std::string& list) {
 // Turns the flags' text into Options, checking everything once.
 struct RawFlags {
   std::string reducers, token_file, min_bytes = "4K", max_bytes = "64M", dtype = "float32", op = "sum";
-  std::string piece_bytes = "1M", send_window = "4M", timeout = "90s";
+  std::string piece_bytes = "1M", send_window = "4M", timeout = "90s", liveness = "5s";
 };
 
 Status Validate(const RawFlags& raw, Options* out) {
@@ -110,6 +111,12 @@ Status Validate(const RawFlags& raw, Options* out) {
   if (!timeout.ok()) return timeout.status().Prefixed("--timeout");
   if (timeout->count() <= 0) return Status(Code::kInvalidArgument, "--timeout must be positive");
   out->timeout = *timeout;
+  auto liveness = ParseDuration(raw.liveness);
+  if (!liveness.ok()) return liveness.status().Prefixed("--liveness-timeout");
+  if (liveness->count() != 0 && *liveness < std::chrono::milliseconds(100)) {
+    return Status(Code::kInvalidArgument, "--liveness-timeout must be 0 (off) or at least 100ms");
+  }
+  out->liveness = *liveness;
   if (!raw.token_file.empty()) {
     auto token = protocol::ReadTokenFile(raw.token_file);
     if (!token.ok()) return token.status().Prefixed("--job-token-file");
@@ -178,6 +185,11 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
                  "Limit for joining the session and for each operation; keep it above the reducers'\n"
                  "--op-timeout so their error, which names the missing ranks, arrives first")
       ->envname("REDUCER_TIMEOUT")
+      ->capture_default_str();
+  app.add_option("--liveness-timeout", raw.liveness,
+                 "A reducer that sends nothing for this long (frozen, host down, link cut) fails the run\n"
+                 "naming it; the reducers use it to detect a silent rank. 0: off")
+      ->envname("REDUCER_LIVENESS_TIMEOUT")
       ->capture_default_str();
   app.add_option("--csv", o.csv, "Rank 0 also writes the results to this CSV file");
   RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
@@ -314,6 +326,7 @@ class Bench {
     c.send_window_bytes = o_.send_window;
     c.connect_timeout = o_.timeout;
     c.op_timeout = o_.timeout;
+    c.liveness_timeout = o_.liveness;
     // Errors come back as statuses and are printed with their context; only
     // warnings need the log.
     c.log = [rank = o_.rank](client::LogLevel level, const std::string& message) {

@@ -113,6 +113,12 @@ Status ClientImpl::Connect() {
                   "streams per reducer must be 1 to " + std::to_string(protocol::kMaxStreams));
   }
   if (opts_.max_piece_bytes < 4096) return Status(Code::kInvalidArgument, "piece size must be at least 4 KiB");
+  if (opts_.liveness_timeout.count() < 0 || opts_.liveness_timeout > std::chrono::hours(24)) {
+    return Status(Code::kInvalidArgument, "liveness timeout must be 0 (off) to 24 h");
+  }
+  if (opts_.liveness_timeout.count() > 0 && opts_.liveness_timeout < std::chrono::milliseconds(100)) {
+    return Status(Code::kInvalidArgument, "liveness timeout must be at least 100 ms (or 0 for off)");
+  }
   const int threads = std::max(1, opts_.io_threads);
   for (int i = 0; i < threads; ++i) {
     contexts_.push_back(std::make_unique<asio::io_context>(1));
@@ -134,6 +140,7 @@ Status ClientImpl::Connect() {
       params.token = opts_.job_token;
       params.connect_deadline = deadline;
       params.send_window_bytes = opts_.send_window_bytes;
+      params.liveness_timeout = opts_.liveness_timeout;
       streams_[r].push_back(
           std::make_shared<ReducerStream>(*contexts_[next++ % contexts_.size()], std::move(params), this));
       ++total_streams_;

@@ -57,6 +57,13 @@ struct ClientOptions {
   // naming the reducer. Keep it above the reducers' --op-timeout so their
   // error (which names the missing ranks) arrives first.
   std::chrono::milliseconds op_timeout{90'000};
+  // A stream on which nothing at all arrives for this long means the
+  // reducer is frozen, its host dead or the link cut: the session fails
+  // (naming the reducer and the silence) within this bound plus a tenth,
+  // instead of waiting for op_timeout. Both ends send heartbeats at a fifth
+  // of it and TCP_USER_TIMEOUT is set to it; the reducers use the same value
+  // to detect a silent worker. 0: off (only op_timeout applies).
+  std::chrono::milliseconds liveness_timeout{5'000};
   // Bytes of pieces one stream may have written without their results back
   // (0: no limit; one piece always goes). A piece completes only when every
   // rank's copy is in, so a stream that runs ahead of the others only fills

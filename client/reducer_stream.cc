@@ -2,12 +2,22 @@
 
 #include <algorithm>
 
+#include "common/socket_options.h"
 #include "protocol/auth.h"
 
 namespace rs::client {
 
 ReducerStream::ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner)
-    : io_(io), socket_(io), resolver_(io), retry_timer_(io), params_(std::move(params)), owner_(owner) {}
+    : io_(io),
+      socket_(io),
+      resolver_(io),
+      retry_timer_(io),
+      liveness_timer_(io),
+      params_(std::move(params)),
+      owner_(owner),
+      liveness_(params_.liveness_timeout) {
+  params_.hello.liveness_ms = static_cast<uint32_t>(params_.liveness_timeout.count());
+}
 
 std::string ReducerStream::Name() const {
   return "reducer " + params_.endpoint.ToString() + " (stream " + std::to_string(params_.hello.stream) + ")";
@@ -36,7 +46,8 @@ void ReducerStream::Connect() {
                               }
                               asio::error_code ignored;
                               self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-                              self->socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+                              // Best effort: the heartbeats work without it.
+                              (void)SetTcpLiveness(self->socket_.native_handle(), self->params_.liveness_timeout);
                               auto nonce = protocol::RandomNonce();
                               if (!nonce.ok()) {
                                 self->Fail(nonce.status().Prefixed(self->Name()));
@@ -65,8 +76,18 @@ void ReducerStream::RetryConnect(const std::string& why) {
   });
 }
 
+template <typename Handler>
+void ReducerStream::Read(asio::mutable_buffer buffer, Handler&& handler) {
+  asio::async_read(socket_, buffer, protocol::CountProgress{&received_progress_},
+                   [self = shared_from_this(), handler = std::forward<Handler>(handler)](
+                       const asio::error_code& ec, size_t bytes) mutable {
+                     if (bytes > 0) ++self->received_progress_;
+                     handler(self, ec);
+                   });
+}
+
 void ReducerStream::ReadFrame() {
-  asio::async_read(socket_, asio::buffer(header_buf_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
+  Read(asio::buffer(header_buf_), [](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec) {
     if (self->state_ == State::kClosed) return;
     if (ec) {
       self->Fail(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " +
@@ -84,7 +105,7 @@ void ReducerStream::ReadFrame() {
       return;
     }
     self->payload_.resize(self->header_.payload_bytes);
-    asio::async_read(self->socket_, asio::buffer(self->payload_), [self](const asio::error_code& ec2, size_t) {
+    self->Read(asio::buffer(self->payload_), [](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec2) {
       if (self->state_ == State::kClosed) return;
       if (ec2) {
         self->Fail(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " + ec2.message()));
@@ -105,6 +126,13 @@ void ReducerStream::OnFrame() {
       return;
     }
     Fail(Status(err.code, "reducer " + params_.endpoint.ToString() + ": " + err.message));
+    return;
+  }
+  if (header_.type == FrameType::kHeartbeat && (state_ == State::kAwaitReady || state_ == State::kReady)) {
+    protocol::Heartbeat heartbeat;
+    Status st = protocol::DecodeHeartbeat(payload_, &heartbeat);
+    if (!st.ok()) return Fail(st.Prefixed(Name()));
+    ReadFrame();
     return;
   }
   switch (state_) {
@@ -162,7 +190,36 @@ void ReducerStream::OnWelcome() {
   }
   max_piece_bytes_ = welcome.max_piece_bytes;
   state_ = State::kAwaitReady;
+  StartLiveness();
   ReadFrame();
+}
+
+void ReducerStream::StartLiveness() {
+  if (!liveness_.enabled()) return;
+  liveness_.Start(Clock::now(), received_progress_, sent_progress_);
+  ArmLiveness();
+}
+
+void ReducerStream::ArmLiveness() {
+  liveness_timer_.expires_after(liveness_.tick_interval());
+  liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec && self->state_ != State::kClosed) self->OnLivenessTick();
+  });
+}
+
+void ReducerStream::OnLivenessTick() {
+  const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
+  if (verdict.silent) {
+    Fail(Status(Code::kPeerFailed, "reducer " + params_.endpoint.ToString() + " sent nothing for " +
+                                       protocol::FormatSeconds(verdict.silent_for) +
+                                       " (heartbeats stopped) on stream " + std::to_string(params_.hello.stream) +
+                                       ": the reducer is frozen, its host down or the link to it cut"));
+    return;
+  }
+  // One heartbeat at a time: if the last one is still queued, the stream is
+  // stuck writing and another would say nothing new.
+  if (verdict.send_heartbeat && urgent_.empty()) WriteUrgent(protocol::EncodeHeartbeat({}));
+  ArmLiveness();
 }
 
 void ReducerStream::ReadResult() {
@@ -170,7 +227,7 @@ void ReducerStream::ReadResult() {
     return Fail(Status(Code::kProtocol, Name() + " sent a RESULT before the session was ready"));
   }
   payload_.resize(protocol::kPieceHeaderBytes);
-  asio::async_read(socket_, asio::buffer(payload_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
+  Read(asio::buffer(payload_), [](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec) {
     if (self->state_ == State::kClosed) return;
     if (ec) {
       self->Fail(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " + ec.message()));
@@ -185,8 +242,10 @@ void ReducerStream::ReadResult() {
     if (!op) {
       // The operation already failed locally: drain the bytes and move on.
       self->discard_.resize(h.PayloadBytes());
-      asio::async_read(self->socket_, asio::buffer(self->discard_),
-                       [self](const asio::error_code& ec2, size_t) { self->OnResultRead(nullptr, ec2); });
+      self->Read(asio::buffer(self->discard_),
+                 [](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec2) {
+                   self->OnResultRead(nullptr, ec2);
+                 });
       return;
     }
     st = op->ClaimResult(self->params_.reducer, h);
@@ -195,8 +254,10 @@ void ReducerStream::ReadResult() {
       return self->Fail(st.Prefixed(self->Name()));
     }
     uint8_t* dest = static_cast<uint8_t*>(op->recv()) + h.offset * DataTypeSize(h.dtype);
-    asio::async_read(self->socket_, asio::buffer(dest, h.PayloadBytes()),
-                     [self, op](const asio::error_code& ec2, size_t) { self->OnResultRead(op, ec2); });
+    self->Read(asio::buffer(dest, h.PayloadBytes()),
+               [op](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec2) {
+                 self->OnResultRead(op, ec2);
+               });
   });
 }
 
@@ -233,20 +294,29 @@ void ReducerStream::WriteControl(std::vector<uint8_t> frame) {
   if (!writing_) WriteNext();
 }
 
+void ReducerStream::WriteUrgent(std::vector<uint8_t> frame) {
+  if (write_failed_) return;
+  urgent_.push_back(std::move(frame));
+  if (!writing_) WriteNext();
+}
+
 void ReducerStream::WriteNext() {
-  if (queue_.empty()) {
+  if (queue_.empty() && urgent_.empty()) {
     writing_ = false;
     if (close_after_write_) Shutdown();
     return;
   }
+  constexpr size_t kMaxUrgent = 16;
+  urgent_in_flight_ = std::min(urgent_.size(), kMaxUrgent);
   in_flight_ = BatchSize();
-  if (in_flight_ == 0) {  // the window is full: a result will call again
+  if (in_flight_ == 0 && urgent_in_flight_ == 0) {  // the window is full: a result will call again
     writing_ = false;
     return;
   }
   writing_ = true;
   std::vector<asio::const_buffer> buffers;
-  buffers.reserve(2 * in_flight_);
+  buffers.reserve(urgent_in_flight_ + 2 * in_flight_);
+  for (size_t i = 0; i < urgent_in_flight_; ++i) buffers.emplace_back(urgent_[i].data(), urgent_[i].size());
   for (size_t i = 0; i < in_flight_; ++i) {
     const Outgoing& out = queue_[i];
     if (out.piece.op) {
@@ -257,7 +327,11 @@ void ReducerStream::WriteNext() {
       buffers.emplace_back(out.control.data(), out.control.size());
     }
   }
-  asio::async_write(socket_, buffers, [self = shared_from_this()](const asio::error_code& ec, size_t) {
+  asio::async_write(socket_, buffers, protocol::CountProgress{&sent_progress_},
+                    [self = shared_from_this()](const asio::error_code& ec, size_t bytes) {
+    if (bytes > 0) ++self->sent_progress_;
+    for (size_t i = 0; i < self->urgent_in_flight_; ++i) self->urgent_.pop_front();
+    self->urgent_in_flight_ = 0;
     for (size_t i = 0; i < self->in_flight_; ++i) {
       if (self->queue_.front().piece.op) self->queue_.front().piece.op->Release();
       self->queue_.pop_front();
@@ -335,6 +409,7 @@ void ReducerStream::DropQueued() {
     if (queue_.back().piece.op) queue_.back().piece.op->Release();
     queue_.pop_back();
   }
+  while (urgent_.size() > urgent_in_flight_) urgent_.pop_back();
 }
 
 void ReducerStream::Shutdown() {
@@ -344,6 +419,7 @@ void ReducerStream::Shutdown() {
   DropQueued();
   asio::error_code ignored;
   retry_timer_.cancel();
+  liveness_timer_.cancel();
   resolver_.cancel();
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);

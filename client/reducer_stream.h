@@ -1,7 +1,12 @@
 // One TCP stream from a worker to one reducer: connects (retrying until the
 // connect deadline, since reducers may start after workers), runs the
 // handshake, then writes DATA frames straight from the caller's send buffer
-// and reads RESULT frames straight into the receive buffer.
+// and reads RESULT frames straight into the receive buffer. From WELCOME on
+// it watches the stream's liveness (liveness.h): it sends a HEARTBEAT when it
+// has written nothing for a while, and reports the reducer gone when nothing
+// at all has arrived for the liveness timeout. Heartbeats and other urgent
+// control frames go ahead of queued pieces, so a full send window never
+// silences the stream.
 //
 // Threading: a stream lives on one io_context thread; Start, Send and Close
 // may be called from any thread and post there. Owner callbacks are made on
@@ -18,6 +23,7 @@
 
 #include "client/client.h"
 #include "client/operation.h"
+#include "protocol/liveness.h"
 #include "protocol/wire.h"
 
 namespace rs::client {
@@ -40,6 +46,7 @@ struct StreamParams {
   std::string token;
   Clock::time_point connect_deadline;
   size_t send_window_bytes = 0;  // ClientOptions::send_window_bytes
+  std::chrono::milliseconds liveness_timeout{0};  // 0: off
 };
 
 // A DATA frame to write: header plus a view of the caller's send buffer.
@@ -72,13 +79,19 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
 
   void Connect();
   void RetryConnect(const std::string& why);
+  template <typename Handler>
+  void Read(asio::mutable_buffer buffer, Handler&& handler);
   void ReadFrame();
   void OnFrame();
+  void StartLiveness();
+  void ArmLiveness();
+  void OnLivenessTick();
   void OnChallenge();
   void OnWelcome();
   void ReadResult();
   void OnResultRead(const std::shared_ptr<OperationImpl>& op, const asio::error_code& ec);
-  void WriteControl(std::vector<uint8_t> frame);
+  void WriteControl(std::vector<uint8_t> frame);  // in order with the pieces
+  void WriteUrgent(std::vector<uint8_t> frame);   // ahead of queued pieces
   void WriteNext();
   size_t BatchSize() const;
   void Fail(const Status& status);
@@ -89,6 +102,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   asio::ip::tcp::socket socket_;
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer retry_timer_;
+  asio::steady_timer liveness_timer_;
   StreamParams params_;  // hello.client_nonce is set per connection attempt
   StreamOwner* const owner_;
   State state_ = State::kConnecting;
@@ -107,12 +121,18 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
     std::vector<uint8_t> control;
     PieceSend piece;
   };
+  std::deque<std::vector<uint8_t>> urgent_;  // written before queue_
   std::deque<Outgoing> queue_;
+  size_t urgent_in_flight_ = 0;
   size_t in_flight_ = 0;
   uint64_t unanswered_bytes_ = 0;  // pieces written (or being written) without their result yet
   bool writing_ = false;
   bool close_after_write_ = false;
   bool write_failed_ = false;
+
+  protocol::LivenessMonitor liveness_;
+  uint64_t received_progress_ = 0;  // read completions, partial ones included
+  uint64_t sent_progress_ = 0;      // write completions, partial ones included
 };
 
 }  // namespace rs::client

@@ -8,7 +8,8 @@
 namespace rs::protocol {
 namespace {
 
-constexpr size_t kHelloBytes = kSessionIdBytes + 4 + 4 + 2 + 2 + kNonceBytes;  // 60
+constexpr size_t kHelloBytes = kSessionIdBytes + 4 + 4 + 2 + 2 + kNonceBytes + 4 + 4;  // 68
+constexpr size_t kHeartbeatBytes = 16;
 constexpr size_t kChallengeBytes = kNonceBytes + 4;
 constexpr size_t kWelcomeBytes = kMacBytes + 8;
 constexpr size_t kErrorHeadBytes = 4;
@@ -25,7 +26,7 @@ Status SizeError(const char* what, size_t got, size_t want) {
 }
 
 bool KnownType(uint16_t type) {
-  return type >= static_cast<uint16_t>(FrameType::kHello) && type <= static_cast<uint16_t>(FrameType::kBye);
+  return type >= static_cast<uint16_t>(FrameType::kHello) && type <= static_cast<uint16_t>(FrameType::kHeartbeat);
 }
 
 }  // namespace
@@ -41,6 +42,7 @@ const char* FrameTypeName(FrameType type) {
     case FrameType::kResult: return "RESULT";
     case FrameType::kError: return "ERROR";
     case FrameType::kBye: return "BYE";
+    case FrameType::kHeartbeat: return "HEARTBEAT";
   }
   return "UNKNOWN";
 }
@@ -110,6 +112,8 @@ std::vector<uint8_t> EncodeHello(const Hello& hello, uint16_t version) {
   PutLE<uint16_t>(p + 8, hello.stream);
   PutLE<uint16_t>(p + 10, hello.streams);
   std::memcpy(p + 12, hello.client_nonce.data(), kNonceBytes);
+  PutLE<uint32_t>(p + 12 + kNonceBytes, hello.flags);
+  PutLE<uint32_t>(p + 16 + kNonceBytes, hello.liveness_ms);
   return out;
 }
 
@@ -123,6 +127,8 @@ Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
   out->stream = GetLE<uint16_t>(p + 8);
   out->streams = GetLE<uint16_t>(p + 10);
   std::memcpy(out->client_nonce.data(), p + 12, kNonceBytes);
+  out->flags = GetLE<uint32_t>(p + 12 + kNonceBytes);
+  out->liveness_ms = GetLE<uint32_t>(p + 16 + kNonceBytes);
   if (out->world == 0 || out->world > kMaxWorld) {
     return Status(Code::kInvalidArgument, "world size " + std::to_string(out->world) +
                                               " in HELLO is outside 1 to " + std::to_string(kMaxWorld));
@@ -185,6 +191,23 @@ Status DecodeWelcome(std::span<const uint8_t> payload, Welcome* out) {
 
 std::vector<uint8_t> EncodeReady() { return Frame(FrameType::kReady, 0); }
 std::vector<uint8_t> EncodeBye() { return Frame(FrameType::kBye, 0); }
+
+std::vector<uint8_t> EncodeHeartbeat(const Heartbeat& heartbeat) {
+  auto out = Frame(FrameType::kHeartbeat, kHeartbeatBytes);
+  uint8_t* p = out.data() + kHeaderBytes;
+  PutLE<uint32_t>(p, heartbeat.epoch);
+  PutLE<uint32_t>(p + 4, heartbeat.flags);
+  PutLE<uint64_t>(p + 8, heartbeat.watermark);
+  return out;
+}
+
+Status DecodeHeartbeat(std::span<const uint8_t> payload, Heartbeat* out) {
+  if (payload.size() != kHeartbeatBytes) return SizeError("HEARTBEAT", payload.size(), kHeartbeatBytes);
+  out->epoch = GetLE<uint32_t>(payload.data());
+  out->flags = GetLE<uint32_t>(payload.data() + 4);
+  out->watermark = GetLE<uint64_t>(payload.data() + 8);
+  return Status::Ok();
+}
 
 std::vector<uint8_t> EncodeError(const ErrorFrame& error) {
   const size_t max_msg = kMaxControlPayload - kErrorHeadBytes;

@@ -1,4 +1,4 @@
-// The data-plane wire protocol between workers and reducers (protocol v1).
+// The data-plane wire protocol between workers and reducers (protocol v2).
 // Every frame is a fixed 16-byte little-endian header followed by a payload:
 //
 //   offset 0  u32 magic          "RSRV" (0x56525352)
@@ -8,12 +8,15 @@
 //   offset 12 u32 reserved       0
 //
 // Conversation on one TCP stream:
-//   worker  -> HELLO(session, rank, world, stream, streams, client nonce)
+//   worker  -> HELLO(session, rank, world, stream, streams, client nonce,
+//                    options, liveness timeout)
 //   reducer -> CHALLENGE(server nonce, whether a token is required)
 //   worker  -> AUTH(HMAC-SHA256(token, transcript))
 //   reducer -> WELCOME(reducer's own proof, largest piece it accepts)
 //   reducer -> READY once every rank of the session has joined
 //   worker  -> DATA ... ; reducer -> RESULT ... (any number, pipelined)
+//   either  -> HEARTBEAT whenever it has written nothing for a fifth of the
+//              liveness timeout (from WELCOME on), so silence means trouble
 //   worker  -> BYE, or either side -> ERROR(code, message) then close.
 // DATA and RESULT carry a 48-byte piece header followed by the elements.
 // The token never crosses the wire: only HMACs over both nonces do.
@@ -35,7 +38,7 @@
 namespace rs::protocol {
 
 inline constexpr uint32_t kMagic = 0x56525352;  // "RSRV" in little-endian bytes
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr size_t kPieceHeaderBytes = 48;
 inline constexpr size_t kNonceBytes = 32;
@@ -58,6 +61,7 @@ enum class FrameType : uint16_t {
   kResult = 7,
   kError = 8,
   kBye = 9,
+  kHeartbeat = 10,
 };
 const char* FrameTypeName(FrameType type);
 
@@ -89,6 +93,22 @@ struct Hello {
   uint16_t stream = 0;   // index of this TCP stream among the rank's streams
   uint16_t streams = 1;  // streams the rank opens to this reducer
   Nonce client_nonce{};
+  uint32_t flags = 0;        // HelloFlags; every rank of a session must agree
+  // The worker's liveness timeout: the reducer heartbeats at a fifth of it
+  // and counts the stream as gone after this long without a byte. 0: off.
+  uint32_t liveness_ms = 0;
+};
+// Bits of Hello::flags.
+enum HelloFlags : uint32_t {
+  kHelloFlagsNone = 0,
+};
+// Keeps a connection alive and proves the sender is; see liveness.h. The
+// fields carry the membership epoch and completion watermark (zero until a
+// session uses them).
+struct Heartbeat {
+  uint32_t epoch = 0;
+  uint32_t flags = 0;
+  uint64_t watermark = 0;
 };
 struct Challenge {
   Nonce server_nonce{};
@@ -127,6 +147,7 @@ std::vector<uint8_t> EncodeAuth(const Auth& auth);
 std::vector<uint8_t> EncodeWelcome(const Welcome& welcome);
 std::vector<uint8_t> EncodeReady();
 std::vector<uint8_t> EncodeBye();
+std::vector<uint8_t> EncodeHeartbeat(const Heartbeat& heartbeat);
 std::vector<uint8_t> EncodeError(const ErrorFrame& error);
 void EncodePieceFrame(FrameType type, const PieceHeader& piece,
                       std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* out);
@@ -138,6 +159,7 @@ Status DecodeChallenge(std::span<const uint8_t> payload, Challenge* out);
 Status DecodeAuth(std::span<const uint8_t> payload, Auth* out);
 Status DecodeWelcome(std::span<const uint8_t> payload, Welcome* out);
 Status DecodeError(std::span<const uint8_t> payload, ErrorFrame* out);
+Status DecodeHeartbeat(std::span<const uint8_t> payload, Heartbeat* out);
 // Decodes the first kPieceHeaderBytes of a DATA/RESULT payload and checks it
 // against payload_bytes (the frame's payload size) and max_piece_bytes.
 Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,

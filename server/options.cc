@@ -31,7 +31,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       "reducerd: the Reduction Server's reducer daemon. Workers send it their pieces of each\n"
       "all-reduce; it sums them in rank order and sends the result back to every worker.\n"
       "Every flag can also be set through the environment variable shown with it."};
-  app.set_version_flag("--version", "reducerd 0.1.0 (protocol 1)");
+  app.set_version_flag("--version", "reducerd 0.1.0 (protocol 2)");
 
   std::string listen = "0.0.0.0:7450";
   int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u));

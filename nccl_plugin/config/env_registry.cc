@@ -33,6 +33,10 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
      "An all-reduce with no answer from a reducer for this long fails on this rank (ms); keep above the reducers' own timeout."},
     {EnvKey::kConnectTimeoutMs, "REDUCER_CONNECT_TIMEOUT_MS", "60000",
      "Bound on connection setup: point-to-point connect and CollNet join of all ranks (ms)."},
+    {EnvKey::kLivenessTimeout, "REDUCER_LIVENESS_TIMEOUT", "5s",
+     "A reducer stream on which nothing arrives for this long (frozen reducer, dead host, cut link) fails the "
+     "all-reduce naming the reducer; heartbeats go both ways at a fifth of it and the reducers use it to detect a "
+     "silent worker. A duration (`500ms`, `5s`); `0` turns it off."},
 }};
 
 constexpr bool RegistryInKeyOrder() {

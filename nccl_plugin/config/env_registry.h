@@ -34,6 +34,7 @@ enum class EnvKey : int {
   kMinPieceBytes,
   kOpTimeoutMs,
   kConnectTimeoutMs,
+  kLivenessTimeout,
   kCount,
 };
 inline constexpr int kNumEnvVars = static_cast<int>(EnvKey::kCount);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/cluster_spec.h"
+#include "common/units.h"
 
 namespace rs::plugin {
 namespace {
@@ -16,6 +17,20 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
   while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
   return s;
+}
+
+// A duration with units ("5s", "500ms"); 0 means off, anything else must be
+// at least `min` and at most a day.
+Status DurationSetting(const Env& env, EnvKey key, std::chrono::milliseconds min, std::chrono::milliseconds* out) {
+  const char* name = EnvInfo(key).name;
+  StatusOr<std::chrono::milliseconds> d = ParseDuration(env.Get(key));
+  if (!d.ok()) return d.status().Prefixed(name);
+  if (d->count() != 0 && (*d < min || d->count() > kMaxMs)) {
+    return Status(Code::kInvalidArgument, std::string(name) + "=" + env.Get(key) + " must be 0 (off) or " +
+                                              std::to_string(min.count()) + " ms to 24 h");
+  }
+  *out = *d;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -130,6 +145,8 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   cfg.min_piece_bytes = static_cast<size_t>(min_piece);
   cfg.op_timeout = std::chrono::milliseconds(op_ms);
   cfg.connect_timeout = std::chrono::milliseconds(connect_ms);
+  RS_RETURN_IF_ERROR(DurationSetting(env, EnvKey::kLivenessTimeout, std::chrono::milliseconds(100),
+                                     &cfg.liveness_timeout));
   return cfg;
 }
 

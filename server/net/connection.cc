@@ -2,23 +2,39 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/socket_options.h"
 #include "protocol/auth.h"
 #include "server/net/reducer_server.h"
 
 namespace rs::server {
 namespace {
 
+std::string EndpointName(const asio::ip::tcp::endpoint& ep) {
+  const std::string host = ep.address().to_string();
+  return (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(ep.port());
+}
+
 std::string PeerName(const asio::ip::tcp::socket& socket) {
   asio::error_code ec;
   const auto ep = socket.remote_endpoint(ec);
-  if (ec) return "unknown peer";
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
+  return ec ? "unknown peer" : EndpointName(ep);
+}
+
+std::string LocalName(const asio::ip::tcp::socket& socket) {
+  asio::error_code ec;
+  const auto ep = socket.local_endpoint(ec);
+  return ec ? "this reducer" : "reducer " + EndpointName(ep);
 }
 
 }  // namespace
 
 Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket)
-    : server_(server), socket_(std::move(socket)), linger_(socket_.get_executor()), peer_(PeerName(socket_)) {
+    : server_(server),
+      socket_(std::move(socket)),
+      linger_(socket_.get_executor()),
+      liveness_timer_(socket_.get_executor()),
+      peer_(PeerName(socket_)),
+      self_(LocalName(socket_)) {
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.set_option(asio::socket_base::keep_alive(true), ignored);
@@ -31,10 +47,11 @@ void Connection::Start() { ReadHeader(); }
 template <typename Handler>
 void Connection::Read(asio::mutable_buffer buffer, Handler&& handler) {
   read_pending_ = true;
-  asio::async_read(socket_, buffer,
+  asio::async_read(socket_, buffer, protocol::CountProgress{&received_progress_},
                    [self = shared_from_this(), handler = std::forward<Handler>(handler)](
-                       const asio::error_code& ec, size_t) mutable {
+                       const asio::error_code& ec, size_t bytes) mutable {
                      self->read_pending_ = false;
+                     if (bytes > 0) ++self->received_progress_;
                      if (self->state_ == State::kClosing) {
                        self->piece_.reset();
                        self->Drain(ec);
@@ -62,6 +79,7 @@ void Connection::Drain(const asio::error_code& ec) {
 void Connection::CloseSocket() {
   asio::error_code ignored;
   linger_.cancel();
+  liveness_timer_.cancel();
   socket_.close(ignored);
 }
 
@@ -138,6 +156,16 @@ void Connection::OnPayload() {
         CloseNow(Status(Code::kPeerFailed, "aborted by the worker"));
         return;
       }
+      if (header_.type == FrameType::kHeartbeat) {
+        protocol::Heartbeat heartbeat;
+        Status st = protocol::DecodeHeartbeat(payload_, &heartbeat);
+        if (!st.ok()) {
+          Reject(st);
+          return;
+        }
+        ReadHeader();
+        return;
+      }
       break;
     case State::kClosing:
       return;
@@ -197,7 +225,38 @@ void Connection::OnAuth() {
   state_ = State::kJoined;
   welcome.max_piece_bytes = server_.MaxPieceBytes(hello_.world);
   EnqueueControl(protocol::EncodeWelcome(welcome));
+  StartLiveness();
   ReadHeader();
+}
+
+void Connection::StartLiveness() {
+  liveness_ = protocol::LivenessMonitor(std::chrono::milliseconds(hello_.liveness_ms));
+  if (!liveness_.enabled()) return;
+  (void)SetTcpLiveness(socket_.native_handle(), liveness_.timeout());  // best effort
+  liveness_.Start(Clock::now(), received_progress_, sent_progress_);
+  ArmLiveness();
+}
+
+void Connection::ArmLiveness() {
+  liveness_timer_.expires_after(liveness_.tick_interval());
+  liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec && self->state_ == State::kJoined) self->OnLivenessTick();
+  });
+}
+
+void Connection::OnLivenessTick() {
+  const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
+  if (verdict.silent) {
+    // The session tells every rank, this one included (if it still listens).
+    session_->Fail(Status(Code::kPeerFailed,
+                          "rank " + std::to_string(hello_.rank) + " (" + peer_ + ") sent nothing to " + self_ +
+                              " for " + protocol::FormatSeconds(verdict.silent_for) +
+                              " (heartbeats stopped): the worker is frozen, its host down or the link to it cut"));
+    return;
+  }
+  // Only when idle: queued frames are bytes the worker will see anyway.
+  if (verdict.send_heartbeat && write_queue_.empty()) EnqueueControl(protocol::EncodeHeartbeat({}));
+  ArmLiveness();
 }
 
 void Connection::OnPieceHeader() {
@@ -224,13 +283,16 @@ void Connection::TryBeginContribution() {
                                                std::move(wake), Clock::now());
   switch (c.kind) {
     case Contribution::Kind::kWaitForMemory:
-      // Stop reading: the worker's sends back up into its socket buffer.
+      // Stop reading: the worker's sends back up into its socket buffer, and
+      // its silence meanwhile is our doing.
+      liveness_.Pause();
       return;
     case Contribution::Kind::kFailed:
       // The session told every member already if it failed; otherwise only us.
       if (session_->failure().ok()) Reject(c.status);
       return;
     case Contribution::Kind::kReceive:
+      liveness_.Resume(Clock::now());
       piece_ = std::move(c.piece);
       Read(asio::buffer(c.dest, piece_header_.PayloadBytes()),
            [this](const asio::error_code& ec) { OnContributionRead(ec); });
@@ -317,7 +379,9 @@ void Connection::WriteNext() {
       buffers.emplace_back(out.bytes.data(), out.bytes.size());
     }
   }
-  asio::async_write(socket_, buffers, [self = shared_from_this(), batch](const asio::error_code& ec, size_t) {
+  asio::async_write(socket_, buffers, protocol::CountProgress{&sent_progress_},
+                    [self = shared_from_this(), batch](const asio::error_code& ec, size_t bytes) {
+    if (bytes > 0) ++self->sent_progress_;
     if (ec) {
       self->write_queue_.clear();
       self->writing_ = false;

@@ -1,7 +1,11 @@
 // One worker TCP stream on the reducer. It runs the handshake (HELLO,
 // CHALLENGE, AUTH, WELCOME) as an explicit state machine, then reads DATA
 // frames straight into the session's piece slots and writes RESULT frames
-// straight from the reduced piece: no copy on either path.
+// straight from the reduced piece: no copy on either path. Once joined it
+// watches the stream's liveness with the worker's timeout from HELLO
+// (liveness.h): heartbeats when it has written nothing for a while, and a
+// worker that sends nothing at all for the timeout fails the session naming
+// the rank (silence while this side stops reading for memory does not count).
 //
 // Threading: a Connection lives on one io_context (one thread) for life; all
 // of its handlers run there. The SessionMember methods are called by other
@@ -16,8 +20,9 @@
 
 #include <asio.hpp>
 
-#include "server/core/session.h"
+#include "protocol/liveness.h"
 #include "protocol/wire.h"
+#include "server/core/session.h"
 
 namespace rs::server {
 
@@ -59,6 +64,9 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void OnPieceHeader();
   void TryBeginContribution();
   void OnContributionRead(const asio::error_code& ec);
+  void StartLiveness();
+  void ArmLiveness();
+  void OnLivenessTick();
 
   void Enqueue(Outgoing out);
   void EnqueueControl(std::vector<uint8_t> frame);
@@ -70,7 +78,9 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   ReducerServer& server_;
   asio::ip::tcp::socket socket_;
   asio::steady_timer linger_;
+  asio::steady_timer liveness_timer_;
   const std::string peer_;
+  const std::string self_;  // this reducer as the worker reached it, for messages
   State state_ = State::kAwaitHello;
 
   std::array<uint8_t, protocol::kHeaderBytes> header_buf_{};
@@ -90,6 +100,10 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   bool close_after_write_ = false;
   bool read_pending_ = false;
   std::array<uint8_t, 4096> drain_buf_{};
+
+  protocol::LivenessMonitor liveness_;
+  uint64_t received_progress_ = 0;  // read completions, partial ones included
+  uint64_t sent_progress_ = 0;      // write completions, partial ones included
 };
 
 }  // namespace rs::server

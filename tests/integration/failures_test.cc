@@ -96,9 +96,9 @@ TEST_F(FailuresTest, MissingTokenIsExplained) {
 TEST_F(FailuresTest, WrongProtocolVersionIsRefusedNamingBothVersions) {
   protocol::Hello hello;
   hello.world = 1;
-  const protocol::ErrorFrame err = RawExchange(protocol::EncodeHello(hello, /*version=*/2));
+  const protocol::ErrorFrame err = RawExchange(protocol::EncodeHello(hello, /*version=*/1));
   EXPECT_EQ(err.code, Code::kVersion);
-  EXPECT_EQ(err.message, "protocol version 2 not supported, this reducer speaks 1");
+  EXPECT_EQ(err.message, "protocol version 1 not supported, this reducer speaks 2");
   ExpectFreshSessionWorks("after-wrong-version");
 }
 

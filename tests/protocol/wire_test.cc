@@ -27,6 +27,8 @@ TEST(WireTest, HelloRoundTrip) {
   in.stream = 1;
   in.streams = 2;
   in.client_nonce = *protocol::RandomNonce();
+  in.flags = 0x80000001u;
+  in.liveness_ms = 5000;
   const auto frame = EncodeHello(in);
   const FrameHeader h = Header(frame);
   EXPECT_EQ(h.type, FrameType::kHello);
@@ -39,6 +41,20 @@ TEST(WireTest, HelloRoundTrip) {
   EXPECT_EQ(out.stream, 1);
   EXPECT_EQ(out.streams, 2);
   EXPECT_EQ(out.client_nonce, in.client_nonce);
+  EXPECT_EQ(out.flags, 0x80000001u);
+  EXPECT_EQ(out.liveness_ms, 5000u);
+}
+
+TEST(WireTest, HeartbeatRoundTrip) {
+  const Heartbeat in{7, 1, 123456789012345ull};
+  const auto frame = EncodeHeartbeat(in);
+  EXPECT_EQ(Header(frame).type, FrameType::kHeartbeat);
+  Heartbeat out;
+  ASSERT_TRUE(DecodeHeartbeat(Payload(frame), &out).ok());
+  EXPECT_EQ(out.epoch, 7u);
+  EXPECT_EQ(out.flags, 1u);
+  EXPECT_EQ(out.watermark, 123456789012345ull);
+  EXPECT_EQ(DecodeHeartbeat(Payload(frame).first(15), &out).code(), Code::kProtocol);
 }
 
 TEST(WireTest, ControlFramesRoundTrip) {
@@ -111,12 +127,12 @@ TEST(WireTest, RejectsWrongMagic) {
 TEST(WireTest, RejectsOtherVersionWithBothVersionsNamed) {
   Hello hello;
   hello.world = 1;
-  const auto frame = EncodeHello(hello, /*version=*/2);
+  const auto frame = EncodeHello(hello, /*version=*/1);
   FrameHeader h;
   Status st = DecodeHeader(frame, 1 << 20, &h);
   EXPECT_EQ(st.code(), Code::kVersion);
-  EXPECT_EQ(st.message(), "protocol version 2 not supported, this peer speaks 1");
-  EXPECT_EQ(h.version, 2);
+  EXPECT_EQ(st.message(), "protocol version 1 not supported, this peer speaks 2");
+  EXPECT_EQ(h.version, 1);
 }
 
 TEST(WireTest, RejectsOversizedFrames) {

@@ -52,6 +52,23 @@ TEST(CollNetConfig, ReducerAddrs) {
   EXPECT_EQ(cfg->op_timeout.count(), 90'000);
 }
 
+TEST(CollNetConfig, LivenessTimeoutTakesADurationOrZero) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->liveness_timeout.count(), 5'000);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_LIVENESS_TIMEOUT", "1500ms"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->liveness_timeout.count(), 1'500);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_LIVENESS_TIMEOUT", "0"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->liveness_timeout.count(), 0);
+  for (const char* bad : {"5x", "10ms", "2d"}) {
+    cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_LIVENESS_TIMEOUT", bad}}));
+    ASSERT_FALSE(cfg.ok()) << bad;
+    EXPECT_NE(cfg.status().message().find("REDUCER_LIVENESS_TIMEOUT"), std::string::npos) << cfg.status().message();
+  }
+}
+
 TEST(CollNetConfig, MalformedReducerAddrsIsAnError) {
   for (const char* bad : {"host", "host:", "host:0", "host:70000", ":5", "::1:5", "a:1,b"}) {
     StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", bad}}));
