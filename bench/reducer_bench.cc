@@ -50,6 +50,7 @@ struct Options {
   int inflight = 1;
   std::chrono::milliseconds timeout{90'000};
   std::chrono::milliseconds liveness{5'000};
+  bool crc = false;
   std::string csv;
 };
 
@@ -191,6 +192,10 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
                  "naming it; the reducers use it to detect a silent rank. 0: off")
       ->envname("REDUCER_LIVENESS_TIMEOUT")
       ->capture_default_str();
+  app.add_option("--crc", o.crc,
+                 "1: CRC32C over every piece and result, checked end to end (with the reducers' --crc); 0: off")
+      ->envname("REDUCER_CRC")
+      ->capture_default_str();
   app.add_option("--csv", o.csv, "Rank 0 also writes the results to this CSV file");
   RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
   RS_RETURN_IF_ERROR(Validate(raw, &o));
@@ -327,6 +332,7 @@ class Bench {
     c.connect_timeout = o_.timeout;
     c.op_timeout = o_.timeout;
     c.liveness_timeout = o_.liveness;
+    c.crc = o_.crc;
     // Errors come back as statuses and are printed with their context; only
     // warnings need the log.
     c.log = [rank = o_.rank](client::LogLevel level, const std::string& message) {

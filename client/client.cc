@@ -9,6 +9,7 @@
 #include "client/operation.h"
 #include "client/reducer_stream.h"
 #include "common/units.h"
+#include "protocol/crc32c.h"
 
 namespace rs::client {
 
@@ -141,6 +142,7 @@ Status ClientImpl::Connect() {
       params.connect_deadline = deadline;
       params.send_window_bytes = opts_.send_window_bytes;
       params.liveness_timeout = opts_.liveness_timeout;
+      params.crc = opts_.crc;
       streams_[r].push_back(
           std::make_shared<ReducerStream>(*contexts_[next++ % contexts_.size()], std::move(params), this));
       ++total_streams_;
@@ -238,9 +240,13 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
     h.offset = p.offset;
     h.count = p.count;
     PieceSend s;
-    protocol::EncodePieceFrame(protocol::FrameType::kData, h, &s.head);
     s.data = static_cast<const uint8_t*>(send) + p.offset * elem;
     s.bytes = p.count * elem;
+    if (opts_.crc) {
+      h.flags |= protocol::kPieceCrc;
+      h.crc = protocol::Crc32c(s.data, s.bytes);
+    }
+    protocol::EncodePieceFrame(protocol::FrameType::kData, h, &s.head);
     if (!op_state->Acquire()) break;  // failed meanwhile
     s.op = op_state;
     batches[p.reducer][p.stream].push_back(std::move(s));

@@ -1,9 +1,11 @@
 #include "client/reducer_stream.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "common/socket_options.h"
 #include "protocol/auth.h"
+#include "protocol/crc32c.h"
 
 namespace rs::client {
 
@@ -266,6 +268,12 @@ void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, const
   unanswered_bytes_ -= std::min<uint64_t>(unanswered_bytes_, result_header_.PayloadBytes());
   if (!writing_ && !queue_.empty() && state_ != State::kClosed && !write_failed_) WriteNext();
   if (op) {
+    Status corrupt = ec ? Status::Ok() : CheckResultCrc(*op);
+    if (!corrupt.ok()) {
+      op->Release();
+      Fail(corrupt);
+      return;
+    }
     if (!ec && op->PieceDone()) owner_->OperationComplete(op->seq());
     op->Release();
   }
@@ -275,6 +283,20 @@ void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, const
     return;
   }
   ReadFrame();
+}
+
+Status ReducerStream::CheckResultCrc(const OperationImpl& op) const {
+  const protocol::PieceHeader& h = result_header_;
+  if (!params_.crc || (h.flags & protocol::kPieceCrc) == 0) return Status::Ok();
+  const uint8_t* data = static_cast<const uint8_t*>(op.recv()) + h.offset * DataTypeSize(h.dtype);
+  const uint32_t got = protocol::Crc32c(data, h.PayloadBytes());
+  if (got == h.crc) return Status::Ok();
+  char values[64];
+  std::snprintf(values, sizeof(values), "0x%08x, the reducer sent 0x%08x", got, h.crc);
+  return Status(Code::kProtocol, "CRC32C mismatch on hop reducer " + params_.endpoint.ToString() + " -> rank " +
+                                     std::to_string(params_.hello.rank) + ": the result of operation " +
+                                     std::to_string(h.seq) + " piece " + std::to_string(h.piece) + " arrived as " +
+                                     values + " (data corrupted in transit: NIC, memory or a middlebox)");
 }
 
 void ReducerStream::Send(std::vector<PieceSend> sends) {

@@ -47,6 +47,7 @@ struct StreamParams {
   Clock::time_point connect_deadline;
   size_t send_window_bytes = 0;  // ClientOptions::send_window_bytes
   std::chrono::milliseconds liveness_timeout{0};  // 0: off
+  bool crc = false;  // check the CRC32C of results that carry one
 };
 
 // A DATA frame to write: header plus a view of the caller's send buffer.
@@ -90,6 +91,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void OnWelcome();
   void ReadResult();
   void OnResultRead(const std::shared_ptr<OperationImpl>& op, const asio::error_code& ec);
+  Status CheckResultCrc(const OperationImpl& op) const;
   void WriteControl(std::vector<uint8_t> frame);  // in order with the pieces
   void WriteUrgent(std::vector<uint8_t> frame);   // ahead of queued pieces
   void WriteNext();

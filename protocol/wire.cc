@@ -239,8 +239,8 @@ void EncodePieceFrame(FrameType type, const PieceHeader& piece,
   PutLE<uint32_t>(p + 12, piece.pieces);
   p[16] = static_cast<uint8_t>(piece.dtype);
   p[17] = static_cast<uint8_t>(piece.op);
-  PutLE<uint16_t>(p + 18, 0);
-  PutLE<uint32_t>(p + 20, 0);
+  PutLE<uint16_t>(p + 18, piece.flags);
+  PutLE<uint32_t>(p + 20, piece.crc);
   PutLE<uint64_t>(p + 24, piece.total_count);
   PutLE<uint64_t>(p + 32, piece.offset);
   PutLE<uint64_t>(p + 40, piece.count);
@@ -263,6 +263,11 @@ Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
   if (!op) return Status(Code::kProtocol, "unknown reduction op " + std::to_string(p[17]));
   out->dtype = *dtype;
   out->op = *op;
+  out->flags = GetLE<uint16_t>(p + 18);
+  out->crc = GetLE<uint32_t>(p + 20);
+  if ((out->flags & ~kKnownPieceFlags) != 0) {
+    return Status(Code::kProtocol, "unknown piece flags 0x" + std::to_string(out->flags));
+  }
   out->total_count = GetLE<uint64_t>(p + 24);
   out->offset = GetLE<uint64_t>(p + 32);
   out->count = GetLE<uint64_t>(p + 40);

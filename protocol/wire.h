@@ -126,6 +126,12 @@ struct ErrorFrame {
   std::string message;
 };
 
+// Bits of PieceHeader::flags.
+enum PieceFlags : uint16_t {
+  kPieceCrc = 1,  // `crc` holds the CRC32C of the elements
+};
+inline constexpr uint16_t kKnownPieceFlags = kPieceCrc;
+
 // The per-piece header of DATA and RESULT frames.
 struct PieceHeader {
   uint64_t seq = 0;          // operation sequence number within the session
@@ -133,6 +139,8 @@ struct PieceHeader {
   uint32_t pieces = 0;       // pieces in the operation
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
+  uint16_t flags = 0;        // PieceFlags
+  uint32_t crc = 0;          // CRC32C of the elements when kPieceCrc is set
   uint64_t total_count = 0;  // elements in the whole operation
   uint64_t offset = 0;       // first element of this piece
   uint64_t count = 0;        // elements in this piece

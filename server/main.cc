@@ -9,6 +9,7 @@
 #include "server/control/control_plane.h"
 #include "server/control/stop_request.h"
 #include "kernels/kernels.h"
+#include "protocol/crc32c.h"
 #include "common/units.h"
 #include "server/logging.h"
 #include "server/net/reducer_server.h"
@@ -63,9 +64,10 @@ int main(int argc, char** argv) {
   if (cfg.job_token.empty()) {
     spdlog::warn("no job token configured: any worker that can reach this port may join a session");
   }
-  spdlog::info("{} I/O threads, memory limit {}, max piece {}, op timeout {} ms, kernels: {}",
+  spdlog::info("{} I/O threads, memory limit {}, max piece {}, op timeout {} ms, kernels: {}, CRC32C: {}",
                cfg.io_threads, rs::FormatBytes(cfg.memory_limit), rs::FormatBytes(cfg.max_piece_bytes),
-               cfg.op_timeout.count(), rs::kernels::ReduceTargetName());
+               cfg.op_timeout.count(), rs::kernels::ReduceTargetName(),
+               cfg.crc ? rs::protocol::Crc32cImplementation() : "off");
   if ((*control)->grpc_port() != 0) {
     AnnouncePort("grpc on", HostOf(options->control.grpc_listen), (*control)->grpc_port(),
                  options->grpc_port_file);

@@ -48,6 +48,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   std::string metrics_listen;
   std::string grpc_port_file;
   std::string metrics_port_file;
+  bool crc = true;
   size_t metrics_max_sessions = 16;
   size_t metrics_max_ranks = 8;
 
@@ -79,6 +80,12 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   app.add_option("--drain-timeout", drain_timeout,
                  "On SIGTERM/SIGINT, how long running sessions may take to finish")
       ->envname("REDUCER_DRAIN_TIMEOUT")
+      ->capture_default_str();
+  app.add_option("--crc", crc,
+                 "Check the CRC32C workers send with each piece (when their own check is on) and send one with "
+                 "each result (end-to-end integrity; a mismatch fails the session naming the hop). off: neither, "
+                 "whatever the workers ask")
+      ->envname("REDUCER_CRC")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error")
       ->envname("REDUCER_LOG_LEVEL")
@@ -121,6 +128,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   out.net.listen_host = hp->host;
   out.net.listen_port = hp->port;
   out.net.io_threads = threads;
+  out.net.crc = crc;
 
   auto mem = ParseSize(memory_limit);
   if (!mem.ok()) return mem.status().Prefixed("--memory-limit");

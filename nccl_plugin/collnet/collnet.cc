@@ -109,6 +109,7 @@ Status CollNet::Connect(void* const* handles, int nranks, int rank, void* listen
   o.connect_timeout = cfg.connect_timeout;
   o.op_timeout = cfg.op_timeout;
   o.liveness_timeout = cfg.liveness_timeout;
+  o.crc = cfg.crc;
   o.log = [](client::LogLevel level, const std::string& message) {
     if (level >= client::LogLevel::kWarn) {
       RS_PLOG_WARN("%s", message.c_str());

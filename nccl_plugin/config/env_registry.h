@@ -35,6 +35,7 @@ enum class EnvKey : int {
   kOpTimeoutMs,
   kConnectTimeoutMs,
   kLivenessTimeout,
+  kCrc,
   kCount,
 };
 inline constexpr int kNumEnvVars = static_cast<int>(EnvKey::kCount);

@@ -147,6 +147,9 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   cfg.connect_timeout = std::chrono::milliseconds(connect_ms);
   RS_RETURN_IF_ERROR(DurationSetting(env, EnvKey::kLivenessTimeout, std::chrono::milliseconds(100),
                                      &cfg.liveness_timeout));
+  StatusOr<int64_t> crc = env.GetInt(EnvKey::kCrc, 0, 1);
+  if (!crc.ok()) return crc.status();
+  cfg.crc = *crc == 1;
   return cfg;
 }
 

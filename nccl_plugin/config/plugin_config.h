@@ -47,6 +47,7 @@ struct CollNetConfig {
   std::chrono::milliseconds op_timeout{90'000};
   std::chrono::milliseconds connect_timeout{60'000};
   std::chrono::milliseconds liveness_timeout{5'000};  // 0: off
+  bool crc = false;
 };
 
 StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env);

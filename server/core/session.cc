@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "kernels/kernels.h"
+#include "protocol/crc32c.h"
 
 namespace rs::server {
 namespace {
@@ -84,6 +85,13 @@ Piece::Piece(const protocol::PieceHeader& header, uint32_t first_rank, uint32_t 
       begun_(world, 0),
       ended_(world, 0),
       reply_to_(world) {}
+
+protocol::PieceHeader Piece::result_header() const {
+  protocol::PieceHeader h = header_;
+  h.flags = has_result_crc_ ? protocol::kPieceCrc : 0;
+  h.crc = has_result_crc_ ? result_crc_ : 0;
+  return h;
+}
 
 Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams,
                  std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
@@ -253,6 +261,10 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
   // the last contribution arrived, not when its sum was ready.
   const auto reduce_start = Clock::now();
   Reduce(*piece);
+  if (limits_.crc && (piece->header_.flags & protocol::kPieceCrc) != 0) {
+    piece->result_crc_ = protocol::Crc32c(piece->result(), payload);
+    piece->has_result_crc_ = true;
+  }
   const auto latency = (now - piece->first_arrival_) + (Clock::now() - reduce_start);
   const auto wait = now - piece->first_end_;
   const uint64_t sent = payload * world_;

@@ -64,6 +64,9 @@ class Piece {
         std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, Clock::time_point now);
 
   const protocol::PieceHeader& header() const { return header_; }
+  // The RESULT frame's header: header() with the result's CRC32C when the
+  // session computed one. Valid once the piece is reduced.
+  protocol::PieceHeader result_header() const;
   const uint8_t* result() const { return buffer_->data(); }
   uint8_t* slot(uint32_t rank) { return buffer_->data() + rank * slot_bytes_; }
 
@@ -80,6 +83,9 @@ class Piece {
   std::vector<uint8_t> ended_;   // rank's contribution is complete
   uint32_t ended_count_ = 0;
   std::vector<std::shared_ptr<SessionMember>> reply_to_;  // per rank
+  // Set by the thread that reduces the piece, before it is sent.
+  bool has_result_crc_ = false;
+  uint32_t result_crc_ = 0;
 };
 
 struct SessionLimits {
@@ -87,6 +93,8 @@ struct SessionLimits {
   uint64_t max_piece_bytes = 4 << 20;
   std::chrono::milliseconds op_timeout{30'000};
   std::chrono::milliseconds join_timeout{60'000};
+  // Send a CRC32C with the result of pieces whose contributions carry one.
+  bool crc = true;
 };
 
 struct SessionStats {

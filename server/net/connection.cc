@@ -2,8 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+
 #include "common/socket_options.h"
 #include "protocol/auth.h"
+#include "protocol/crc32c.h"
 #include "server/net/reducer_server.h"
 
 namespace rs::server {
@@ -44,10 +47,25 @@ Connection::~Connection() { server_.ConnectionClosed(); }
 
 void Connection::Start() { ReadHeader(); }
 
+void Connection::RunningCrc::Advance(size_t transferred) {
+  if (transferred <= done) return;
+  crc = protocol::Crc32c(base + done, transferred - done, crc);
+  done = transferred;
+}
+
+size_t Connection::ReadProgress::operator()(const asio::error_code& ec, size_t transferred) {
+  if (transferred > seen) {
+    seen = transferred;
+    ++*counter;
+    if (crc != nullptr) crc->Advance(transferred);
+  }
+  return ec ? 0 : 64 * 1024;
+}
+
 template <typename Handler>
-void Connection::Read(asio::mutable_buffer buffer, Handler&& handler) {
+void Connection::Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc) {
   read_pending_ = true;
-  asio::async_read(socket_, buffer, protocol::CountProgress{&received_progress_},
+  asio::async_read(socket_, buffer, ReadProgress{&received_progress_, crc},
                    [self = shared_from_this(), handler = std::forward<Handler>(handler)](
                        const asio::error_code& ec, size_t bytes) mutable {
                      self->read_pending_ = false;
@@ -294,8 +312,10 @@ void Connection::TryBeginContribution() {
     case Contribution::Kind::kReceive:
       liveness_.Resume(Clock::now());
       piece_ = std::move(c.piece);
+      piece_crc_ = RunningCrc{c.dest, 0, 0};
       Read(asio::buffer(c.dest, piece_header_.PayloadBytes()),
-           [this](const asio::error_code& ec) { OnContributionRead(ec); });
+           [this](const asio::error_code& ec) { OnContributionRead(ec); },
+           server_.config().crc && (piece_header_.flags & protocol::kPieceCrc) != 0 ? &piece_crc_ : nullptr);
       return;
   }
 }
@@ -308,6 +328,22 @@ void Connection::OnContributionRead(const asio::error_code& ec) {
     return;
   }
   std::shared_ptr<Piece> piece = std::move(piece_);
+  if (server_.config().crc && (piece_header_.flags & protocol::kPieceCrc) != 0) {
+    // The last chunk is not seen by the completion condition.
+    piece_crc_.Advance(piece_header_.PayloadBytes());
+    const uint32_t got = piece_crc_.crc;
+    if (got != piece_header_.crc) {
+      char values[64];
+      std::snprintf(values, sizeof(values), "0x%08x, rank %u sent 0x%08x", got, hello_.rank, piece_header_.crc);
+      // The session tells every rank (this one included) which hop it was.
+      session_->Fail(Status(Code::kProtocol,
+                            "CRC32C mismatch on hop rank " + std::to_string(hello_.rank) + " -> " + self_ +
+                                ": operation " + std::to_string(piece_header_.seq) + " piece " +
+                                std::to_string(piece_header_.piece) + " arrived as " + values +
+                                " (data corrupted in transit: NIC, memory or a middlebox)"));
+      return;
+    }
+  }
   session_->EndContribution(hello_.rank, piece);
   ReadHeader();
 }
@@ -323,7 +359,7 @@ void Connection::SendResult(std::shared_ptr<Piece> piece) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), piece = std::move(piece)]() mutable {
     if (self->state_ == State::kClosing) return;
     Outgoing out;
-    protocol::EncodePieceFrame(protocol::FrameType::kResult, piece->header(), &out.piece_head);
+    protocol::EncodePieceFrame(protocol::FrameType::kResult, piece->result_header(), &out.piece_head);
     out.piece = std::move(piece);
     self->Enqueue(std::move(out));
   });

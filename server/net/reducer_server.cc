@@ -118,7 +118,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
     if (stopping_) return Status(Code::kCancelled, "this reducer is shutting down");
     auto it = sessions_.find(hello.session);
     if (it == sessions_.end()) {
-      SessionLimits limits{MaxPieceBytes(hello.world), config_.op_timeout, config_.join_timeout};
+      SessionLimits limits{MaxPieceBytes(hello.world), config_.op_timeout, config_.join_timeout, config_.crc};
       session = std::make_shared<Session>(hello.session, hello.world, hello.streams, budget_, limits,
                                           Clock::now(), reducer_stats_);
       sessions_.emplace(hello.session, session);

@@ -17,6 +17,9 @@ struct ServerConfig {
   std::string job_token;  // empty: no authentication
   std::chrono::milliseconds op_timeout{30'000};
   std::chrono::milliseconds join_timeout{60'000};
+  // Check the CRC32C of contributions that carry one, and send one with
+  // results; off: neither (no CPU spent on it).
+  bool crc = true;
 };
 
 }  // namespace rs::server

@@ -89,6 +89,8 @@ TEST(WireTest, PieceHeaderRoundTrip) {
   in.total_count = 1000003;
   in.offset = 500000;
   in.count = 4099;
+  in.flags = kPieceCrc;
+  in.crc = 0xE3069283u;
   std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes> frame;
   EncodePieceFrame(FrameType::kData, in, &frame);
   FrameHeader h;
@@ -105,6 +107,11 @@ TEST(WireTest, PieceHeaderRoundTrip) {
   EXPECT_EQ(out.total_count, 1000003u);
   EXPECT_EQ(out.offset, 500000u);
   EXPECT_EQ(out.count, 4099u);
+  EXPECT_EQ(out.flags, kPieceCrc);
+  EXPECT_EQ(out.crc, 0xE3069283u);
+  frame[kHeaderBytes + 19] = 0x80;  // a flag this version does not know
+  EXPECT_EQ(DecodePieceHeader(std::span(frame).subspan(kHeaderBytes), h.payload_bytes, 1 << 20, &out).code(),
+            Code::kProtocol);
 }
 
 TEST(WireTest, RejectsTruncatedHeader) {

@@ -69,6 +69,18 @@ TEST(CollNetConfig, LivenessTimeoutTakesADurationOrZero) {
   }
 }
 
+TEST(CollNetConfig, CrcIsOffUnlessTurnedOn) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_FALSE(cfg->crc);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_CRC", "1"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_TRUE(cfg->crc);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_CRC", "yes"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("REDUCER_CRC"), std::string::npos) << cfg.status().message();
+}
+
 TEST(CollNetConfig, MalformedReducerAddrsIsAnError) {
   for (const char* bad : {"host", "host:", "host:0", "host:70000", ":5", "::1:5", "a:1,b"}) {
     StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", bad}}));
