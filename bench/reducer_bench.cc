@@ -51,6 +51,9 @@ struct Options {
   std::chrono::milliseconds timeout{90'000};
   std::chrono::milliseconds liveness{5'000};
   bool crc = false;
+  bool failover = true;
+  uint32_t min_reducers = 1;
+  uint64_t retention = 256 << 20;
   std::string csv;
 };
 
@@ -80,7 +83,7 @@ StatusOr<std::vector<DataType>> ParseTypes(const std::string& list) {
 // Turns the flags' text into Options, checking everything once.
 struct RawFlags {
   std::string reducers, token_file, min_bytes = "4K", max_bytes = "64M", dtype = "float32", op = "sum";
-  std::string piece_bytes = "1M", send_window = "4M", timeout = "90s", liveness = "5s";
+  std::string piece_bytes = "1M", send_window = "4M", timeout = "90s", liveness = "5s", retention = "256M";
 };
 
 Status Validate(const RawFlags& raw, Options* out) {
@@ -94,7 +97,8 @@ Status Validate(const RawFlags& raw, Options* out) {
   for (auto [flag, text, dest] : {std::tuple{"--min-bytes", &raw.min_bytes, &out->min_bytes},
                                   std::tuple{"--max-bytes", &raw.max_bytes, &out->max_bytes},
                                   std::tuple{"--piece-bytes", &raw.piece_bytes, &out->piece_bytes},
-                                  std::tuple{"--send-window", &raw.send_window, &out->send_window}}) {
+                                  std::tuple{"--send-window", &raw.send_window, &out->send_window},
+                                  std::tuple{"--retention", &raw.retention, &out->retention}}) {
     auto size = ParseSize(*text);
     if (!size.ok()) return size.status().Prefixed(flag);
     *dest = *size;
@@ -118,6 +122,10 @@ Status Validate(const RawFlags& raw, Options* out) {
     return Status(Code::kInvalidArgument, "--liveness-timeout must be 0 (off) or at least 100ms");
   }
   out->liveness = *liveness;
+  if (out->min_reducers < 1 || out->min_reducers > out->reducers.size()) {
+    return Status(Code::kInvalidArgument, "--min-reducers must be 1 to the number of --reducers (" +
+                                              std::to_string(out->reducers.size()) + ")");
+  }
   if (!raw.token_file.empty()) {
     auto token = protocol::ReadTokenFile(raw.token_file);
     if (!token.ok()) return token.status().Prefixed("--job-token-file");
@@ -196,6 +204,18 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
                  "1: CRC32C over every piece and result, checked end to end (with the reducers' --crc); 0: off")
       ->envname("REDUCER_CRC")
       ->capture_default_str();
+  app.add_option("--failover", o.failover,
+                 "1: a lost reducer is survived (the others take over its share, results unchanged; a restarted\n"
+                 "one is taken back); each rank keeps a copy of its recent inputs for it. 0: losing one is fatal")
+      ->envname("REDUCER_FAILOVER")
+      ->capture_default_str();
+  app.add_option("--min-reducers", o.min_reducers, "With failover, fail when fewer reducers than this are left")
+      ->envname("REDUCER_MIN_REDUCERS")
+      ->capture_default_str();
+  app.add_option("--retention", raw.retention,
+                 "With failover, memory for the copies of inputs not yet completed on every rank")
+      ->envname("REDUCER_RETENTION")
+      ->capture_default_str();
   app.add_option("--csv", o.csv, "Rank 0 also writes the results to this CSV file");
   RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
   RS_RETURN_IF_ERROR(Validate(raw, &o));
@@ -246,6 +266,11 @@ class Report {
                 o_.send_window ? FormatBytes(o_.send_window).c_str() : "unlimited", o_.inflight, o_.io_threads);
     std::printf("# iters %d, warmup %d, check %s, job token %s\n", o_.iters, o_.warmup, o_.check ? "on" : "off",
                 o_.job_token.empty() ? "none" : "set");
+    std::printf("# liveness timeout %lld ms, CRC32C %s, failover %s\n", static_cast<long long>(o_.liveness.count()),
+                o_.crc ? "on" : "off",
+                o_.failover ? ("on (min " + std::to_string(o_.min_reducers) + " reducers, retention " +
+                               FormatBytes(o_.retention) + ")").c_str()
+                            : "off");
     std::printf("# waiting for all %u ranks to join...\n", o_.world);
     std::fflush(stdout);
   }
@@ -333,6 +358,9 @@ class Bench {
     c.op_timeout = o_.timeout;
     c.liveness_timeout = o_.liveness;
     c.crc = o_.crc;
+    c.failover = o_.failover;
+    c.min_reducers = o_.min_reducers;
+    c.retention_bytes = o_.retention;
     // Errors come back as statuses and are printed with their context; only
     // warnings need the log.
     c.log = [rank = o_.rank](client::LogLevel level, const std::string& message) {
@@ -360,7 +388,15 @@ class Bench {
         report_.Add(row);
       }
     }
-    return report_.Finish() ? 0 : 1;
+    const bool right = report_.Finish();
+    if (o_.rank == 0 && o_.failover) {
+      const client::ClientStats st = client_->stats();
+      std::printf("# Failover       : epoch %u, %zu of %zu reducers live, %llu operations redone, retained peak %s\n",
+                  st.epoch, st.live_reducers, o_.reducers.size(),
+                  static_cast<unsigned long long>(st.operations_redone), FormatBytes(st.retained_peak_bytes).c_str());
+      std::fflush(stdout);
+    }
+    return right ? 0 : 1;
   }
 
  private:

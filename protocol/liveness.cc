@@ -5,8 +5,8 @@
 
 namespace rs::protocol {
 
-LivenessMonitor::LivenessMonitor(std::chrono::milliseconds timeout)
-    : timeout_(std::max(timeout, std::chrono::milliseconds(0))) {}
+LivenessMonitor::LivenessMonitor(std::chrono::milliseconds timeout, std::chrono::milliseconds silence)
+    : timeout_(std::max(timeout, std::chrono::milliseconds(0))), silence_(std::max(silence, timeout_)) {}
 
 std::chrono::milliseconds LivenessMonitor::tick_interval() const {
   return std::max(timeout_ / 10, std::chrono::milliseconds(10));
@@ -42,7 +42,7 @@ LivenessMonitor::Verdict LivenessMonitor::Tick(Clock::time_point now, uint64_t r
   }
   if (!paused_) {
     const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_received_);
-    if (quiet >= timeout_) {
+    if (quiet >= silence_) {
       v.silent = true;
       v.silent_for = quiet;
     }

@@ -21,11 +21,16 @@ namespace rs::protocol {
 
 class LivenessMonitor {
  public:
-  // timeout 0: liveness is off (Tick never reports anything).
-  explicit LivenessMonitor(std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  // timeout 0: liveness is off (Tick never reports anything). Heartbeats go
+  // at a fifth of `timeout`; silence is reported after `silence` (by
+  // default `timeout`), which a side may lengthen to give the other end's
+  // own detection time to act first.
+  explicit LivenessMonitor(std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
+                           std::chrono::milliseconds silence = std::chrono::milliseconds(0));
 
   bool enabled() const { return timeout_.count() > 0; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  std::chrono::milliseconds silence() const { return silence_; }
   // How often the owner calls Tick: a tenth of the timeout (at least 10 ms),
   // so silence is reported between `timeout` and `timeout` + one tick.
   std::chrono::milliseconds tick_interval() const;
@@ -53,6 +58,7 @@ class LivenessMonitor {
 
  private:
   std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds silence_;
   bool started_ = false;
   bool paused_ = false;
   uint64_t received_ = 0;

@@ -26,7 +26,7 @@ Status SizeError(const char* what, size_t got, size_t want) {
 }
 
 bool KnownType(uint16_t type) {
-  return type >= static_cast<uint16_t>(FrameType::kHello) && type <= static_cast<uint16_t>(FrameType::kHeartbeat);
+  return type >= static_cast<uint16_t>(FrameType::kHello) && type <= static_cast<uint16_t>(FrameType::kMembership);
 }
 
 }  // namespace
@@ -43,6 +43,7 @@ const char* FrameTypeName(FrameType type) {
     case FrameType::kError: return "ERROR";
     case FrameType::kBye: return "BYE";
     case FrameType::kHeartbeat: return "HEARTBEAT";
+    case FrameType::kMembership: return "MEMBERSHIP";
   }
   return "UNKNOWN";
 }
@@ -140,6 +141,9 @@ Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
   if (out->rank >= out->world) {
     return Status(Code::kInvalidArgument, "rank " + std::to_string(out->rank) +
                                               " is not below world size " + std::to_string(out->world));
+  }
+  if ((out->flags & ~kKnownHelloFlags) != 0) {
+    return Status(Code::kInvalidArgument, "unknown HELLO flags " + std::to_string(out->flags));
   }
   if (out->streams == 0 || out->stream >= out->streams) {
     return Status(Code::kInvalidArgument, "stream " + std::to_string(out->stream) + " of " +
@@ -244,6 +248,15 @@ void EncodePieceFrame(FrameType type, const PieceHeader& piece,
   PutLE<uint64_t>(p + 24, piece.total_count);
   PutLE<uint64_t>(p + 32, piece.offset);
   PutLE<uint64_t>(p + 40, piece.count);
+  PutLE<uint32_t>(p + 48, piece.epoch);
+  PutLE<uint32_t>(p + 52, 0);
+  PutLE<uint64_t>(p + 56, piece.watermark);
+}
+
+void SetPieceCrc(uint32_t crc, std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* frame) {
+  uint8_t* p = frame->data() + kHeaderBytes;
+  PutLE<uint16_t>(p + 18, static_cast<uint16_t>(GetLE<uint16_t>(p + 18) | kPieceCrc));
+  PutLE<uint32_t>(p + 20, crc);
 }
 
 Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
@@ -271,6 +284,8 @@ Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
   out->total_count = GetLE<uint64_t>(p + 24);
   out->offset = GetLE<uint64_t>(p + 32);
   out->count = GetLE<uint64_t>(p + 40);
+  out->epoch = GetLE<uint32_t>(p + 48);
+  out->watermark = GetLE<uint64_t>(p + 56);
   const std::string where = "operation " + std::to_string(out->seq) + " piece " + std::to_string(out->piece);
   if (out->pieces == 0 || out->piece >= out->pieces) {
     return Status(Code::kProtocol, where + " is out of range (" + std::to_string(out->pieces) + " pieces)");

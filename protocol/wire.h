@@ -40,7 +40,7 @@ namespace rs::protocol {
 inline constexpr uint32_t kMagic = 0x56525352;  // "RSRV" in little-endian bytes
 inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr size_t kHeaderBytes = 16;
-inline constexpr size_t kPieceHeaderBytes = 48;
+inline constexpr size_t kPieceHeaderBytes = 64;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;
 inline constexpr size_t kSessionIdBytes = 16;
@@ -62,6 +62,7 @@ enum class FrameType : uint16_t {
   kError = 8,
   kBye = 9,
   kHeartbeat = 10,
+  kMembership = 11,  // membership.h: failover reports, proposals, installs
 };
 const char* FrameTypeName(FrameType type);
 
@@ -100,15 +101,24 @@ struct Hello {
 };
 // Bits of Hello::flags.
 enum HelloFlags : uint32_t {
-  kHelloFlagsNone = 0,
+  // The ranks keep the session going without a reducer they lose (see
+  // docs/reliability.md): the reducer gives a silent worker some grace and
+  // leaves quietly when the ranks drop it.
+  kHelloFailover = 1,
 };
+inline constexpr uint32_t kKnownHelloFlags = kHelloFailover;
 // Keeps a connection alive and proves the sender is; see liveness.h. The
 // fields carry the membership epoch and completion watermark (zero until a
 // session uses them).
 struct Heartbeat {
   uint32_t epoch = 0;
-  uint32_t flags = 0;
+  uint32_t flags = 0;       // HeartbeatFlags
   uint64_t watermark = 0;
+};
+enum HeartbeatFlags : uint32_t {
+  // Worker -> reducer: send a heartbeat as soon as the session's watermark
+  // moves (the worker waits for it to free retained contributions).
+  kHeartbeatWantWatermark = 1,
 };
 struct Challenge {
   Nonce server_nonce{};
@@ -144,6 +154,11 @@ struct PieceHeader {
   uint64_t total_count = 0;  // elements in the whole operation
   uint64_t offset = 0;       // first element of this piece
   uint64_t count = 0;        // elements in this piece
+  uint32_t epoch = 0;        // membership epoch the operation's partition belongs to
+  // DATA: the sender's completion watermark (every operation below it has
+  // completed on that rank); RESULT: the session's (below it, on every rank).
+  // Only failover sessions use it.
+  uint64_t watermark = 0;
   uint64_t PayloadBytes() const { return count * DataTypeSize(dtype); }
 };
 
@@ -159,6 +174,8 @@ std::vector<uint8_t> EncodeHeartbeat(const Heartbeat& heartbeat);
 std::vector<uint8_t> EncodeError(const ErrorFrame& error);
 void EncodePieceFrame(FrameType type, const PieceHeader& piece,
                       std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* out);
+// Sets kPieceCrc and the CRC in a frame EncodePieceFrame wrote.
+void SetPieceCrc(uint32_t crc, std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* frame);
 
 // Payload decoders; each checks the exact payload size and field ranges and
 // says what was wrong.

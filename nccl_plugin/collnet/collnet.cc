@@ -110,6 +110,9 @@ Status CollNet::Connect(void* const* handles, int nranks, int rank, void* listen
   o.op_timeout = cfg.op_timeout;
   o.liveness_timeout = cfg.liveness_timeout;
   o.crc = cfg.crc;
+  o.failover = cfg.failover;
+  o.min_reducers = cfg.min_reducers;
+  o.retention_bytes = cfg.retention_bytes;
   o.log = [](client::LogLevel level, const std::string& message) {
     if (level >= client::LogLevel::kWarn) {
       RS_PLOG_WARN("%s", message.c_str());

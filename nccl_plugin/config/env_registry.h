@@ -36,6 +36,9 @@ enum class EnvKey : int {
   kConnectTimeoutMs,
   kLivenessTimeout,
   kCrc,
+  kFailover,
+  kMinReducers,
+  kRetention,
   kCount,
 };
 inline constexpr int kNumEnvVars = static_cast<int>(EnvKey::kCount);

@@ -150,6 +150,17 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   StatusOr<int64_t> crc = env.GetInt(EnvKey::kCrc, 0, 1);
   if (!crc.ok()) return crc.status();
   cfg.crc = *crc == 1;
+  StatusOr<int64_t> failover = env.GetInt(EnvKey::kFailover, 0, 1);
+  if (!failover.ok()) return failover.status();
+  cfg.failover = *failover == 1;
+  StatusOr<int64_t> min_reducers =
+      env.GetInt(EnvKey::kMinReducers, 1, static_cast<int64_t>(cfg.reducers.size()));
+  if (!min_reducers.ok()) return min_reducers.status();
+  cfg.min_reducers = static_cast<uint32_t>(*min_reducers);
+  StatusOr<uint64_t> retention = ParseSize(env.Get(EnvKey::kRetention));
+  if (!retention.ok()) return retention.status().Prefixed("REDUCER_RETENTION");
+  if (*retention < (1u << 20)) return Status(Code::kInvalidArgument, "REDUCER_RETENTION must be at least 1MiB");
+  cfg.retention_bytes = *retention;
   return cfg;
 }
 

@@ -159,38 +159,63 @@ void Connection::OnPayload() {
       OnAuth();
       return;
     case State::kJoined:
-      if (header_.type == FrameType::kBye) {
-        LeaveSession(/*clean=*/true, Status(Code::kOk, "goodbye"));
-        state_ = State::kClosing;
-        CloseSocket();
-        return;
-      }
-      if (header_.type == FrameType::kError) {
-        // The worker gave up, usually because another reducer reported an
-        // error: pass its reason on so every rank learns the root cause.
-        protocol::ErrorFrame err;
-        (void)protocol::DecodeError(payload_, &err);
-        session_->Fail(Status(err.code, "rank " + std::to_string(hello_.rank) + " aborted: " + err.message));
-        CloseNow(Status(Code::kPeerFailed, "aborted by the worker"));
-        return;
-      }
-      if (header_.type == FrameType::kHeartbeat) {
-        protocol::Heartbeat heartbeat;
-        Status st = protocol::DecodeHeartbeat(payload_, &heartbeat);
-        if (!st.ok()) {
-          Reject(st);
-          return;
-        }
-        ReadHeader();
-        return;
-      }
-      break;
+      OnJoinedFrame();
+      return;
     case State::kClosing:
       return;
   }
   Reject(Status(Code::kProtocol, std::string("unexpected ") + protocol::FrameTypeName(header_.type) +
-                                     " frame during the " +
-                                     (state_ == State::kJoined ? "session" : "handshake")));
+                                     " frame during the handshake"));
+}
+
+void Connection::OnJoinedFrame() {
+  using protocol::FrameType;
+  switch (header_.type) {
+    case FrameType::kBye:
+      LeaveSession(/*clean=*/true, Status(Code::kOk, "goodbye"));
+      state_ = State::kClosing;
+      CloseSocket();
+      return;
+    case FrameType::kError: {
+      // The worker gave up, usually because another reducer reported an
+      // error: pass its reason on so every rank learns the root cause.
+      protocol::ErrorFrame err;
+      (void)protocol::DecodeError(payload_, &err);
+      session_->Fail(Status(err.code, "rank " + std::to_string(hello_.rank) + " aborted: " + err.message));
+      CloseNow(Status(Code::kPeerFailed, "aborted by the worker"));
+      return;
+    }
+    case FrameType::kHeartbeat: {
+      protocol::Heartbeat heartbeat;
+      Status st = protocol::DecodeHeartbeat(payload_, &heartbeat);
+      if (!st.ok()) {
+        Reject(st);
+        return;
+      }
+      if (auto reply = session_->OnHeartbeat(hello_.rank, heartbeat)) {
+        EnqueueControl(protocol::EncodeHeartbeat(*reply));
+      }
+      ReadHeader();
+      return;
+    }
+    case FrameType::kMembership: {
+      protocol::MembershipFrame frame;
+      Status st = protocol::DecodeMembership(payload_, &frame);
+      if (!st.ok()) {
+        const Status named = st.Prefixed("rank " + std::to_string(hello_.rank));
+        session_->Fail(named);
+        Reject(named);
+        return;
+      }
+      session_->OnMembership(hello_.rank, frame);
+      if (state_ == State::kJoined) ReadHeader();
+      return;
+    }
+    default:
+      break;
+  }
+  Reject(Status(Code::kProtocol, std::string("unexpected ") + protocol::FrameTypeName(header_.type) +
+                                     " frame during the session"));
 }
 
 void Connection::OnHello() {
@@ -248,7 +273,13 @@ void Connection::OnAuth() {
 }
 
 void Connection::StartLiveness() {
-  liveness_ = protocol::LivenessMonitor(std::chrono::milliseconds(hello_.liveness_ms));
+  const std::chrono::milliseconds timeout(hello_.liveness_ms);
+  // With failover a worker that stops talking to this reducer may be one
+  // whose link to it alone was cut: the ranks then drop this reducer, which
+  // they do within about one timeout. Waiting twice as long before failing
+  // the session keeps a cut link from ending the job; a worker that really
+  // died is still named to every rank, after 2 T instead of T.
+  liveness_ = protocol::LivenessMonitor(timeout, session_->failover() ? 2 * timeout : timeout);
   if (!liveness_.enabled()) return;
   (void)SetTcpLiveness(socket_.native_handle(), liveness_.timeout());  // best effort
   liveness_.Start(Clock::now(), received_progress_, sent_progress_);
@@ -273,7 +304,9 @@ void Connection::OnLivenessTick() {
     return;
   }
   // Only when idle: queued frames are bytes the worker will see anyway.
-  if (verdict.send_heartbeat && write_queue_.empty()) EnqueueControl(protocol::EncodeHeartbeat({}));
+  if (verdict.send_heartbeat && write_queue_.empty()) {
+    EnqueueControl(protocol::EncodeHeartbeat({session_->epoch(), 0, session_->watermark()}));
+  }
   ArmLiveness();
 }
 
@@ -308,6 +341,10 @@ void Connection::TryBeginContribution() {
     case Contribution::Kind::kFailed:
       // The session told every member already if it failed; otherwise only us.
       if (session_->failure().ok()) Reject(c.status);
+      return;
+    case Contribution::Kind::kDiscard:
+      liveness_.Resume(Clock::now());
+      Discard(piece_header_.PayloadBytes());
       return;
     case Contribution::Kind::kReceive:
       liveness_.Resume(Clock::now());
@@ -348,6 +385,37 @@ void Connection::OnContributionRead(const asio::error_code& ec) {
   ReadHeader();
 }
 
+void Connection::Discard(uint64_t bytes) {
+  if (bytes == 0) {
+    ReadHeader();
+    return;
+  }
+  const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, drain_buf_.size()));
+  Read(asio::buffer(drain_buf_.data(), chunk), [this, bytes, chunk](const asio::error_code& ec) {
+    if (ec) {
+      CloseNow(Status(Code::kIo, "connection lost in a stale DATA frame: " + ec.message()));
+      return;
+    }
+    Discard(bytes - chunk);
+  });
+}
+
+void Connection::SendControl(std::vector<uint8_t> frame) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame)]() mutable {
+    if (self->state_ == State::kClosing) return;
+    self->EnqueueControl(std::move(frame));
+  });
+}
+
+void Connection::CloseQuietly() {
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    if (self->state_ == State::kClosing) return;
+    self->LeaveSession(/*clean=*/true, Status(Code::kCancelled, "dropped by the ranks"));
+    self->state_ = State::kClosing;
+    self->CloseSocket();
+  });
+}
+
 void Connection::SendReady() {
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     if (self->state_ == State::kClosing) return;
@@ -359,7 +427,11 @@ void Connection::SendResult(std::shared_ptr<Piece> piece) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), piece = std::move(piece)]() mutable {
     if (self->state_ == State::kClosing) return;
     Outgoing out;
-    protocol::EncodePieceFrame(protocol::FrameType::kResult, piece->result_header(), &out.piece_head);
+    protocol::PieceHeader head = piece->result_header();
+    // The session's watermark, when it belongs to the piece's epoch.
+    const uint32_t epoch = self->session_->epoch();
+    head.watermark = head.epoch == epoch ? self->session_->watermark() : 0;
+    protocol::EncodePieceFrame(protocol::FrameType::kResult, head, &out.piece_head);
     out.piece = std::move(piece);
     self->Enqueue(std::move(out));
   });

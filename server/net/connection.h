@@ -41,6 +41,8 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void SendReady() override;
   void SendResult(std::shared_ptr<Piece> piece) override;
   void SendErrorAndClose(const Status& status) override;
+  void SendControl(std::vector<uint8_t> frame) override;
+  void CloseQuietly() override;
 
  private:
   enum class State { kAwaitHello, kAwaitAuth, kJoined, kClosing };
@@ -81,6 +83,8 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void OnPieceHeader();
   void TryBeginContribution();
   void OnContributionRead(const asio::error_code& ec);
+  void Discard(uint64_t bytes);  // reads and drops a stale piece's payload, then the next frame
+  void OnJoinedFrame();
   void StartLiveness();
   void ArmLiveness();
   void OnLivenessTick();

@@ -120,7 +120,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
     if (it == sessions_.end()) {
       SessionLimits limits{MaxPieceBytes(hello.world), config_.op_timeout, config_.join_timeout, config_.crc};
       session = std::make_shared<Session>(hello.session, hello.world, hello.streams, budget_, limits,
-                                          Clock::now(), reducer_stats_);
+                                          Clock::now(), reducer_stats_, hello.flags);
       sessions_.emplace(hello.session, session);
       ++sessions_started_;
       created = true;

@@ -234,11 +234,14 @@ TEST_F(FailuresTest, FrozenWorkerTimesOutNamingIt) {
   }
 }
 
+// With failover off (with it on, FailoverTest covers losing a reducer).
 TEST_F(FailuresTest, DeadReducerFailsEveryRank) {
   std::vector<Status> errors(2);
   std::atomic<int> joined{0};
   RunRanks(2, [&](uint32_t rank) {
-    auto c = client::Client::Create(RankOptions("dead-reducer", rank, 2));
+    auto o = RankOptions("dead-reducer", rank, 2);
+    o.failover = false;
+    auto c = client::Client::Create(o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     if (++joined == 2) kill(reducer_->pid(), SIGKILL);
     std::vector<float> v(1 << 16, 1.0f);

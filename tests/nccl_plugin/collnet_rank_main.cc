@@ -13,6 +13,9 @@
 //   allreduce  float32, float16, bfloat16 and int32 chunks, every result checked
 //   failure    all-reduces until test() reports an error (a reducer is killed
 //              by the test once "running" is printed); prints the result code
+//   failover   300 float32 chunks, 8 in flight, every result checked, while the
+//              test kills a reducer once "running" is printed: with failover
+//              on, NCCL must see nothing but correct results
 //   connect_fails  expects connect to fail (nodes configured differently)
 // Exit: 0 success, 1 failed check (reason on stderr), 2 timeout.
 #include <cstdio>
@@ -222,6 +225,43 @@ void FailureScenario(Node<Table>& n) {
 }
 
 template <typename Table>
+void FailoverScenario(Node<Table>& n) {
+  constexpr int kChunks = 300;
+  constexpr int kWindow = 8;
+  constexpr size_t kCount = 64 << 10;  // 256 KiB of float32
+  std::vector<std::vector<float>> bufs(kWindow, std::vector<float>(kCount));
+  void* mh = nullptr;
+  Check(n.coll->regMr(n.comm, bufs[0].data(), static_cast<int>(kCount * 4), abi::kPtrHost, &mh), "regMr");
+  std::vector<void*> requests(kChunks, nullptr);
+  auto finish = [&](int k) {
+    int size = 0;
+    Check(WaitDone(n, requests[k], &size), "test");
+    const std::vector<float>& out = bufs[k % kWindow];
+    for (size_t i = 0; i < kCount; i += 997) {
+      float want = 0;
+      for (int r = 0; r < n.nranks; ++r) want += static_cast<float>((r + 1) * (k % 1000) + static_cast<int>(i % 7));
+      if (out[i] != want) {
+        Die(1, "chunk " + std::to_string(k) + " element " + std::to_string(i) + ": got " + std::to_string(out[i]) +
+                   ", want " + std::to_string(want));
+      }
+    }
+    if (k == 10) {
+      std::printf("running\n");
+      std::fflush(stdout);
+    }
+  };
+  for (int k = 0; k < kChunks; ++k) {
+    if (k >= kWindow) finish(k - kWindow);
+    std::vector<float>& buf = bufs[k % kWindow];
+    for (size_t i = 0; i < kCount; ++i) buf[i] = static_cast<float>((n.rank + 1) * (k % 1000) + static_cast<int>(i % 7));
+    requests[k] = PostAllReduce(n, buf.data(), buf.data(), static_cast<int>(kCount), abi::kNcclFloat32, mh);
+  }
+  for (int k = kChunks - kWindow; k < kChunks; ++k) finish(k);
+  Check(n.coll->deregMr(n.comm, mh), "deregMr");
+  std::printf("rank %d: %d all-reduces verified across the failover\n", n.rank, kChunks);
+}
+
+template <typename Table>
 int Run(const LoadedPlugin& plugin, const Table* coll, const std::string& dir, int rank, int nranks,
         const std::string& scenario) {
   Node<Table> n{coll, rank, nranks, nullptr, After(std::chrono::duration_cast<std::chrono::milliseconds>(kTimeout))};
@@ -261,6 +301,8 @@ int Run(const LoadedPlugin& plugin, const Table* coll, const std::string& dir, i
     AllReduceScenario(n);
   } else if (scenario == "failure") {
     FailureScenario(n);
+  } else if (scenario == "failover") {
+    FailoverScenario(n);
   } else {
     Die(1, "unknown scenario " + scenario);
   }

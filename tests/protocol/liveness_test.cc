@@ -64,6 +64,14 @@ TEST_F(LivenessTest, PausedSilenceDoesNotCount) {
   EXPECT_TRUE(monitor_.Tick(At(65000), 0, 0).silent);
 }
 
+TEST_F(LivenessTest, SilenceMayBeGivenLongerThanTheTimeout) {
+  LivenessMonitor patient(milliseconds(5000), milliseconds(10000));
+  EXPECT_EQ(patient.heartbeat_interval(), milliseconds(1000));  // heartbeats as usual
+  patient.Start(At(0), 0, 0);
+  EXPECT_FALSE(patient.Tick(At(9000), 0, 0).silent);
+  EXPECT_TRUE(patient.Tick(At(10000), 0, 0).silent);
+}
+
 TEST_F(LivenessTest, OffReportsNothing) {
   LivenessMonitor off(milliseconds(0));
   EXPECT_FALSE(off.enabled());

@@ -27,7 +27,7 @@ TEST(WireTest, HelloRoundTrip) {
   in.stream = 1;
   in.streams = 2;
   in.client_nonce = *protocol::RandomNonce();
-  in.flags = 0x80000001u;
+  in.flags = kHelloFailover;
   in.liveness_ms = 5000;
   const auto frame = EncodeHello(in);
   const FrameHeader h = Header(frame);
@@ -41,8 +41,10 @@ TEST(WireTest, HelloRoundTrip) {
   EXPECT_EQ(out.stream, 1);
   EXPECT_EQ(out.streams, 2);
   EXPECT_EQ(out.client_nonce, in.client_nonce);
-  EXPECT_EQ(out.flags, 0x80000001u);
+  EXPECT_EQ(out.flags, kHelloFailover);
   EXPECT_EQ(out.liveness_ms, 5000u);
+  in.flags = 0x80000000u;  // a flag this version does not know
+  EXPECT_EQ(DecodeHello(Payload(EncodeHello(in)), &out).code(), Code::kInvalidArgument);
 }
 
 TEST(WireTest, HeartbeatRoundTrip) {
@@ -91,6 +93,8 @@ TEST(WireTest, PieceHeaderRoundTrip) {
   in.count = 4099;
   in.flags = kPieceCrc;
   in.crc = 0xE3069283u;
+  in.epoch = 3;
+  in.watermark = 987654321987ull;
   std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes> frame;
   EncodePieceFrame(FrameType::kData, in, &frame);
   FrameHeader h;
@@ -109,6 +113,8 @@ TEST(WireTest, PieceHeaderRoundTrip) {
   EXPECT_EQ(out.count, 4099u);
   EXPECT_EQ(out.flags, kPieceCrc);
   EXPECT_EQ(out.crc, 0xE3069283u);
+  EXPECT_EQ(out.epoch, 3u);
+  EXPECT_EQ(out.watermark, 987654321987ull);
   frame[kHeaderBytes + 19] = 0x80;  // a flag this version does not know
   EXPECT_EQ(DecodePieceHeader(std::span(frame).subspan(kHeaderBytes), h.payload_bytes, 1 << 20, &out).code(),
             Code::kProtocol);

@@ -1,8 +1,9 @@
 // CollNet end to end without NCCL or a GPU: four "nodes" (processes running
 // nccl_collnet_rank, which drives the built plugin's CollNet table as NCCL's
 // proxy would) all-reduce through two real reducerd processes, with the v7
-// and the v8 table. A reducer killed mid-run must make test() fail on every
-// node instead of hanging.
+// and the v8 table. A reducer killed mid-run is invisible to NCCL with
+// failover on (every result still right), and with it off must make test()
+// fail on every node instead of hanging.
 #include <signal.h>
 #include <stdlib.h>
 
@@ -42,7 +43,8 @@ class CollNetTest : public ::testing::TestWithParam<int> {
     dir_ = mkdtemp(tmpl);
   }
   void TearDown() override {
-    for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT_MS"}) {
+    for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT_MS",
+                          "REDUCER_FAILOVER"}) {
       unsetenv(v);
     }
   }
@@ -76,7 +78,23 @@ TEST_P(CollNetTest, FourNodesAllReduceNcclChunksThroughTwoReducers) {
   }
 }
 
-TEST_P(CollNetTest, KilledReducerFailsEveryNode) {
+TEST_P(CollNetTest, KilledReducerIsInvisibleToNcclWithFailover) {
+  auto nodes = StartNodes("failover");
+  for (auto& node : nodes) ASSERT_TRUE(node->WaitForOutput("running", seconds(60))) << node->Output();
+  kill(reducers_[0]->pid(), SIGKILL);
+  for (int r = 0; r < kNodes; ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(120)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    EXPECT_NE(nodes[r]->Output().find("300 all-reduces verified across the failover"), std::string::npos)
+        << nodes[r]->Output();
+    // It did fail over (the plugin logs the new epoch through NCCL's logger).
+    EXPECT_NE(nodes[r]->Output().find("epoch 1 installed: reducers 127.0.0.1:" + std::to_string(reducers_[1]->port())),
+              std::string::npos)
+        << nodes[r]->Output();
+  }
+}
+
+TEST_P(CollNetTest, WithFailoverOffAKilledReducerFailsEveryNode) {
+  setenv("REDUCER_FAILOVER", "0", 1);
   auto nodes = StartNodes("failure");
   for (auto& node : nodes) ASSERT_TRUE(node->WaitForOutput("running", seconds(60))) << node->Output();
   kill(reducers_[0]->pid(), SIGKILL);

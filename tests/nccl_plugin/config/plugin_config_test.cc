@@ -81,6 +81,29 @@ TEST(CollNetConfig, CrcIsOffUnlessTurnedOn) {
   EXPECT_NE(cfg.status().message().find("REDUCER_CRC"), std::string::npos) << cfg.status().message();
 }
 
+TEST(CollNetConfig, FailoverSettings) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1,b:2,c:3"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_TRUE(cfg->failover);
+  EXPECT_EQ(cfg->min_reducers, 1u);
+  EXPECT_EQ(cfg->retention_bytes, size_t{256} << 20);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1,b:2,c:3"},
+                                    {"REDUCER_FAILOVER", "0"},
+                                    {"REDUCER_MIN_REDUCERS", "2"},
+                                    {"REDUCER_RETENTION", "64MiB"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_FALSE(cfg->failover);
+  EXPECT_EQ(cfg->min_reducers, 2u);
+  EXPECT_EQ(cfg->retention_bytes, size_t{64} << 20);
+  // More than there are reducers, or a retention that is not a size.
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1,b:2,c:3"}, {"REDUCER_MIN_REDUCERS", "4"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("REDUCER_MIN_REDUCERS"), std::string::npos) << cfg.status().message();
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_RETENTION", "lots"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("REDUCER_RETENTION"), std::string::npos) << cfg.status().message();
+}
+
 TEST(CollNetConfig, MalformedReducerAddrsIsAnError) {
   for (const char* bad : {"host", "host:", "host:0", "host:70000", ":5", "::1:5", "a:1,b"}) {
     StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", bad}}));

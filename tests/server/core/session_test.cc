@@ -17,9 +17,13 @@ class FakeMember : public SessionMember {
   void SendReady() override { ++ready; }
   void SendResult(std::shared_ptr<Piece> piece) override { results.push_back(std::move(piece)); }
   void SendErrorAndClose(const Status& status) override { errors.push_back(status); }
+  void SendControl(std::vector<uint8_t> frame) override { controls.push_back(std::move(frame)); }
+  void CloseQuietly() override { ++quiet_closes; }
   int ready = 0;
   std::vector<std::shared_ptr<Piece>> results;
   std::vector<Status> errors;
+  std::vector<std::vector<uint8_t>> controls;
+  int quiet_closes = 0;
 };
 
 class SessionTest : public ::testing::Test {
