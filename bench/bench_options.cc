@@ -70,6 +70,14 @@ Status Validate(const RawFlags& raw, const Settings& s, Options* out) {
   RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, 1ull << 40), &out->send_window));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &out->op_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &out->connect_timeout));
+  RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &out->liveness));
+  if (out->liveness.count() != 0 && out->liveness < milliseconds(100)) {
+    return Status(Code::kInvalidArgument, s.Get("--liveness-timeout").source + " must be 0 (off) or at least 100ms");
+  }
+  RS_RETURN_IF_ERROR(Assign(s.Int("--crc", 0, 1), &out->crc));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--failover", 0, 1), &out->failover));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--min-reducers", 1, static_cast<int64_t>(out->reducers.size())), &out->min_reducers));
+  RS_RETURN_IF_ERROR(Assign(s.Size("--retention", 1ull << 20, 1ull << 40), &out->retention));
 
   for (auto [flag, text, dest] : {std::tuple{"--min-bytes", &raw.min_bytes, &out->min_bytes},
                                   std::tuple{"--max-bytes", &raw.max_bytes, &out->max_bytes}}) {
@@ -127,6 +135,18 @@ const std::vector<SettingInfo>& BenchSettings() {
       {"--connect-timeout", "REDUCER_CONNECT_TIMEOUT", "DUR", "90s", "",
        "Limit for connecting to the reducers and for every rank to join the session",
        {{"--timeout", "s"}}, {{"REDUCER_TIMEOUT", "s"}}},
+      {"--liveness-timeout", "REDUCER_LIVENESS_TIMEOUT", "DUR", "5s", "",
+       "A reducer that sends nothing for this long (frozen, host down, link cut) fails the run naming it; "
+       "the reducers use it to detect a silent rank. 0: off"},
+      {"--crc", "REDUCER_CRC", "0/1", "0", "",
+       "1: CRC32C over every piece and result, checked end to end (with the reducers' --crc); 0: off"},
+      {"--failover", "REDUCER_FAILOVER", "0/1", "1", "",
+       "1: a lost reducer is survived (the others take over its share, results unchanged; a restarted one is "
+       "taken back); each rank keeps a copy of its recent inputs for it. 0: losing one is fatal"},
+      {"--min-reducers", "REDUCER_MIN_REDUCERS", "N", "1", "",
+       "With failover, fail when fewer reducers than this are left"},
+      {"--retention", "REDUCER_RETENTION", "SIZE", "256MiB", "",
+       "With failover, memory for the copies of inputs not yet completed on every rank"},
   };
   return kSettings;
 }

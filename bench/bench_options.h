@@ -43,6 +43,11 @@ struct Options {
   int inflight = 1;
   std::chrono::milliseconds op_timeout{90'000};
   std::chrono::milliseconds connect_timeout{90'000};
+  std::chrono::milliseconds liveness{5'000};  // 0: off
+  bool crc = false;
+  bool failover = true;
+  uint32_t min_reducers = 1;
+  uint64_t retention = 256 << 20;
   std::string csv;
   WorkloadOptions workload;  // --pattern and its settings (workload_flags.h)
   // One line per deprecated name in use, for main() to print once.

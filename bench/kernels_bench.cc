@@ -8,6 +8,11 @@
 // achieves. in_bytes_per_second counts only the N * size input bytes (for the
 // memcpy: the bytes copied); its ratio compares the time to reduce N inputs
 // with the time to copy them. The SIMD target is in the label and context.
+//
+// crc32c/<implementation>/<size> times the end-to-end check (protocol/
+// crc32c.h) over one input with each implementation this CPU has; its
+// bytes_per_second is the bytes checked per CPU-second, the figure that sets
+// what the check costs a reducer.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -18,6 +23,7 @@
 
 #include "common/dtype.h"
 #include "kernels/kernels.h"
+#include "protocol/crc32c.h"
 
 namespace rs {
 namespace {
@@ -94,7 +100,24 @@ void BM_Memcpy(benchmark::State& state, Buffers* buffers, size_t n) {
   SetRates(state, 2 * n * buffers->bytes(), n * buffers->bytes());
 }
 
+void BM_Crc32c(benchmark::State& state, Buffers* buffers, protocol::Crc32cImpl impl) {
+  uint32_t crc = 0;
+  for (auto _ : state) {
+    crc = protocol::Crc32cUsing(impl, buffers->input(0), buffers->bytes(), crc);
+    benchmark::DoNotOptimize(crc);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * buffers->bytes()));
+  state.SetLabel(protocol::Crc32cImplName(impl));
+}
+
 void RegisterAll(Buffers* buffers, const std::string& size_name) {
+  for (protocol::Crc32cImpl impl :
+       {protocol::Crc32cImpl::kAvx512, protocol::Crc32cImpl::kSse42, protocol::Crc32cImpl::kPortable}) {
+    if (!protocol::Crc32cAvailable(impl)) continue;
+    std::string name = std::string("crc32c/") + protocol::Crc32cImplName(impl) + "/" + size_name;
+    for (char& c : name) c = c == ' ' ? '_' : c;
+    benchmark::RegisterBenchmark(name.c_str(), BM_Crc32c, buffers, impl);
+  }
   for (size_t n : {2, 4, 8, 16}) {
     const std::string suffix = "/inputs:" + std::to_string(n) + "/" + size_name;
     benchmark::RegisterBenchmark(("memcpy" + suffix).c_str(), BM_Memcpy, buffers, n);

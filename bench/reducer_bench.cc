@@ -74,6 +74,11 @@ class Report {
                 o_.send_window ? FormatBytes(o_.send_window).c_str() : "unlimited", o_.inflight, o_.io_threads);
     std::printf("# iters %d, warmup %d, check %s, job token %s\n", o_.iters, o_.warmup, o_.check ? "on" : "off",
                 o_.job_token.empty() ? "none" : "set");
+    std::printf("# liveness timeout %lld ms, CRC32C %s, failover %s\n", static_cast<long long>(o_.liveness.count()),
+                o_.crc ? "on" : "off",
+                o_.failover ? ("on (min " + std::to_string(o_.min_reducers) + " reducers, retention " +
+                               FormatBytes(o_.retention) + ")").c_str()
+                            : "off");
     std::printf("# waiting for all %u ranks to join...\n", o_.world);
     std::fflush(stdout);
   }
@@ -168,6 +173,11 @@ class Bench {
     c.send_window_bytes = o_.send_window;
     c.connect_timeout = o_.connect_timeout;
     c.op_timeout = o_.op_timeout;
+    c.liveness_timeout = o_.liveness;
+    c.crc = o_.crc;
+    c.failover = o_.failover;
+    c.min_reducers = o_.min_reducers;
+    c.retention_bytes = o_.retention;
     // Errors come back as statuses and are printed with their context; only
     // warnings need the log.
     c.log = [rank = o_.rank](client::LogLevel level, const std::string& message) {
@@ -196,7 +206,15 @@ class Bench {
         report_.Add(row);
       }
     }
-    return report_.Finish(input_bytes_) ? 0 : 1;
+    const bool right = report_.Finish(input_bytes_);
+    if (o_.rank == 0 && o_.failover) {
+      const client::ClientStats st = client_->stats();
+      std::printf("# Failover       : epoch %u, %zu of %zu reducers live, %llu operations redone, retained peak %s\n",
+                  st.epoch, st.live_reducers, o_.reducers.size(),
+                  static_cast<unsigned long long>(st.operations_redone), FormatBytes(st.retained_peak_bytes).c_str());
+      std::fflush(stdout);
+    }
+    return right ? 0 : 1;
   }
 
  private:

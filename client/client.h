@@ -57,13 +57,56 @@ struct ClientOptions {
   // naming the reducer. Keep it above the reducers' --op-timeout so their
   // error (which names the missing ranks) arrives first.
   std::chrono::milliseconds op_timeout{90'000};
+  // A stream on which nothing at all arrives for this long means the
+  // reducer is frozen, its host dead or the link cut: the session fails
+  // (naming the reducer and the silence) within this bound plus a tenth,
+  // instead of waiting for op_timeout. Both ends send heartbeats at a fifth
+  // of it and TCP_USER_TIMEOUT is set to it; the reducers use the same value
+  // to detect a silent worker. 0: off (only op_timeout applies).
+  std::chrono::milliseconds liveness_timeout{5'000};
+  // End-to-end integrity: a CRC32C over every piece this rank sends, checked
+  // by the reducer, and over every result, checked here (when the reducer
+  // has its check on too). A mismatch fails the session naming the hop
+  // ("rank 2 -> reducer 10.0.0.5:7450"). Off by default: it costs one more
+  // pass over the data on each side, measured at 3-10 % of a reducer's CPU
+  // (docs/reliability.md), above the 3 % the project accepts by default.
+  bool crc = false;
+  // Failover: when a reducer is lost (frozen, dead, cut off, shutting down)
+  // the ranks agree on a new set of reducers and go on with the survivors,
+  // redoing the operations that had not completed everywhere; results stay
+  // bitwise identical. A lost reducer that comes back at the same address
+  // (a restarted pod) is taken back. Costs a copy of every operation's input
+  // (kept until every rank has completed the operation) and up to
+  // retention_bytes of memory. Off: losing a reducer fails the session, at
+  // no cost. Every rank must use the same setting.
+  bool failover = true;
+  // Below this many live reducers the session fails, saying so.
+  uint32_t min_reducers = 1;
+  // Memory for the copies failover keeps. When it is full, new operations
+  // wait (not sent yet, not Done) until the others have caught up; an
+  // operation larger than it is kept in its own allocation.
+  size_t retention_bytes = 256 << 20;
   // Bytes of pieces one stream may have written without their results back
   // (0: no limit; one piece always goes). A piece completes only when every
   // rank's copy is in, so a stream that runs ahead of the others only fills
   // the reducer's memory while taking link share from the streams the
   // reducer waits for; the window keeps a worker's streams in step.
   size_t send_window_bytes = 4 << 20;
-  LogFn log;  // optional
+  // Optional. Called on the client's I/O threads (never under the client's
+  // lock, so it may call the client); must not block. Whatever it throws is
+  // caught (the message then goes to stderr).
+  LogFn log;
+};
+
+// What a client has been through, for logs and benchmarks.
+struct ClientStats {
+  uint32_t epoch = 0;               // membership epoch (0: no failover has happened)
+  size_t live_reducers = 0;
+  uint64_t epochs_installed = 0;    // failovers and rejoins
+  uint64_t operations_redone = 0;   // sent again in a new epoch
+  size_t retained_bytes = 0;        // copies kept for failover now
+  size_t retained_peak_bytes = 0;
+  uint64_t retention_waits = 0;     // operations that waited for retention memory
 };
 
 // One all-reduce in flight. Keep send and recv buffers alive until Done().
@@ -96,6 +139,7 @@ class Client {
   virtual uint32_t rank() const = 0;
   virtual uint32_t world() const = 0;
   virtual size_t num_reducers() const = 0;
+  virtual ClientStats stats() const = 0;
 };
 
 }  // namespace rs::client

@@ -3,21 +3,22 @@
 namespace rs::client {
 
 OperationImpl::OperationImpl(uint64_t seq, const void* send, void* recv, uint64_t count, DataType dtype,
-                             ReduceOp op, std::vector<protocol::PieceSpan> pieces, uint32_t reducers,
+                             ReduceOp op, uint32_t epoch, std::vector<protocol::PieceSpan> pieces, uint32_t reducers,
                              Clock::time_point start)
     : seq_(seq),
       send_(send),
+      source_(static_cast<const uint8_t*>(send)),
       recv_(recv),
       count_(count),
       dtype_(dtype),
       op_(op),
-      pieces_(std::move(pieces)),
+      reducers_(reducers),
       start_(start),
+      epoch_(epoch),
+      pieces_(std::move(pieces)),
       claimed_(pieces_.size(), 0),
-      owed_(reducers, 0),
       pieces_left_(pieces_.size()) {
-  for (const protocol::PieceSpan& p : pieces_) ++owed_[p.reducer];
-  if (pieces_left_ == 0) {
+  if (count_ == 0) {
     has_result_ = true;
     done_ = true;
   }
@@ -42,6 +43,16 @@ Status OperationImpl::status() const {
   return done_ ? status_ : Status::Ok();
 }
 
+uint32_t OperationImpl::epoch() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return epoch_;
+}
+
+std::vector<protocol::PieceSpan> OperationImpl::pieces() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pieces_;
+}
+
 bool OperationImpl::Acquire() {
   std::lock_guard<std::mutex> lock(mu_);
   if (has_result_) return false;
@@ -55,30 +66,44 @@ void OperationImpl::Release() {
   MaybeSignalLocked();
 }
 
-Status OperationImpl::ClaimResult(uint32_t reducer, const protocol::PieceHeader& h) {
+OperationImpl::Claim OperationImpl::ClaimResult(uint32_t reducer, const protocol::PieceHeader& h, Status* error) {
   const std::string where = "operation " + std::to_string(seq_) + " piece " + std::to_string(h.piece);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (h.epoch != epoch_) return Claim::kStale;
   if (h.piece >= pieces_.size() || h.pieces != pieces_.size()) {
-    return Status(Code::kProtocol, "reducer sent a result for " + where + ", which was never sent to it");
+    *error = Status(Code::kProtocol, "reducer sent a result for " + where + ", which was never sent to it");
+    return Claim::kError;
   }
   const protocol::PieceSpan& p = pieces_[h.piece];
   if (p.reducer != reducer || p.offset != h.offset || p.count != h.count || h.dtype != dtype_ || h.op != op_ ||
       h.total_count != count_) {
-    return Status(Code::kProtocol, "reducer's result for " + where + " does not match what was sent");
+    *error = Status(Code::kProtocol, "reducer's result for " + where + " does not match what was sent");
+    return Claim::kError;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (claimed_[h.piece]) return Status(Code::kProtocol, "reducer sent " + where + " twice");
+  if (claimed_[h.piece]) {
+    *error = Status(Code::kProtocol, "reducer sent " + where + " twice");
+    return Claim::kError;
+  }
   claimed_[h.piece] = 1;
-  return Status::Ok();
+  return Claim::kClaimed;
 }
 
-bool OperationImpl::PieceDone() {
+bool OperationImpl::PieceDone(uint32_t epoch) {
   std::lock_guard<std::mutex> lock(mu_);
-  // Pieces are claimed once, so this counts each piece once.
-  --pieces_left_;
+  if (epoch != epoch_ || pieces_left_ == 0) return false;
+  --pieces_left_;  // pieces are claimed once per epoch, so each counts once
   const bool last = pieces_left_ == 0 && !has_result_;
   if (last) has_result_ = true;
   MaybeSignalLocked();
   return last;
+}
+
+void OperationImpl::Restart(uint32_t epoch, std::vector<protocol::PieceSpan> pieces) {
+  std::lock_guard<std::mutex> lock(mu_);
+  epoch_ = epoch;
+  pieces_ = std::move(pieces);
+  claimed_.assign(pieces_.size(), 0);
+  pieces_left_ = pieces_.size();
 }
 
 void OperationImpl::Finish(const Status& status) {
@@ -91,9 +116,9 @@ void OperationImpl::Finish(const Status& status) {
 
 std::vector<uint32_t> OperationImpl::PendingReducers() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<uint32_t> owed = owed_;
+  std::vector<uint32_t> owed(reducers_, 0);
   for (size_t i = 0; i < pieces_.size(); ++i) {
-    if (claimed_[i]) --owed[pieces_[i].reducer];
+    if (!claimed_[i] && pieces_[i].reducer < reducers_) ++owed[pieces_[i].reducer];
   }
   std::vector<uint32_t> out;
   for (uint32_t r = 0; r < owed.size(); ++r) {

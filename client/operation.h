@@ -4,6 +4,14 @@
 // result is known AND no socket still reads into or writes from those
 // buffers, so a caller may free them as soon as Done() is true.
 //
+// With failover an operation belongs to a membership epoch: when the ranks
+// install a new one, an operation that has not completed everywhere is
+// restarted with the new epoch's partition (results of the old one are then
+// stale and dropped), and its pieces go out again from the copy the client
+// retained. An operation this rank had already completed is redone by a
+// "shadow" that has no receive buffer: it only gives the other ranks this
+// rank's contribution again and drops the results.
+//
 // Thread-safe: I/O threads complete pieces; any thread may poll or wait.
 #pragma once
 
@@ -12,15 +20,18 @@
 #include <vector>
 
 #include "client/client.h"
-#include "protocol/partition.h"
 #include "common/clock.h"
+#include "protocol/partition.h"
 
 namespace rs::client {
 
 class OperationImpl final : public Operation {
  public:
+  // Pieces are sent from `send` unless SetSource says otherwise. `recv`
+  // null makes a shadow. Pieces name reducers by their index in the
+  // client's list.
   OperationImpl(uint64_t seq, const void* send, void* recv, uint64_t count, DataType dtype, ReduceOp op,
-                std::vector<protocol::PieceSpan> pieces, uint32_t reducers, Clock::time_point start);
+                uint32_t epoch, std::vector<protocol::PieceSpan> pieces, uint32_t reducers, Clock::time_point start);
 
   bool Done() const override;
   Status Wait(std::chrono::milliseconds timeout) override;
@@ -28,22 +39,33 @@ class OperationImpl final : public Operation {
   uint64_t seq() const override { return seq_; }
 
   const void* send() const { return send_; }
+  // Where pieces are sent from: the caller's send buffer, or the retained
+  // copy of it. Set before the first piece is sent, never after.
+  const uint8_t* source() const { return source_; }
+  void SetSource(const uint8_t* source) { source_ = source; }
   void* recv() const { return recv_; }
+  bool shadow() const { return recv_ == nullptr; }
   uint64_t count() const { return count_; }
   DataType dtype() const { return dtype_; }
   ReduceOp op() const { return op_; }
-  const std::vector<protocol::PieceSpan>& pieces() const { return pieces_; }
   Clock::time_point start() const { return start_; }
+  uint32_t epoch() const;
+  std::vector<protocol::PieceSpan> pieces() const;
 
   // Takes an I/O lease unless the operation already has a result.
   bool Acquire();
   void Release();
+
+  enum class Claim { kClaimed, kStale, kError };
   // Checks a RESULT header against what was sent to `reducer`; on success
   // marks the piece as being received (a second RESULT for it is an error).
-  Status ClaimResult(uint32_t reducer, const protocol::PieceHeader& header);
-  // The piece's bytes are in recv. Returns true for the last piece, which
-  // completes the operation.
-  bool PieceDone();
+  // kStale: the result belongs to an epoch this operation has left.
+  Claim ClaimResult(uint32_t reducer, const protocol::PieceHeader& header, Status* error);
+  // The piece's bytes are in place. Returns true for the last piece of the
+  // operation's epoch, which completes it; false for a stale one.
+  bool PieceDone(uint32_t epoch);
+  // Starts over in a new epoch with its partition.
+  void Restart(uint32_t epoch, std::vector<protocol::PieceSpan> pieces);
   // Sets the result if none is set yet.
   void Finish(const Status& status);
   // Reducers (by index) that still owe pieces, for timeout messages.
@@ -54,22 +76,24 @@ class OperationImpl final : public Operation {
 
   const uint64_t seq_;
   const void* const send_;
+  const uint8_t* source_;
   void* const recv_;
   const uint64_t count_;
   const DataType dtype_;
   const ReduceOp op_;
-  const std::vector<protocol::PieceSpan> pieces_;
+  const uint32_t reducers_;
   const Clock::time_point start_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<uint8_t> claimed_;      // guarded by mu_
-  std::vector<uint32_t> owed_;        // guarded by mu_: pieces per reducer not yet back
-  size_t pieces_left_;                // guarded by mu_
-  int leases_ = 0;                    // guarded by mu_
-  bool has_result_ = false;           // guarded by mu_
-  bool done_ = false;                 // guarded by mu_: result set and no leases
-  Status status_;                     // guarded by mu_
+  uint32_t epoch_;                          // guarded by mu_
+  std::vector<protocol::PieceSpan> pieces_;  // guarded by mu_
+  std::vector<uint8_t> claimed_;            // guarded by mu_
+  size_t pieces_left_;                      // guarded by mu_
+  int leases_ = 0;                          // guarded by mu_
+  bool has_result_ = false;                 // guarded by mu_
+  bool done_ = false;                       // guarded by mu_: result set and no leases
+  Status status_;                           // guarded by mu_
 };
 
 }  // namespace rs::client

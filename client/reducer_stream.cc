@@ -1,13 +1,25 @@
 #include "client/reducer_stream.h"
 
 #include <algorithm>
+#include <cstdio>
 
+#include "common/socket_options.h"
 #include "protocol/auth.h"
+#include "protocol/crc32c.h"
 
 namespace rs::client {
 
 ReducerStream::ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner)
-    : io_(io), socket_(io), resolver_(io), retry_timer_(io), params_(std::move(params)), owner_(owner) {}
+    : io_(io),
+      socket_(io),
+      resolver_(io),
+      retry_timer_(io),
+      liveness_timer_(io),
+      params_(std::move(params)),
+      owner_(owner),
+      liveness_(params_.liveness_timeout) {
+  params_.hello.liveness_ms = static_cast<uint32_t>(params_.liveness_timeout.count());
+}
 
 std::string ReducerStream::Name() const {
   return "reducer " + params_.endpoint.ToString() + " (stream " + std::to_string(params_.hello.stream) + ")";
@@ -36,9 +48,15 @@ void ReducerStream::Connect() {
                               }
                               asio::error_code ignored;
                               self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-                              self->socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+                              // Best effort: the heartbeats work without it.
+                              (void)SetTcpLiveness(self->socket_.native_handle(), self->params_.liveness_timeout);
+                              auto nonce = protocol::RandomNonce();
+                              if (!nonce.ok()) {
+                                self->Fail(nonce.status().Prefixed(self->Name()));
+                                return;
+                              }
                               self->state_ = State::kAwaitChallenge;
-                              self->params_.hello.client_nonce = protocol::RandomNonce();
+                              self->params_.hello.client_nonce = *nonce;
                               self->WriteControl(protocol::EncodeHello(self->params_.hello));
                               self->ReadFrame();
                             });
@@ -48,7 +66,7 @@ void ReducerStream::Connect() {
 void ReducerStream::RetryConnect(const std::string& why) {
   last_connect_error_ = why;
   if (Clock::now() + backoff_ >= params_.connect_deadline) {
-    Fail(Status(Code::kIo, "cannot connect to " + Name() + ": " + why));
+    Lose(Status(Code::kIo, "cannot connect to " + Name() + ": " + why));
     return;
   }
   asio::error_code ignored;
@@ -60,11 +78,21 @@ void ReducerStream::RetryConnect(const std::string& why) {
   });
 }
 
+template <typename Handler>
+void ReducerStream::Read(asio::mutable_buffer buffer, Handler&& handler) {
+  asio::async_read(socket_, buffer, protocol::CountProgress{&received_progress_},
+                   [self = shared_from_this(), handler = std::forward<Handler>(handler)](
+                       const asio::error_code& ec, size_t bytes) mutable {
+                     if (bytes > 0) ++self->received_progress_;
+                     handler(self, ec);
+                   });
+}
+
 void ReducerStream::ReadFrame() {
-  asio::async_read(socket_, asio::buffer(header_buf_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
+  Read(asio::buffer(header_buf_), [](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec) {
     if (self->state_ == State::kClosed) return;
     if (ec) {
-      self->Fail(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " +
+      self->Lose(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " +
                                                (ec == asio::error::eof ? "closed by the reducer" : ec.message())));
       return;
     }
@@ -79,10 +107,10 @@ void ReducerStream::ReadFrame() {
       return;
     }
     self->payload_.resize(self->header_.payload_bytes);
-    asio::async_read(self->socket_, asio::buffer(self->payload_), [self](const asio::error_code& ec2, size_t) {
+    self->Read(asio::buffer(self->payload_), [](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec2) {
       if (self->state_ == State::kClosed) return;
       if (ec2) {
-        self->Fail(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " + ec2.message()));
+        self->Lose(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " + ec2.message()));
         return;
       }
       self->OnFrame();
@@ -99,7 +127,27 @@ void ReducerStream::OnFrame() {
       Fail(st.Prefixed(Name()));
       return;
     }
-    Fail(Status(err.code, "reducer " + params_.endpoint.ToString() + ": " + err.message));
+    const Status reported(err.code, "reducer " + params_.endpoint.ToString() + ": " + err.message);
+    // A reducer that shuts down (drain timeout) leaves; anything else it
+    // reports is the session's failure.
+    if (err.code == Code::kCancelled) return Lose(reported);
+    return Fail(reported);
+  }
+  const bool joined = state_ == State::kAwaitReady || state_ == State::kReady;
+  if (header_.type == FrameType::kHeartbeat && joined) {
+    protocol::Heartbeat heartbeat;
+    Status st = protocol::DecodeHeartbeat(payload_, &heartbeat);
+    if (!st.ok()) return Fail(st.Prefixed(Name()));
+    owner_->OnHeartbeat(params_.id, heartbeat);
+    if (state_ != State::kClosed) ReadFrame();
+    return;
+  }
+  if (header_.type == FrameType::kMembership && joined) {
+    protocol::MembershipFrame frame;
+    Status st = protocol::DecodeMembership(payload_, &frame);
+    if (!st.ok()) return Fail(st.Prefixed(Name()));
+    owner_->OnMembership(params_.id, frame);
+    if (state_ != State::kClosed) ReadFrame();
     return;
   }
   switch (state_) {
@@ -112,8 +160,8 @@ void ReducerStream::OnFrame() {
     case State::kAwaitReady:
       if (header_.type == FrameType::kReady) {
         state_ = State::kReady;
-        owner_->OnStreamReady(params_.reducer, max_piece_bytes_);
-        ReadFrame();
+        owner_->OnStreamReady(params_.id, max_piece_bytes_);
+        if (state_ != State::kClosed) ReadFrame();
         return;
       }
       break;
@@ -130,7 +178,11 @@ void ReducerStream::OnChallenge() {
     return Fail(Status(Code::kAuth, Name() + " requires a job token and none is configured (REDUCER_JOB_TOKEN)"));
   }
   protocol::Auth auth_frame;
-  if (!params_.token.empty()) auth_frame.mac = protocol::ClientProof(params_.token, params_.hello, challenge_.server_nonce);
+  if (!params_.token.empty()) {
+    auto mac = protocol::ClientProof(params_.token, params_.hello, challenge_.server_nonce);
+    if (!mac.ok()) return Fail(mac.status().Prefixed(Name()));
+    auth_frame.mac = *mac;
+  }
   state_ = State::kAwaitWelcome;
   WriteControl(protocol::EncodeAuth(auth_frame));
   ReadFrame();
@@ -143,13 +195,46 @@ void ReducerStream::OnWelcome() {
   if (!params_.token.empty()) {
     if (!challenge_.token_required) {
       owner_->Log(LogLevel::kWarn, Name() + " does not check job tokens: any process may join its sessions");
-    } else if (!protocol::MacEqual(welcome.mac, protocol::ServerProof(params_.token, params_.hello, challenge_.server_nonce))) {
-      return Fail(Status(Code::kAuth, Name() + " could not prove it holds this job's token"));
+    } else {
+      auto expected = protocol::ServerProof(params_.token, params_.hello, challenge_.server_nonce);
+      if (!expected.ok()) return Fail(expected.status().Prefixed(Name()));
+      if (!protocol::MacEqual(welcome.mac, *expected)) {
+        return Fail(Status(Code::kAuth, Name() + " could not prove it holds this job's token"));
+      }
     }
   }
   max_piece_bytes_ = welcome.max_piece_bytes;
   state_ = State::kAwaitReady;
+  StartLiveness();
   ReadFrame();
+}
+
+void ReducerStream::StartLiveness() {
+  if (!liveness_.enabled()) return;
+  liveness_.Start(Clock::now(), received_progress_, sent_progress_);
+  ArmLiveness();
+}
+
+void ReducerStream::ArmLiveness() {
+  liveness_timer_.expires_after(liveness_.tick_interval());
+  liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec && self->state_ != State::kClosed) self->OnLivenessTick();
+  });
+}
+
+void ReducerStream::OnLivenessTick() {
+  const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
+  if (verdict.silent) {
+    Lose(Status(Code::kPeerFailed, "reducer " + params_.endpoint.ToString() + " sent nothing for " +
+                                       protocol::FormatSeconds(verdict.silent_for) +
+                                       " (heartbeats stopped) on stream " + std::to_string(params_.hello.stream) +
+                                       ": the reducer is frozen, its host down or the link to it cut"));
+    return;
+  }
+  // One heartbeat at a time: if the last one is still queued, the stream is
+  // stuck writing and another would say nothing new.
+  if (verdict.send_heartbeat && urgent_.empty()) WriteUrgent(protocol::EncodeHeartbeat(owner_->HeartbeatNow()));
+  ArmLiveness();
 }
 
 void ReducerStream::ReadResult() {
@@ -157,47 +242,81 @@ void ReducerStream::ReadResult() {
     return Fail(Status(Code::kProtocol, Name() + " sent a RESULT before the session was ready"));
   }
   payload_.resize(protocol::kPieceHeaderBytes);
-  asio::async_read(socket_, asio::buffer(payload_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
+  Read(asio::buffer(payload_), [](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec) {
     if (self->state_ == State::kClosed) return;
     if (ec) {
-      self->Fail(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " + ec.message()));
+      self->Lose(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " + ec.message()));
       return;
     }
     Status st = protocol::DecodePieceHeader(self->payload_, self->header_.payload_bytes, self->max_piece_bytes_,
-                                        &self->result_header_);
+                                            &self->result_header_);
     if (!st.ok()) return self->Fail(st.Prefixed(self->Name()));
     const protocol::PieceHeader& h = self->result_header_;
+    if (h.watermark != 0) self->owner_->OnWatermark(self->params_.id, h.epoch, h.watermark);
     std::shared_ptr<OperationImpl> op = self->owner_->FindOperation(h.seq);
     if (op && !op->Acquire()) op.reset();
-    if (!op) {
-      // The operation already failed locally: drain the bytes and move on.
-      self->discard_.resize(h.PayloadBytes());
-      asio::async_read(self->socket_, asio::buffer(self->discard_),
-                       [self](const asio::error_code& ec2, size_t) { self->OnResultRead(nullptr, ec2); });
+    OperationImpl::Claim claim = OperationImpl::Claim::kStale;
+    if (op) {
+      claim = op->ClaimResult(self->params_.id.reducer, h, &st);
+      if (claim == OperationImpl::Claim::kError) {
+        op->Release();
+        return self->Fail(st.Prefixed(self->Name()));
+      }
+    }
+    const bool claimed = claim == OperationImpl::Claim::kClaimed;
+    if (claimed && !op->shadow()) {
+      uint8_t* dest = static_cast<uint8_t*>(op->recv()) + h.offset * DataTypeSize(h.dtype);
+      self->Read(asio::buffer(dest, h.PayloadBytes()),
+                 [op](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec2) {
+                   self->OnResultRead(op, true, ec2);
+                 });
       return;
     }
-    st = op->ClaimResult(self->params_.reducer, h);
-    if (!st.ok()) {
-      op->Release();
-      return self->Fail(st.Prefixed(self->Name()));
-    }
-    uint8_t* dest = static_cast<uint8_t*>(op->recv()) + h.offset * DataTypeSize(h.dtype);
-    asio::async_read(self->socket_, asio::buffer(dest, h.PayloadBytes()),
-                     [self, op](const asio::error_code& ec2, size_t) { self->OnResultRead(op, ec2); });
+    // Failed locally, an epoch left behind, or redone by a shadow (whose
+    // results this rank has already): drain the bytes.
+    self->discard_.resize(h.PayloadBytes());
+    self->Read(asio::buffer(self->discard_),
+               [op, claimed](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec2) {
+                 self->OnResultRead(op, claimed, ec2);
+               });
   });
 }
 
-void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, const asio::error_code& ec) {
+Status ReducerStream::CheckResultCrc(const uint8_t* data) const {
+  const protocol::PieceHeader& h = result_header_;
+  if (!params_.crc || (h.flags & protocol::kPieceCrc) == 0) return Status::Ok();
+  const uint32_t got = protocol::Crc32c(data, h.PayloadBytes());
+  if (got == h.crc) return Status::Ok();
+  char values[64];
+  std::snprintf(values, sizeof(values), "0x%08x, the reducer sent 0x%08x", got, h.crc);
+  return Status(Code::kProtocol, "CRC32C mismatch on hop reducer " + params_.endpoint.ToString() + " -> rank " +
+                                     std::to_string(params_.hello.rank) + ": the result of operation " +
+                                     std::to_string(h.seq) + " piece " + std::to_string(h.piece) + " arrived as " +
+                                     values + " (data corrupted in transit: NIC, memory or a middlebox)");
+}
+
+void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, bool claimed, const asio::error_code& ec) {
   // The window reopens by what this result answered, even for a dropped one.
   unanswered_bytes_ -= std::min<uint64_t>(unanswered_bytes_, result_header_.PayloadBytes());
   if (!writing_ && !queue_.empty() && state_ != State::kClosed && !write_failed_) WriteNext();
   if (op) {
-    if (!ec && op->PieceDone()) owner_->OperationComplete(op->seq());
+    if (claimed && !ec) {
+      const uint8_t* data = op->shadow() ? discard_.data()
+                                         : static_cast<const uint8_t*>(op->recv()) +
+                                               result_header_.offset * DataTypeSize(result_header_.dtype);
+      Status corrupt = CheckResultCrc(data);
+      if (!corrupt.ok()) {
+        op->Release();
+        Fail(corrupt);
+        return;
+      }
+      if (op->PieceDone(result_header_.epoch)) owner_->OperationComplete(op->seq());
+    }
     op->Release();
   }
   if (state_ == State::kClosed) return;
   if (ec) {
-    Fail(Status(Code::kPeerFailed, "lost connection to " + Name() + " while receiving a result: " + ec.message()));
+    Lose(Status(Code::kPeerFailed, "lost connection to " + Name() + " while receiving a result: " + ec.message()));
     return;
   }
   ReadFrame();
@@ -205,12 +324,58 @@ void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, const
 
 void ReducerStream::Send(std::vector<PieceSend> sends) {
   asio::post(io_, [self = shared_from_this(), sends = std::move(sends)]() mutable {
+    const bool open = self->state_ == State::kReady && !self->write_failed_;
+    for (auto& s : sends) {
+      if (open && s.epoch >= self->epoch_) {
+        self->queue_.push_back(Outgoing{{}, std::move(s)});
+      } else {
+        s.op->Release();  // this stream has moved on, or is gone
+      }
+    }
+    if (open && !self->writing_) self->WriteNext();
+  });
+}
+
+void ReducerStream::Reset(uint32_t epoch, std::vector<uint8_t> announce, std::vector<PieceSend> sends) {
+  asio::post(io_, [self = shared_from_this(), epoch, announce = std::move(announce),
+                   sends = std::move(sends)]() mutable {
     if (self->state_ != State::kReady || self->write_failed_) {
       for (auto& s : sends) s.op->Release();
       return;
     }
-    for (auto& s : sends) self->queue_.push_back(Outgoing{{}, std::move(s)});
+    self->epoch_ = std::max(self->epoch_, epoch);
+    self->DropQueuedPieces();
+    // Pieces already written in older epochs will not be answered.
+    self->unanswered_bytes_ = 0;
+    self->queue_.push_back(Outgoing{std::move(announce), {}});
+    for (auto& s : sends) {
+      if (s.epoch >= self->epoch_) {
+        self->queue_.push_back(Outgoing{{}, std::move(s)});
+      } else {
+        s.op->Release();
+      }
+    }
     if (!self->writing_) self->WriteNext();
+  });
+}
+
+void ReducerStream::WriteUrgentFrame(std::vector<uint8_t> frame) {
+  asio::post(io_, [self = shared_from_this(), frame = std::move(frame)]() mutable {
+    if (self->state_ == State::kReady || self->state_ == State::kAwaitReady) self->WriteUrgent(std::move(frame));
+  });
+}
+
+void ReducerStream::Evict(std::vector<uint8_t> evict) {
+  asio::post(io_, [self = shared_from_this(), evict = std::move(evict)]() mutable {
+    if (self->state_ == State::kClosed) return;
+    if ((self->state_ == State::kReady || self->state_ == State::kAwaitReady) && !self->write_failed_) {
+      self->state_ = State::kClosed;
+      self->close_after_write_ = true;
+      self->DropQueued();
+      self->WriteControl(std::move(evict));
+      return;
+    }
+    self->Shutdown();
   });
 }
 
@@ -220,23 +385,38 @@ void ReducerStream::WriteControl(std::vector<uint8_t> frame) {
   if (!writing_) WriteNext();
 }
 
+void ReducerStream::WriteUrgent(std::vector<uint8_t> frame) {
+  if (write_failed_) return;
+  urgent_.push_back(std::move(frame));
+  if (!writing_) WriteNext();
+}
+
 void ReducerStream::WriteNext() {
-  if (queue_.empty()) {
+  if (queue_.empty() && urgent_.empty()) {
     writing_ = false;
     if (close_after_write_) Shutdown();
     return;
   }
+  constexpr size_t kMaxUrgent = 16;
+  urgent_in_flight_ = std::min(urgent_.size(), kMaxUrgent);
   in_flight_ = BatchSize();
-  if (in_flight_ == 0) {  // the window is full: a result will call again
+  if (in_flight_ == 0 && urgent_in_flight_ == 0) {  // the window is full: a result will call again
     writing_ = false;
     return;
   }
   writing_ = true;
   std::vector<asio::const_buffer> buffers;
-  buffers.reserve(2 * in_flight_);
+  buffers.reserve(urgent_in_flight_ + 2 * in_flight_);
+  for (size_t i = 0; i < urgent_in_flight_; ++i) buffers.emplace_back(urgent_[i].data(), urgent_[i].size());
   for (size_t i = 0; i < in_flight_; ++i) {
-    const Outgoing& out = queue_[i];
+    Outgoing& out = queue_[i];
     if (out.piece.op) {
+      if (out.piece.crc) {
+        // Here rather than when the operation is issued: off the caller's
+        // thread, and on the bytes as they are about to leave.
+        protocol::SetPieceCrc(protocol::Crc32c(out.piece.data, out.piece.bytes), &out.piece.head);
+        out.piece.crc = false;
+      }
       buffers.emplace_back(out.piece.head.data(), out.piece.head.size());
       buffers.emplace_back(out.piece.data, out.piece.bytes);
       unanswered_bytes_ += out.piece.bytes;
@@ -244,7 +424,11 @@ void ReducerStream::WriteNext() {
       buffers.emplace_back(out.control.data(), out.control.size());
     }
   }
-  asio::async_write(socket_, buffers, [self = shared_from_this()](const asio::error_code& ec, size_t) {
+  asio::async_write(socket_, buffers, protocol::CountProgress{&sent_progress_},
+                    [self = shared_from_this()](const asio::error_code& ec, size_t bytes) {
+    if (bytes > 0) ++self->sent_progress_;
+    for (size_t i = 0; i < self->urgent_in_flight_; ++i) self->urgent_.pop_front();
+    self->urgent_in_flight_ = 0;
     for (size_t i = 0; i < self->in_flight_; ++i) {
       if (self->queue_.front().piece.op) self->queue_.front().piece.op->Release();
       self->queue_.pop_front();
@@ -286,7 +470,13 @@ size_t ReducerStream::BatchSize() const {
 void ReducerStream::Fail(const Status& status) {
   if (state_ == State::kClosed) return;
   Shutdown();
-  owner_->OnStreamFailed(params_.reducer, status);
+  owner_->OnStreamFailed(params_.id, status);
+}
+
+void ReducerStream::Lose(const Status& status) {
+  if (state_ == State::kClosed) return;
+  Shutdown();
+  owner_->OnStreamLost(params_.id, status);
 }
 
 void ReducerStream::Close(bool bye) {
@@ -322,6 +512,19 @@ void ReducerStream::DropQueued() {
     if (queue_.back().piece.op) queue_.back().piece.op->Release();
     queue_.pop_back();
   }
+  while (urgent_.size() > urgent_in_flight_) urgent_.pop_back();
+}
+
+void ReducerStream::DropQueuedPieces() {
+  std::deque<Outgoing> kept;
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    if (i < in_flight_ || !queue_[i].piece.op) {
+      kept.push_back(std::move(queue_[i]));
+    } else {
+      queue_[i].piece.op->Release();
+    }
+  }
+  queue_.swap(kept);
 }
 
 void ReducerStream::Shutdown() {
@@ -331,6 +534,7 @@ void ReducerStream::Shutdown() {
   DropQueued();
   asio::error_code ignored;
   retry_timer_.cancel();
+  liveness_timer_.cancel();
   resolver_.cancel();
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);

@@ -1,11 +1,24 @@
 // One TCP stream from a worker to one reducer: connects (retrying until the
 // connect deadline, since reducers may start after workers), runs the
-// handshake, then writes DATA frames straight from the caller's send buffer
-// and reads RESULT frames straight into the receive buffer.
+// handshake, then writes DATA frames from the operations' sources and reads
+// RESULT frames straight into the receive buffers. From WELCOME on it watches
+// the stream's liveness (liveness.h): it sends a HEARTBEAT when it has
+// written nothing for a while, and reports the reducer lost when nothing at
+// all has arrived for the liveness timeout. Heartbeats and other urgent
+// control frames go ahead of queued pieces, so a full send window never
+// silences the stream.
 //
-// Threading: a stream lives on one io_context thread; Start, Send and Close
-// may be called from any thread and post there. Owner callbacks are made on
-// the stream's thread.
+// With failover it also carries the membership protocol (membership.h): it
+// passes MEMBERSHIP frames and the reducer's watermark to its owner, moves to
+// a new epoch on Reset (dropping the old epoch's unsent pieces, announcing
+// the epoch, then sending the restarted ones), and can evict its reducer.
+// Failures come in two kinds: a lost connection (the reducer or the path to
+// it is gone; failover may survive it) and a failure of the session
+// reported by the reducer or a broken protocol (fatal).
+//
+// Threading: a stream lives on one io_context thread; Start, Send, Reset,
+// WriteUrgentFrame, Evict, Close and Abort may be called from any thread and
+// post there. Owner callbacks are made on the stream's thread.
 #pragma once
 
 #include <array>
@@ -18,16 +31,35 @@
 
 #include "client/client.h"
 #include "client/operation.h"
+#include "protocol/liveness.h"
+#include "protocol/membership.h"
 #include "protocol/wire.h"
 
 namespace rs::client {
 
+// Which stream a callback comes from: streams to a reducer are replaced when
+// it rejoins, and a replaced one's late callbacks must not count.
+struct StreamId {
+  uint32_t reducer = 0;     // index in the client's reducer list
+  uint64_t generation = 0;  // of the reducer's set of streams
+};
+
 class StreamOwner {
  public:
   virtual ~StreamOwner() = default;
-  virtual void OnStreamReady(uint32_t reducer, uint64_t max_piece_bytes) = 0;
-  virtual void OnStreamFailed(uint32_t reducer, const Status& status) = 0;
+  virtual void OnStreamReady(StreamId id, uint64_t max_piece_bytes) = 0;
+  // The connection is gone: closed, reset, silent past the liveness timeout,
+  // unreachable, or the reducer is shutting down.
+  virtual void OnStreamLost(StreamId id, const Status& status) = 0;
+  // The reducer failed the session, or the stream broke the protocol.
+  virtual void OnStreamFailed(StreamId id, const Status& status) = 0;
   virtual void OnStreamClosed() = 0;
+  virtual void OnHeartbeat(StreamId id, const protocol::Heartbeat& heartbeat) = 0;
+  virtual void OnMembership(StreamId id, const protocol::MembershipFrame& frame) = 0;
+  // A RESULT carried the session's watermark for `epoch`.
+  virtual void OnWatermark(StreamId id, uint32_t epoch, uint64_t watermark) = 0;
+  // What this rank's heartbeats say now (its epoch and reported watermark).
+  virtual protocol::Heartbeat HeartbeatNow() = 0;
   virtual std::shared_ptr<OperationImpl> FindOperation(uint64_t seq) = 0;
   virtual void OperationComplete(uint64_t seq) = 0;
   virtual void Log(LogLevel level, const std::string& message) = 0;
@@ -35,19 +67,24 @@ class StreamOwner {
 
 struct StreamParams {
   Endpoint endpoint;
-  uint32_t reducer = 0;      // index in the client's reducer list
-  protocol::Hello hello;         // session, rank, world, stream, streams
+  StreamId id;
+  protocol::Hello hello;  // session, rank, world, stream, streams, flags
   std::string token;
   Clock::time_point connect_deadline;
   size_t send_window_bytes = 0;  // ClientOptions::send_window_bytes
+  std::chrono::milliseconds liveness_timeout{0};  // 0: off
+  bool crc = false;  // CRC32C on pieces sent and results received
 };
 
-// A DATA frame to write: header plus a view of the caller's send buffer.
-// The operation's lease is held until the bytes have been written.
+// A DATA frame to write: header plus a view of the operation's source.
+// The operation's lease is held until the bytes have been written. The
+// CRC32C, when asked for, is computed just before the frame is written.
 struct PieceSend {
   std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
   const uint8_t* data = nullptr;
   size_t bytes = 0;
+  uint32_t epoch = 0;
+  bool crc = false;
   std::shared_ptr<OperationImpl> op;
 };
 
@@ -59,12 +96,20 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
 
   void Start();
   void Send(std::vector<PieceSend> sends);
+  // Moves to `epoch`: drops the unsent pieces of older epochs, writes
+  // `announce` (the new epoch, for the reducer), then `sends`.
+  void Reset(uint32_t epoch, std::vector<uint8_t> announce, std::vector<PieceSend> sends);
+  // A control frame ahead of queued pieces (heartbeat, membership report).
+  void WriteUrgentFrame(std::vector<uint8_t> frame);
+  // Tells the reducer the ranks go on without it (`evict`), then closes.
+  void Evict(std::vector<uint8_t> evict);
   // bye: say goodbye first (clean end of session); otherwise just close.
   void Close(bool bye);
   // Tells the reducer why this rank gives up (so it can pass the root cause
   // on to the other ranks), then closes.
   void Abort(const Status& why);
 
+  const StreamId& id() const { return params_.id; }
   std::string Name() const;  // "reducer 10.0.0.5:7450 (stream 1)"
 
  private:
@@ -72,23 +117,33 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
 
   void Connect();
   void RetryConnect(const std::string& why);
+  template <typename Handler>
+  void Read(asio::mutable_buffer buffer, Handler&& handler);
   void ReadFrame();
   void OnFrame();
   void OnChallenge();
   void OnWelcome();
+  void StartLiveness();
+  void ArmLiveness();
+  void OnLivenessTick();
   void ReadResult();
-  void OnResultRead(const std::shared_ptr<OperationImpl>& op, const asio::error_code& ec);
-  void WriteControl(std::vector<uint8_t> frame);
+  void OnResultRead(const std::shared_ptr<OperationImpl>& op, bool claimed, const asio::error_code& ec);
+  Status CheckResultCrc(const uint8_t* data) const;
+  void WriteControl(std::vector<uint8_t> frame);  // in order with the pieces
+  void WriteUrgent(std::vector<uint8_t> frame);   // ahead of queued pieces
   void WriteNext();
   size_t BatchSize() const;
-  void Fail(const Status& status);
+  void Fail(const Status& status);  // fatal for the session
+  void Lose(const Status& status);  // the connection is gone
   void Shutdown();
   void DropQueued();
+  void DropQueuedPieces();  // leaves queued control frames in place
 
   asio::io_context& io_;
   asio::ip::tcp::socket socket_;
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer retry_timer_;
+  asio::steady_timer liveness_timer_;
   StreamParams params_;  // hello.client_nonce is set per connection attempt
   StreamOwner* const owner_;
   State state_ = State::kConnecting;
@@ -102,17 +157,24 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   protocol::Challenge challenge_;
   uint64_t max_piece_bytes_ = 0;
   protocol::PieceHeader result_header_;
+  uint32_t epoch_ = 0;  // pieces of older epochs are not sent
 
   struct Outgoing {
     std::vector<uint8_t> control;
     PieceSend piece;
   };
+  std::deque<std::vector<uint8_t>> urgent_;  // written before queue_
   std::deque<Outgoing> queue_;
+  size_t urgent_in_flight_ = 0;
   size_t in_flight_ = 0;
   uint64_t unanswered_bytes_ = 0;  // pieces written (or being written) without their result yet
   bool writing_ = false;
   bool close_after_write_ = false;
   bool write_failed_ = false;
+
+  protocol::LivenessMonitor liveness_;
+  uint64_t received_progress_ = 0;  // read completions, partial ones included
+  uint64_t sent_progress_ = 0;      // write completions, partial ones included
 };
 
 }  // namespace rs::client

@@ -6,10 +6,10 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 #include <vector>
 
 #include "protocol/byte_io.h"
@@ -17,57 +17,65 @@
 namespace rs::protocol {
 namespace {
 
-protocol::Mac Proof(std::string_view role, std::string_view token, const protocol::Hello& hello,
-                const protocol::Nonce& server_nonce) {
+std::atomic<CryptoFault> g_fault{CryptoFault::kNone};
+
+StatusOr<Mac> Proof(std::string_view role, std::string_view token, const Hello& hello, const Nonce& server_nonce) {
   std::vector<uint8_t> transcript;
   transcript.insert(transcript.end(), role.begin(), role.end());
   transcript.insert(transcript.end(), hello.session.begin(), hello.session.end());
-  uint8_t fields[12];
-  protocol::PutLE<uint32_t>(fields, hello.rank);
-  protocol::PutLE<uint32_t>(fields + 4, hello.world);
-  protocol::PutLE<uint16_t>(fields + 8, hello.stream);
-  protocol::PutLE<uint16_t>(fields + 10, hello.streams);
+  uint8_t fields[20];
+  PutLE<uint32_t>(fields, hello.rank);
+  PutLE<uint32_t>(fields + 4, hello.world);
+  PutLE<uint16_t>(fields + 8, hello.stream);
+  PutLE<uint16_t>(fields + 10, hello.streams);
+  PutLE<uint32_t>(fields + 12, hello.flags);
+  PutLE<uint32_t>(fields + 16, hello.liveness_ms);
   transcript.insert(transcript.end(), fields, fields + sizeof(fields));
   transcript.insert(transcript.end(), hello.client_nonce.begin(), hello.client_nonce.end());
   transcript.insert(transcript.end(), server_nonce.begin(), server_nonce.end());
 
-  protocol::Mac mac{};
+  Mac mac{};
   unsigned int len = 0;
-  if (HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()), transcript.data(),
-           transcript.size(), mac.data(), &len) == nullptr ||
+  if (g_fault.load(std::memory_order_relaxed) == CryptoFault::kHmac ||
+      HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()), transcript.data(), transcript.size(),
+           mac.data(), &len) == nullptr ||
       len != mac.size()) {
     // OpenSSL failing to compute an HMAC means a broken installation.
-    throw std::runtime_error("HMAC-SHA256 failed in OpenSSL");
+    return Status(Code::kInternal, "OpenSSL could not compute HMAC-SHA256 for job authentication "
+                                   "(broken libcrypto installation?)");
   }
   return mac;
 }
 
 }  // namespace
 
-protocol::Nonce RandomNonce() {
-  protocol::Nonce nonce{};
-  if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
-    throw std::runtime_error("OpenSSL RAND_bytes failed: no entropy source");
+void SetCryptoFaultForTesting(CryptoFault fault) { g_fault.store(fault, std::memory_order_relaxed); }
+
+StatusOr<Nonce> RandomNonce() {
+  Nonce nonce{};
+  if (g_fault.load(std::memory_order_relaxed) == CryptoFault::kRandom ||
+      RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
+    return Status(Code::kInternal, "OpenSSL could not produce a random nonce (RAND_bytes failed: no entropy source?)");
   }
   return nonce;
 }
 
-protocol::Mac ClientProof(std::string_view token, const protocol::Hello& hello, const protocol::Nonce& server_nonce) {
-  return Proof("rs-auth-v1 worker", token, hello, server_nonce);
+StatusOr<Mac> ClientProof(std::string_view token, const Hello& hello, const Nonce& server_nonce) {
+  return Proof("rs-auth-v2 worker", token, hello, server_nonce);
 }
 
-protocol::Mac ServerProof(std::string_view token, const protocol::Hello& hello, const protocol::Nonce& server_nonce) {
-  return Proof("rs-auth-v1 reducer", token, hello, server_nonce);
+StatusOr<Mac> ServerProof(std::string_view token, const Hello& hello, const Nonce& server_nonce) {
+  return Proof("rs-auth-v2 reducer", token, hello, server_nonce);
 }
 
-bool MacEqual(const protocol::Mac& a, const protocol::Mac& b) {
+bool MacEqual(const Mac& a, const Mac& b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-protocol::SessionId SessionIdFromName(std::string_view name) {
+SessionId SessionIdFromName(std::string_view name) {
   uint8_t digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(name.data()), name.size(), digest);
-  protocol::SessionId id{};
+  SessionId id{};
   std::memcpy(id.data(), digest, id.size());
   return id;
 }

@@ -2,6 +2,10 @@
 // HMAC-SHA256 over a transcript that includes fresh nonces from both sides,
 // so the token never crosses the wire and a recorded exchange cannot be
 // replayed. Also derives session ids from names. Thread-safe.
+//
+// Nothing here throws: these run on I/O threads of the reducer and of the
+// client library (inside the training process NCCL lives in), so an OpenSSL
+// failure comes back as a Status for the caller to fail the connection with.
 #pragma once
 
 #include <string>
@@ -12,22 +16,30 @@
 
 namespace rs::protocol {
 
-// Cryptographically random nonce (OpenSSL RAND_bytes).
-protocol::Nonce RandomNonce();
+// Cryptographically random nonce (OpenSSL RAND_bytes). kInternal when the
+// system has no entropy source.
+StatusOr<Nonce> RandomNonce();
 
 // What the worker sends in AUTH: binds the token to this session, rank,
-// stream and both nonces.
-protocol::Mac ClientProof(std::string_view token, const protocol::Hello& hello, const protocol::Nonce& server_nonce);
+// stream, the HELLO's options and both nonces. kInternal when OpenSSL
+// cannot compute an HMAC (a broken installation).
+StatusOr<Mac> ClientProof(std::string_view token, const Hello& hello, const Nonce& server_nonce);
 // What the reducer sends in WELCOME so the worker knows it is talking to a
 // reducer of its own job.
-protocol::Mac ServerProof(std::string_view token, const protocol::Hello& hello, const protocol::Nonce& server_nonce);
+StatusOr<Mac> ServerProof(std::string_view token, const Hello& hello, const Nonce& server_nonce);
 
 // Constant-time comparison.
-bool MacEqual(const protocol::Mac& a, const protocol::Mac& b);
+bool MacEqual(const Mac& a, const Mac& b);
 
 // A session id derived from a name every rank knows (a job id, say):
 // the first 16 bytes of SHA-256(name).
-protocol::SessionId SessionIdFromName(std::string_view name);
+SessionId SessionIdFromName(std::string_view name);
+
+// Test seam: makes the calls above fail as a broken OpenSSL would, so tests
+// can check that every caller turns the failure into an error instead of
+// ending the process. Never used outside tests.
+enum class CryptoFault { kNone, kRandom, kHmac };
+void SetCryptoFaultForTesting(CryptoFault fault);
 
 // Reads a job token from a file, trimming one trailing newline. Errors name
 // the file; an empty token is an error.

@@ -8,7 +8,8 @@
 namespace rs::protocol {
 namespace {
 
-constexpr size_t kHelloBytes = kSessionIdBytes + 4 + 4 + 2 + 2 + kNonceBytes;  // 60
+constexpr size_t kHelloBytes = kSessionIdBytes + 4 + 4 + 2 + 2 + kNonceBytes + 4 + 4;  // 68
+constexpr size_t kHeartbeatBytes = 16;
 constexpr size_t kChallengeBytes = kNonceBytes + 4;
 constexpr size_t kWelcomeBytes = kMacBytes + 8;
 constexpr size_t kErrorHeadBytes = 4;
@@ -25,7 +26,7 @@ Status SizeError(const char* what, size_t got, size_t want) {
 }
 
 bool KnownType(uint16_t type) {
-  return type >= static_cast<uint16_t>(FrameType::kHello) && type <= static_cast<uint16_t>(FrameType::kBye);
+  return type >= static_cast<uint16_t>(FrameType::kHello) && type <= static_cast<uint16_t>(FrameType::kMembership);
 }
 
 }  // namespace
@@ -41,6 +42,8 @@ const char* FrameTypeName(FrameType type) {
     case FrameType::kResult: return "RESULT";
     case FrameType::kError: return "ERROR";
     case FrameType::kBye: return "BYE";
+    case FrameType::kHeartbeat: return "HEARTBEAT";
+    case FrameType::kMembership: return "MEMBERSHIP";
   }
   return "UNKNOWN";
 }
@@ -110,6 +113,8 @@ std::vector<uint8_t> EncodeHello(const Hello& hello, uint16_t version) {
   PutLE<uint16_t>(p + 8, hello.stream);
   PutLE<uint16_t>(p + 10, hello.streams);
   std::memcpy(p + 12, hello.client_nonce.data(), kNonceBytes);
+  PutLE<uint32_t>(p + 12 + kNonceBytes, hello.flags);
+  PutLE<uint32_t>(p + 16 + kNonceBytes, hello.liveness_ms);
   return out;
 }
 
@@ -123,6 +128,8 @@ Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
   out->stream = GetLE<uint16_t>(p + 8);
   out->streams = GetLE<uint16_t>(p + 10);
   std::memcpy(out->client_nonce.data(), p + 12, kNonceBytes);
+  out->flags = GetLE<uint32_t>(p + 12 + kNonceBytes);
+  out->liveness_ms = GetLE<uint32_t>(p + 16 + kNonceBytes);
   if (out->world == 0 || out->world > kMaxWorld) {
     return Status(Code::kInvalidArgument, "world size " + std::to_string(out->world) +
                                               " in HELLO is outside 1 to " + std::to_string(kMaxWorld));
@@ -134,6 +141,9 @@ Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
   if (out->rank >= out->world) {
     return Status(Code::kInvalidArgument, "rank " + std::to_string(out->rank) +
                                               " is not below world size " + std::to_string(out->world));
+  }
+  if ((out->flags & ~kKnownHelloFlags) != 0) {
+    return Status(Code::kInvalidArgument, "unknown HELLO flags " + std::to_string(out->flags));
   }
   if (out->streams == 0 || out->stream >= out->streams) {
     return Status(Code::kInvalidArgument, "stream " + std::to_string(out->stream) + " of " +
@@ -186,6 +196,23 @@ Status DecodeWelcome(std::span<const uint8_t> payload, Welcome* out) {
 std::vector<uint8_t> EncodeReady() { return Frame(FrameType::kReady, 0); }
 std::vector<uint8_t> EncodeBye() { return Frame(FrameType::kBye, 0); }
 
+std::vector<uint8_t> EncodeHeartbeat(const Heartbeat& heartbeat) {
+  auto out = Frame(FrameType::kHeartbeat, kHeartbeatBytes);
+  uint8_t* p = out.data() + kHeaderBytes;
+  PutLE<uint32_t>(p, heartbeat.epoch);
+  PutLE<uint32_t>(p + 4, heartbeat.flags);
+  PutLE<uint64_t>(p + 8, heartbeat.watermark);
+  return out;
+}
+
+Status DecodeHeartbeat(std::span<const uint8_t> payload, Heartbeat* out) {
+  if (payload.size() != kHeartbeatBytes) return SizeError("HEARTBEAT", payload.size(), kHeartbeatBytes);
+  out->epoch = GetLE<uint32_t>(payload.data());
+  out->flags = GetLE<uint32_t>(payload.data() + 4);
+  out->watermark = GetLE<uint64_t>(payload.data() + 8);
+  return Status::Ok();
+}
+
 std::vector<uint8_t> EncodeError(const ErrorFrame& error) {
   const size_t max_msg = kMaxControlPayload - kErrorHeadBytes;
   const size_t msg_bytes = std::min(error.message.size(), max_msg);
@@ -216,11 +243,20 @@ void EncodePieceFrame(FrameType type, const PieceHeader& piece,
   PutLE<uint32_t>(p + 12, piece.pieces);
   p[16] = static_cast<uint8_t>(piece.dtype);
   p[17] = static_cast<uint8_t>(piece.op);
-  PutLE<uint16_t>(p + 18, 0);
-  PutLE<uint32_t>(p + 20, 0);
+  PutLE<uint16_t>(p + 18, piece.flags);
+  PutLE<uint32_t>(p + 20, piece.crc);
   PutLE<uint64_t>(p + 24, piece.total_count);
   PutLE<uint64_t>(p + 32, piece.offset);
   PutLE<uint64_t>(p + 40, piece.count);
+  PutLE<uint32_t>(p + 48, piece.epoch);
+  PutLE<uint32_t>(p + 52, 0);
+  PutLE<uint64_t>(p + 56, piece.watermark);
+}
+
+void SetPieceCrc(uint32_t crc, std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* frame) {
+  uint8_t* p = frame->data() + kHeaderBytes;
+  PutLE<uint16_t>(p + 18, static_cast<uint16_t>(GetLE<uint16_t>(p + 18) | kPieceCrc));
+  PutLE<uint32_t>(p + 20, crc);
 }
 
 Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
@@ -240,9 +276,16 @@ Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
   if (!op) return Status(Code::kProtocol, "unknown reduction op " + std::to_string(p[17]));
   out->dtype = *dtype;
   out->op = *op;
+  out->flags = GetLE<uint16_t>(p + 18);
+  out->crc = GetLE<uint32_t>(p + 20);
+  if ((out->flags & ~kKnownPieceFlags) != 0) {
+    return Status(Code::kProtocol, "unknown piece flags 0x" + std::to_string(out->flags));
+  }
   out->total_count = GetLE<uint64_t>(p + 24);
   out->offset = GetLE<uint64_t>(p + 32);
   out->count = GetLE<uint64_t>(p + 40);
+  out->epoch = GetLE<uint32_t>(p + 48);
+  out->watermark = GetLE<uint64_t>(p + 56);
   const std::string where = "operation " + std::to_string(out->seq) + " piece " + std::to_string(out->piece);
   if (out->pieces == 0 || out->piece >= out->pieces) {
     return Status(Code::kProtocol, where + " is out of range (" + std::to_string(out->pieces) + " pieces)");

@@ -1,4 +1,4 @@
-// The data-plane wire protocol between workers and reducers (protocol v1).
+// The data-plane wire protocol between workers and reducers (protocol v2).
 // Every frame is a fixed 16-byte little-endian header followed by a payload:
 //
 //   offset 0  u32 magic          "RSRV" (0x56525352)
@@ -8,12 +8,15 @@
 //   offset 12 u32 reserved       0
 //
 // Conversation on one TCP stream:
-//   worker  -> HELLO(session, rank, world, stream, streams, client nonce)
+//   worker  -> HELLO(session, rank, world, stream, streams, client nonce,
+//                    options, liveness timeout)
 //   reducer -> CHALLENGE(server nonce, whether a token is required)
 //   worker  -> AUTH(HMAC-SHA256(token, transcript))
 //   reducer -> WELCOME(reducer's own proof, largest piece it accepts)
 //   reducer -> READY once every rank of the session has joined
 //   worker  -> DATA ... ; reducer -> RESULT ... (any number, pipelined)
+//   either  -> HEARTBEAT whenever it has written nothing for a fifth of the
+//              liveness timeout (from WELCOME on), so silence means trouble
 //   worker  -> BYE, or either side -> ERROR(code, message) then close.
 // DATA and RESULT carry a 48-byte piece header followed by the elements.
 // The token never crosses the wire: only HMACs over both nonces do.
@@ -35,9 +38,9 @@
 namespace rs::protocol {
 
 inline constexpr uint32_t kMagic = 0x56525352;  // "RSRV" in little-endian bytes
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr size_t kHeaderBytes = 16;
-inline constexpr size_t kPieceHeaderBytes = 48;
+inline constexpr size_t kPieceHeaderBytes = 64;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;
 inline constexpr size_t kSessionIdBytes = 16;
@@ -58,6 +61,8 @@ enum class FrameType : uint16_t {
   kResult = 7,
   kError = 8,
   kBye = 9,
+  kHeartbeat = 10,
+  kMembership = 11,  // membership.h: failover reports, proposals, installs
 };
 const char* FrameTypeName(FrameType type);
 
@@ -89,6 +94,31 @@ struct Hello {
   uint16_t stream = 0;   // index of this TCP stream among the rank's streams
   uint16_t streams = 1;  // streams the rank opens to this reducer
   Nonce client_nonce{};
+  uint32_t flags = 0;        // HelloFlags; every rank of a session must agree
+  // The worker's liveness timeout: the reducer heartbeats at a fifth of it
+  // and counts the stream as gone after this long without a byte. 0: off.
+  uint32_t liveness_ms = 0;
+};
+// Bits of Hello::flags.
+enum HelloFlags : uint32_t {
+  // The ranks keep the session going without a reducer they lose (see
+  // docs/reliability.md): the reducer gives a silent worker some grace and
+  // leaves quietly when the ranks drop it.
+  kHelloFailover = 1,
+};
+inline constexpr uint32_t kKnownHelloFlags = kHelloFailover;
+// Keeps a connection alive and proves the sender is; see liveness.h. The
+// fields carry the membership epoch and completion watermark (zero until a
+// session uses them).
+struct Heartbeat {
+  uint32_t epoch = 0;
+  uint32_t flags = 0;       // HeartbeatFlags
+  uint64_t watermark = 0;
+};
+enum HeartbeatFlags : uint32_t {
+  // Worker -> reducer: send a heartbeat as soon as the session's watermark
+  // moves (the worker waits for it to free retained contributions).
+  kHeartbeatWantWatermark = 1,
 };
 struct Challenge {
   Nonce server_nonce{};
@@ -106,6 +136,12 @@ struct ErrorFrame {
   std::string message;
 };
 
+// Bits of PieceHeader::flags.
+enum PieceFlags : uint16_t {
+  kPieceCrc = 1,  // `crc` holds the CRC32C of the elements
+};
+inline constexpr uint16_t kKnownPieceFlags = kPieceCrc;
+
 // The per-piece header of DATA and RESULT frames.
 struct PieceHeader {
   uint64_t seq = 0;          // operation sequence number within the session
@@ -113,9 +149,16 @@ struct PieceHeader {
   uint32_t pieces = 0;       // pieces in the operation
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
+  uint16_t flags = 0;        // PieceFlags
+  uint32_t crc = 0;          // CRC32C of the elements when kPieceCrc is set
   uint64_t total_count = 0;  // elements in the whole operation
   uint64_t offset = 0;       // first element of this piece
   uint64_t count = 0;        // elements in this piece
+  uint32_t epoch = 0;        // membership epoch the operation's partition belongs to
+  // DATA: the sender's completion watermark (every operation below it has
+  // completed on that rank); RESULT: the session's (below it, on every rank).
+  // Only failover sessions use it.
+  uint64_t watermark = 0;
   uint64_t PayloadBytes() const { return count * DataTypeSize(dtype); }
 };
 
@@ -127,9 +170,12 @@ std::vector<uint8_t> EncodeAuth(const Auth& auth);
 std::vector<uint8_t> EncodeWelcome(const Welcome& welcome);
 std::vector<uint8_t> EncodeReady();
 std::vector<uint8_t> EncodeBye();
+std::vector<uint8_t> EncodeHeartbeat(const Heartbeat& heartbeat);
 std::vector<uint8_t> EncodeError(const ErrorFrame& error);
 void EncodePieceFrame(FrameType type, const PieceHeader& piece,
                       std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* out);
+// Sets kPieceCrc and the CRC in a frame EncodePieceFrame wrote.
+void SetPieceCrc(uint32_t crc, std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* frame);
 
 // Payload decoders; each checks the exact payload size and field ranges and
 // says what was wrong.
@@ -138,6 +184,7 @@ Status DecodeChallenge(std::span<const uint8_t> payload, Challenge* out);
 Status DecodeAuth(std::span<const uint8_t> payload, Auth* out);
 Status DecodeWelcome(std::span<const uint8_t> payload, Welcome* out);
 Status DecodeError(std::span<const uint8_t> payload, ErrorFrame* out);
+Status DecodeHeartbeat(std::span<const uint8_t> payload, Heartbeat* out);
 // Decodes the first kPieceHeaderBytes of a DATA/RESULT payload and checks it
 // against payload_bytes (the frame's payload size) and max_piece_bytes.
 Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,

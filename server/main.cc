@@ -10,6 +10,7 @@
 #include "server/control/stop_request.h"
 #include "server/fd_limit.h"
 #include "kernels/kernels.h"
+#include "protocol/crc32c.h"
 #include "common/units.h"
 #include "server/logging.h"
 #include "server/net/reducer_server.h"
@@ -68,9 +69,10 @@ int main(int argc, char** argv) {
   if (cfg.job_token.empty()) {
     spdlog::warn("no job token configured: any worker that can reach this port may join a session");
   }
-  spdlog::info("{} I/O threads, memory limit {}, max piece {}, op timeout {} ms, kernels: {}",
+  spdlog::info("{} I/O threads, memory limit {}, max piece {}, op timeout {} ms, kernels: {}, CRC32C: {}",
                cfg.io_threads, rs::FormatBytes(cfg.memory_limit), rs::FormatBytes(cfg.max_piece_bytes),
-               cfg.op_timeout.count(), rs::kernels::ReduceTargetName());
+               cfg.op_timeout.count(), rs::kernels::ReduceTargetName(),
+               cfg.crc ? rs::protocol::Crc32cImplementation() : "off");
   spdlog::info("limits: {} connections ({} per source, {} in the handshake per source), handshake timeout {} ms, "
                "{} pending sessions ({} per source)",
                cfg.limits.max_connections, cfg.limits.max_connections_per_source,

@@ -36,6 +36,9 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "sessions waiting for their ranks to join; a worker that would open one more is refused"},
       {"--max-pending-sessions-per-source", "REDUCER_MAX_PENDING_SESSIONS_PER_SOURCE", "N", "16", "",
        "such sessions opened from one IP address"},
+      {"--crc", "REDUCER_CRC", "0/1", "1", "",
+       "1: check the CRC32C workers send with each piece (when their own check is on) and send one with each "
+       "result; a mismatch fails the session naming the hop. 0: neither, whatever the workers ask"},
       {"--drain-timeout", "REDUCER_DRAIN_TIMEOUT", "DUR", "30s", "",
        "how long running sessions may go on after SIGTERM (0: fail them at once)"},
       {"--log-level", "REDUCER_LOG_LEVEL", "L", "info", "",

@@ -22,10 +22,11 @@ RendezvousConfig RendezvousFor(const TrainOptions& o) {
   return c;
 }
 
-RendezvousBlob RandomBlob() {
+StatusOr<RendezvousBlob> RandomBlob() {
   RendezvousBlob blob{};
-  const protocol::Nonce n = protocol::RandomNonce();
-  std::copy(n.begin(), n.end(), blob.begin());
+  const StatusOr<protocol::Nonce> n = protocol::RandomNonce();
+  if (!n.ok()) return n.status();
+  std::copy(n->begin(), n->end(), blob.begin());
   return blob;
 }
 
@@ -37,7 +38,9 @@ StatusOr<protocol::SessionId> CpuSession(const TrainOptions& o, std::string* how
     *how = "session '" + o.session + "' (" + std::string(EnvInfo(EnvKey::kSession).name) + ")";
     return protocol::SessionIdFromName(o.session);
   }
-  StatusOr<RendezvousBlob> blob = Rendezvous(RendezvousFor(o), RandomBlob());
+  StatusOr<RendezvousBlob> mine = RandomBlob();
+  if (!mine.ok()) return mine.status();
+  StatusOr<RendezvousBlob> blob = Rendezvous(RendezvousFor(o), *mine);
   if (!blob.ok()) return blob.status();
   std::copy(blob->begin(), blob->begin() + id.size(), id.begin());
   *how = o.world > 1

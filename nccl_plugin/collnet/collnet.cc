@@ -60,8 +60,9 @@ StatusOr<std::unique_ptr<CollListenComm>> CollNet::Listen(int dev, void* handle,
   }
   if (handle == nullptr) return Status(Code::kInvalidArgument, "CollNet listen: NULL handle");
   CollHandle h;
-  const protocol::Nonce nonce = protocol::RandomNonce();
-  std::memcpy(h.nonce, nonce.data(), sizeof(h.nonce));
+  const StatusOr<protocol::Nonce> nonce = protocol::RandomNonce();
+  if (!nonce.ok()) return nonce.status().Prefixed("CollNet listen");
+  std::memcpy(h.nonce, nonce->data(), sizeof(h.nonce));
   ConfigDigest(*config(), h.config_digest);
   h.link_mbps = static_cast<uint32_t>(link_mbps_ > 0 ? link_mbps_ : 0);
   gethostname(h.host, sizeof(h.host) - 1);
@@ -130,6 +131,11 @@ StatusOr<std::unique_ptr<CollComm>> CollNet::Connect(void* const* handles, int n
   o.min_piece_bytes = cfg.min_piece_bytes;
   o.connect_timeout = cfg.connect_timeout;
   o.op_timeout = cfg.op_timeout;
+  o.liveness_timeout = cfg.liveness_timeout;
+  o.crc = cfg.crc;
+  o.failover = cfg.failover;
+  o.min_reducers = cfg.min_reducers;
+  o.retention_bytes = cfg.retention_bytes;
   o.log = [](client::LogLevel level, const std::string& message) {
     if (level >= client::LogLevel::kWarn) {
       RS_PLOG_WARN("%s", message.c_str());

@@ -35,6 +35,22 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kConnectTimeout, "REDUCER_CONNECT_TIMEOUT", "60s",
      "Bound on connection setup: point-to-point connect and CollNet join of all ranks.",
      "REDUCER_CONNECT_TIMEOUT_MS", "ms"},
+    {EnvKey::kLivenessTimeout, "REDUCER_LIVENESS_TIMEOUT", "5s",
+     "A reducer stream on which nothing arrives for this long (frozen reducer, dead host, cut link) fails the "
+     "all-reduce naming the reducer; heartbeats go both ways at a fifth of it and the reducers use it to detect a "
+     "silent worker. A duration (`500ms`, `5s`); `0` turns it off."},
+    {EnvKey::kCrc, "REDUCER_CRC", "0",
+     "1: a CRC32C over every piece sent and every result received, checked end to end; a mismatch fails the "
+     "all-reduce naming the hop. Costs the reducers 3-10 % more CPU. 0: off."},
+    {EnvKey::kFailover, "REDUCER_FAILOVER", "1",
+     "1: when a reducer is lost the job goes on with the others (invisible to NCCL unless it fails) and a "
+     "restarted one is taken back; each node keeps a copy of its recent chunks for that. 0: losing a reducer fails "
+     "the job. Must be equal on every node."},
+    {EnvKey::kMinReducers, "REDUCER_MIN_REDUCERS", "1",
+     "With failover, the job fails when fewer reducers than this are left."},
+    {EnvKey::kRetention, "REDUCER_RETENTION", "256MiB",
+     "With failover, memory per communicator for the copies of chunks not yet completed on every node (a size: "
+     "`64MiB`, `1GiB`); when full, new chunks wait until the other nodes catch up."},
 }};
 
 constexpr bool RegistryInKeyOrder() {

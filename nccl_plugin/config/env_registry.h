@@ -41,6 +41,11 @@ enum class EnvKey : int {
   kMinPiece,
   kOpTimeout,
   kConnectTimeout,
+  kLivenessTimeout,
+  kCrc,
+  kFailover,
+  kMinReducers,
+  kRetention,
   kCount,
 };
 inline constexpr int kNumEnvVars = static_cast<int>(EnvKey::kCount);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/cluster_spec.h"
+#include "common/units.h"
 
 namespace rs::plugin {
 namespace {
@@ -135,6 +136,28 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   cfg.min_piece_bytes = static_cast<size_t>(*min_piece);
   cfg.op_timeout = *op;
   cfg.connect_timeout = *connect;
+  // 0 turns liveness off; anything else must leave room for heartbeats.
+  StatusOr<std::chrono::milliseconds> liveness =
+      env.GetDuration(EnvKey::kLivenessTimeout, std::chrono::milliseconds(0), kMaxTimeout);
+  if (!liveness.ok()) return liveness.status();
+  if (liveness->count() != 0 && *liveness < std::chrono::milliseconds(100)) {
+    return Status(Code::kInvalidArgument, "REDUCER_LIVENESS_TIMEOUT=" + env.Get(EnvKey::kLivenessTimeout) +
+                                              " must be 0 (off) or at least 100ms");
+  }
+  cfg.liveness_timeout = *liveness;
+  StatusOr<int64_t> crc = env.GetInt(EnvKey::kCrc, 0, 1);
+  if (!crc.ok()) return crc.status();
+  cfg.crc = *crc == 1;
+  StatusOr<int64_t> failover = env.GetInt(EnvKey::kFailover, 0, 1);
+  if (!failover.ok()) return failover.status();
+  cfg.failover = *failover == 1;
+  StatusOr<int64_t> min_reducers =
+      env.GetInt(EnvKey::kMinReducers, 1, static_cast<int64_t>(cfg.reducers.size()));
+  if (!min_reducers.ok()) return min_reducers.status();
+  cfg.min_reducers = static_cast<uint32_t>(*min_reducers);
+  StatusOr<uint64_t> retention = env.GetSize(EnvKey::kRetention, uint64_t{1} << 20, uint64_t{1} << 40);
+  if (!retention.ok()) return retention.status();
+  cfg.retention_bytes = *retention;
   return cfg;
 }
 

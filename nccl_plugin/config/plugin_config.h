@@ -46,6 +46,11 @@ struct CollNetConfig {
   size_t min_piece_bytes = 64 << 10;
   std::chrono::milliseconds op_timeout{90'000};
   std::chrono::milliseconds connect_timeout{60'000};
+  std::chrono::milliseconds liveness_timeout{5'000};  // 0: off
+  bool crc = false;
+  bool failover = true;
+  uint32_t min_reducers = 1;
+  size_t retention_bytes = 256 << 20;
 };
 
 StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env);

@@ -16,8 +16,14 @@ FrameType Expected(Handshake::State state) {
 
 }  // namespace
 
-Handshake::Handshake(HandshakeConfig config, const protocol::Nonce& server_nonce)
-    : config_(std::move(config)), server_nonce_(server_nonce) {}
+Handshake::Handshake(HandshakeConfig config, StatusOr<protocol::Nonce> server_nonce)
+    : config_(std::move(config)) {
+  if (server_nonce.ok()) {
+    server_nonce_ = *server_nonce;
+  } else {
+    nonce_error_ = server_nonce.status();
+  }
+}
 
 Handshake::Step Handshake::Refuse(Status why) {
   state_ = State::kFailed;
@@ -60,6 +66,7 @@ Handshake::Step Handshake::OnPayload(std::span<const uint8_t> payload) {
                                " connections to this reducer, which accepts at most " +
                                std::to_string(config_.max_session_streams) + " (" + config_.limit_name + ")"));
     }
+    if (!nonce_error_.ok()) return Refuse(nonce_error_);
     state_ = State::kAwaitAuth;
     Step step{Step::Action::kReadHeader, 0, {}, Status::Ok()};
     step.reply = protocol::EncodeChallenge({server_nonce_, !config_.job_token.empty()});
@@ -69,9 +76,15 @@ Handshake::Step Handshake::OnPayload(std::span<const uint8_t> payload) {
     protocol::Auth auth;
     Status st = protocol::DecodeAuth(payload, &auth);
     if (!st.ok()) return Refuse(std::move(st));
-    if (!config_.job_token.empty() &&
-        !protocol::MacEqual(auth.mac, protocol::ClientProof(config_.job_token, hello_, server_nonce_))) {
-      return Refuse(Status(Code::kAuth, "job token does not match this reducer's"));
+    if (!config_.job_token.empty()) {
+      StatusOr<protocol::Mac> expected = protocol::ClientProof(config_.job_token, hello_, server_nonce_);
+      if (!expected.ok()) return Refuse(expected.status());
+      if (!protocol::MacEqual(auth.mac, *expected)) {
+        return Refuse(Status(Code::kAuth, "job token does not match this reducer's"));
+      }
+      StatusOr<protocol::Mac> proof = protocol::ServerProof(config_.job_token, hello_, server_nonce_);
+      if (!proof.ok()) return Refuse(proof.status());
+      server_proof_ = *proof;
     }
     state_ = State::kAwaitJoin;
     return Step{Step::Action::kJoin, 0, {}, Status::Ok()};
@@ -81,7 +94,7 @@ Handshake::Step Handshake::OnPayload(std::span<const uint8_t> payload) {
 
 std::vector<uint8_t> Handshake::Joined(uint64_t max_piece_bytes) {
   protocol::Welcome welcome;
-  if (!config_.job_token.empty()) welcome.mac = protocol::ServerProof(config_.job_token, hello_, server_nonce_);
+  if (!config_.job_token.empty()) welcome.mac = server_proof_;
   welcome.max_piece_bytes = max_piece_bytes;
   state_ = State::kDone;
   return protocol::EncodeWelcome(welcome);

@@ -52,8 +52,9 @@ class Handshake {
     Status error;
   };
 
-  // `server_nonce` is this stream's fresh challenge (protocol::RandomNonce()).
-  Handshake(HandshakeConfig config, const protocol::Nonce& server_nonce);
+  // `server_nonce` is this stream's fresh challenge (protocol::RandomNonce());
+  // when the system could not give one, the first HELLO is refused with why.
+  Handshake(HandshakeConfig config, StatusOr<protocol::Nonce> server_nonce);
 
   // The first step: read a header.
   static Step Start() { return Step{Step::Action::kReadHeader, 0, {}, Status::Ok()}; }
@@ -79,7 +80,9 @@ class Handshake {
   Step Read(uint32_t bytes) { return Step{Step::Action::kReadPayload, bytes, {}, Status::Ok()}; }
 
   const HandshakeConfig config_;
-  const protocol::Nonce server_nonce_;
+  protocol::Nonce server_nonce_{};
+  Status nonce_error_;
+  protocol::Mac server_proof_{};  // for WELCOME, computed with the client's proof
   State state_ = State::kAwaitHello;
   protocol::FrameHeader header_;
   protocol::Hello hello_;

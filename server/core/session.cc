@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "kernels/kernels.h"
+#include "protocol/crc32c.h"
 
 namespace rs::server {
 namespace {
@@ -85,9 +86,16 @@ Piece::Piece(const protocol::PieceHeader& header, uint32_t first_rank, uint32_t 
       ended_(world, 0),
       reply_to_(world) {}
 
+protocol::PieceHeader Piece::result_header() const {
+  protocol::PieceHeader h = header_;
+  h.flags = has_result_crc_ ? protocol::kPieceCrc : 0;
+  h.crc = has_result_crc_ ? result_crc_ : 0;
+  return h;
+}
+
 Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams,
                  std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
-                 std::shared_ptr<ReducerStats> stats)
+                 std::shared_ptr<ReducerStats> stats, uint32_t flags)
     : id_(id),
       name_(protocol::SessionIdToString(id)),
       world_(world),
@@ -96,7 +104,11 @@ Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams
       limits_(limits),
       created_(now),
       reducer_stats_(stats ? std::move(stats) : std::make_shared<ReducerStats>()),
+      flags_(flags),
       members_(size_t{world} * streams),
+      watermarks_(world),
+      coordinator_(world),
+      wants_watermark_(world, 0),
       last_arrivals_(new std::atomic<uint64_t>[world]()) {}
 
 Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member) {
@@ -112,6 +124,13 @@ Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember
           " streams, but the session was opened with world size " + std::to_string(world_) + " and " +
           std::to_string(streams_) + " streams";
       failed = Status(Code::kMismatch, msg);
+      notify = FailLocked(failed);
+    } else if (hello.flags != flags_) {
+      auto failover = [](uint32_t flags) { return (flags & protocol::kHelloFailover) ? "on" : "off"; };
+      failed = Status(Code::kMismatch, "rank " + std::to_string(hello.rank) + " joined session " + name_ +
+                                           " with failover " + failover(hello.flags) +
+                                           ", but the session was opened with failover " + failover(flags_) +
+                                           ": every rank must use the same setting");
       notify = FailLocked(failed);
     } else {
       Stream& slot = members_[StreamIndex(hello.rank, hello.stream)];
@@ -175,60 +194,86 @@ Contribution Session::BeginContribution(uint32_t rank, const std::shared_ptr<Ses
                                         std::function<void()> wake, Clock::time_point now) {
   Contribution result;
   std::vector<std::shared_ptr<SessionMember>> notify;
+  Outbox outbox;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!failure_.ok()) {
-      result.status = failure_;
-      return result;
-    }
-    if (!ready_) {
-      result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) +
-                                                  " sent data before the session was ready");
-      return result;
-    }
-    Stream& s = members_[StreamIndex(rank, stream)];
-    const PieceKey key{header.seq, header.piece};
-    if (s.sent_any && key <= s.last) {
-      result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
-                                                  std::to_string(header.seq) + " piece " +
-                                                  std::to_string(header.piece) + " out of order or twice");
-      notify = FailLocked(result.status);
-    } else {
-      auto it = pending_.find(key);
-      if (it == pending_.end()) {
-        const size_t payload = header.PayloadBytes();
-        const size_t slot = (payload + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
-        auto buffer = budget_->TryAllocate(slot * world_, std::move(wake));
-        if (buffer == nullptr) {
-          result.kind = Contribution::Kind::kWaitForMemory;
-          return result;
-        }
-        it = pending_.emplace(key, std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, now))
-                 .first;
-      }
-      Piece& piece = *it->second;
-      std::string disagreement = Disagreement(piece.header_, piece.first_rank_, header, rank);
-      if (!disagreement.empty()) {
-        result.status = Status(Code::kMismatch, disagreement);
-        notify = FailLocked(result.status);
-      } else if (piece.begun_[rank]) {
-        result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
-                                                    std::to_string(header.seq) + " piece " +
-                                                    std::to_string(header.piece) + " twice");
-        notify = FailLocked(result.status);
-      } else {
-        s.last = key;
-        s.sent_any = true;
-        piece.begun_[rank] = 1;
-        piece.reply_to_[rank] = member;
-        result.kind = Contribution::Kind::kReceive;
-        result.piece = it->second;
-        result.dest = piece.slot(rank);
-        return result;
-      }
-    }
+    result = BeginLocked(rank, member, stream, header, std::move(wake), now, &notify, &outbox);
   }
   for (auto& m : notify) m->SendErrorAndClose(result.status);
+  for (auto& [m, frame] : outbox) m->SendControl(std::move(frame));
+  return result;
+}
+
+Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member, uint16_t stream,
+                                  const protocol::PieceHeader& header, std::function<void()> wake,
+                                  Clock::time_point now, std::vector<std::shared_ptr<SessionMember>>* notify,
+                                  Outbox* outbox) {
+  Contribution result;
+  if (!failure_.ok()) {
+    result.status = failure_;
+    return result;
+  }
+  if (!ready_) {
+    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent data before the session was ready");
+    return result;
+  }
+  const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  if (header.epoch < epoch) {
+    // Sent before the rank learned of the new epoch: refused, never mixed.
+    result.kind = Contribution::Kind::kDiscard;
+    return result;
+  }
+  if (header.epoch > epoch) {
+    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
+                                                std::to_string(header.seq) + " of epoch " +
+                                                std::to_string(header.epoch) + " before announcing the epoch (" +
+                                                "this reducer is at epoch " + std::to_string(epoch) + ")");
+    *notify = FailLocked(result.status);
+    return result;
+  }
+  if (failover()) ReportWatermarkLocked(rank, header.watermark, outbox);
+  Stream& s = members_[StreamIndex(rank, stream)];
+  const StreamKey order{header.epoch, header.seq, header.piece};
+  if (s.sent_any && order <= s.last) {
+    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
+                                                std::to_string(header.seq) + " piece " +
+                                                std::to_string(header.piece) + " out of order or twice");
+    *notify = FailLocked(result.status);
+    return result;
+  }
+  const PieceKey key{header.seq, header.piece};
+  auto it = pending_.find(key);
+  if (it == pending_.end()) {
+    const size_t payload = header.PayloadBytes();
+    const size_t slot = (payload + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+    auto buffer = budget_->TryAllocate(slot * world_, std::move(wake));
+    if (buffer == nullptr) {
+      result.kind = Contribution::Kind::kWaitForMemory;
+      return result;
+    }
+    it = pending_.emplace(key, std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, now)).first;
+  }
+  Piece& piece = *it->second;
+  std::string disagreement = Disagreement(piece.header_, piece.first_rank_, header, rank);
+  if (!disagreement.empty()) {
+    result.status = Status(Code::kMismatch, disagreement);
+    *notify = FailLocked(result.status);
+    return result;
+  }
+  if (piece.begun_[rank]) {
+    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
+                                                std::to_string(header.seq) + " piece " +
+                                                std::to_string(header.piece) + " twice");
+    *notify = FailLocked(result.status);
+    return result;
+  }
+  s.last = order;
+  s.sent_any = true;
+  piece.begun_[rank] = 1;
+  piece.reply_to_[rank] = member;
+  result.kind = Contribution::Kind::kReceive;
+  result.piece = it->second;
+  result.dest = piece.slot(rank);
   return result;
 }
 
@@ -241,6 +286,8 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failure_.ok() || piece->ended_[rank]) return;
+    // Dropped while it was being received: the ranks moved to a new epoch.
+    if (piece->header_.epoch != epoch_.load(std::memory_order_relaxed)) return;
     piece->ended_[rank] = 1;
     if (piece->ended_count_++ == 0) piece->first_end_ = now;
     if (piece->ended_count_ < world_) return;
@@ -253,6 +300,10 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
   // the last contribution arrived, not when its sum was ready.
   const auto reduce_start = Clock::now();
   Reduce(*piece);
+  if (limits_.crc && (piece->header_.flags & protocol::kPieceCrc) != 0) {
+    piece->result_crc_ = protocol::Crc32c(piece->result(), payload);
+    piece->has_result_crc_ = true;
+  }
   const auto latency = (now - piece->first_arrival_) + (Clock::now() - reduce_start);
   const auto wait = now - piece->first_end_;
   const uint64_t sent = payload * world_;
@@ -269,6 +320,115 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
     reducer_stats_->OperationCompleted();
   }
   for (auto& member : reply_to) member->SendResult(piece);
+}
+
+std::shared_ptr<SessionMember> Session::FirstMemberLocked(uint32_t rank) const {
+  for (uint16_t st = 0; st < streams_; ++st) {
+    if (const auto& m = members_[StreamIndex(rank, st)].member) return m;
+  }
+  return nullptr;
+}
+
+void Session::ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox) {
+  if (!watermarks_.Report(rank, value)) return;
+  const uint64_t g = watermarks_.watermark();
+  watermark_.store(g, std::memory_order_release);
+  const auto frame = protocol::EncodeHeartbeat({epoch_.load(std::memory_order_relaxed), 0, g});
+  for (uint32_t r = 0; r < world_; ++r) {
+    if (!wants_watermark_[r]) continue;
+    wants_watermark_[r] = 0;
+    if (auto m = FirstMemberLocked(r)) outbox->emplace_back(std::move(m), frame);
+  }
+}
+
+std::optional<protocol::Heartbeat> Session::OnHeartbeat(uint32_t rank, const protocol::Heartbeat& heartbeat) {
+  if (!failover() || rank >= world_) return std::nullopt;
+  Outbox outbox;
+  std::optional<protocol::Heartbeat> reply;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_.ok()) return std::nullopt;
+    const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+    if (heartbeat.epoch == epoch) ReportWatermarkLocked(rank, heartbeat.watermark, &outbox);
+    if (heartbeat.flags & protocol::kHeartbeatWantWatermark) {
+      wants_watermark_[rank] = 1;
+      reply = protocol::Heartbeat{epoch, 0, watermarks_.watermark()};
+    }
+  }
+  for (auto& [m, frame] : outbox) m->SendControl(std::move(frame));
+  return reply;
+}
+
+void Session::OnMembership(uint32_t rank, const protocol::MembershipFrame& frame) {
+  using protocol::MembershipKind;
+  Outbox outbox;
+  std::vector<std::shared_ptr<SessionMember>> notify;
+  Status failed;
+  bool quiet = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_.ok()) return;
+    const std::string from = "rank " + std::to_string(rank);
+    if (!failover()) {
+      failed = Status(Code::kProtocol, from + " sent a MEMBERSHIP frame in a session without failover");
+    } else if (frame.kind == MembershipKind::kEvict) {
+      // The ranks go on without this reducer: leave without telling anyone
+      // (an error from here would end the job the failover is saving).
+      evicted_ = true;
+      failure_ = Status(Code::kCancelled, "this reducer left session " + name_ + ": " + from +
+                                              " dropped it from the session (failover to epoch " +
+                                              std::to_string(frame.epoch) + ")");
+      pending_.clear();
+      for (const Stream& st : members_) {
+        if (st.member) notify.push_back(st.member);
+      }
+      quiet = true;
+    } else if (frame.kind == MembershipKind::kReport || frame.kind == MembershipKind::kAnnounce) {
+      const FailoverCoordinator::Actions actions = frame.kind == MembershipKind::kReport
+                                                       ? coordinator_.OnReport(rank, frame)
+                                                       : coordinator_.OnAnnounce(rank, frame);
+      if (!actions.error.ok()) {
+        failed = actions.error;
+      } else {
+        if (actions.installed) InstallLocked(coordinator_.epoch(), actions.installed->start);
+        QueueLocked(actions, &outbox);
+      }
+    } else {
+      failed = Status(Code::kProtocol, from + " sent a MEMBERSHIP " + protocol::MembershipKindName(frame.kind) +
+                                           " frame, which only reducers send");
+    }
+    if (!failed.ok()) notify = FailLocked(failed);
+  }
+  for (auto& [m, bytes] : outbox) m->SendControl(std::move(bytes));
+  for (auto& m : notify) {
+    if (quiet) {
+      m->CloseQuietly();
+    } else {
+      m->SendErrorAndClose(failed);
+    }
+  }
+}
+
+void Session::InstallLocked(uint32_t epoch, uint64_t start) {
+  epoch_.store(epoch, std::memory_order_release);
+  // Every pending piece belongs to an older epoch: the ranks redo those
+  // operations in this one. Memory comes back as the last reference goes.
+  pending_.clear();
+  watermarks_.Reset(start);
+  watermark_.store(start, std::memory_order_release);
+  std::fill(wants_watermark_.begin(), wants_watermark_.end(), 0);
+}
+
+void Session::QueueLocked(const FailoverCoordinator::Actions& actions, Outbox* outbox) {
+  if (actions.to_all) {
+    const auto bytes = protocol::EncodeMembership(*actions.to_all);
+    for (uint32_t r = 0; r < world_; ++r) {
+      if (auto m = FirstMemberLocked(r)) outbox->emplace_back(std::move(m), bytes);
+    }
+  }
+  for (const auto& [rank, frame] : actions.to_rank) {
+    if (auto m = FirstMemberLocked(rank)) outbox->emplace_back(std::move(m), protocol::EncodeMembership(frame));
+  }
 }
 
 void Session::Reduce(Piece& piece) {

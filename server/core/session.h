@@ -14,6 +14,13 @@
 // the first and the last contribution, per session and into the reducer-wide
 // ReducerStats.
 //
+// With failover (the ranks' HELLO says so) it also takes part in membership
+// epochs (failover_coordinator.h): it keeps the session's completion
+// watermark (watermark_tracker.h) and relays it to the ranks, coordinates a
+// new epoch when the ranks ask it to, drops the pieces of an epoch when the
+// ranks announce the next one (and discards any still arriving), and leaves
+// quietly when the ranks evict it.
+//
 // Threading: every method may be called from any I/O thread. One mutex
 // guards membership and the table of pending pieces; payload bytes are
 // received and reduced outside it. Members are called outside the lock.
@@ -28,16 +35,21 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/status.h"
+#include "protocol/membership.h"
+#include "protocol/wire.h"
+#include "server/core/failover_coordinator.h"
 #include "server/core/memory_budget.h"
 #include "server/core/recent_seq_set.h"
 #include "server/core/reducer_stats.h"
-#include "common/status.h"
-#include "common/clock.h"
-#include "protocol/wire.h"
+#include "server/core/watermark_tracker.h"
 
 namespace rs::server {
 
@@ -55,6 +67,10 @@ class SessionMember {
   virtual void SendResult(std::shared_ptr<Piece> piece) = 0;
   // Sends an ERROR frame, then closes the stream.
   virtual void SendErrorAndClose(const Status& status) = 0;
+  // Sends a control frame (HEARTBEAT, MEMBERSHIP) ahead of queued results.
+  virtual void SendControl(std::vector<uint8_t> frame) = 0;
+  // Closes the stream without a word: the ranks have dropped this reducer.
+  virtual void CloseQuietly() = 0;
 };
 
 // One piece of one operation: a slot per rank, reduced into slot 0.
@@ -64,6 +80,9 @@ class Piece {
         std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, Clock::time_point now);
 
   const protocol::PieceHeader& header() const { return header_; }
+  // The RESULT frame's header: header() with the result's CRC32C when the
+  // session computed one. Valid once the piece is reduced.
+  protocol::PieceHeader result_header() const;
   const uint8_t* result() const { return buffer_->data(); }
   uint8_t* slot(uint32_t rank) { return buffer_->data() + rank * slot_bytes_; }
 
@@ -80,6 +99,9 @@ class Piece {
   std::vector<uint8_t> ended_;   // rank's contribution is complete
   uint32_t ended_count_ = 0;
   std::vector<std::shared_ptr<SessionMember>> reply_to_;  // per rank
+  // Set by the thread that reduces the piece, before it is sent.
+  bool has_result_crc_ = false;
+  uint32_t result_crc_ = 0;
 };
 
 struct SessionLimits {
@@ -87,6 +109,8 @@ struct SessionLimits {
   uint64_t max_piece_bytes = 4 << 20;
   std::chrono::milliseconds op_timeout{30'000};
   std::chrono::milliseconds join_timeout{60'000};
+  // Send a CRC32C with the result of pieces whose contributions carry one.
+  bool crc = true;
 };
 
 struct SessionStats {
@@ -114,7 +138,9 @@ std::vector<RankCount> SlowestRanks(const SessionStats& stats, size_t max);
 
 // What BeginContribution tells the connection to do next.
 struct Contribution {
-  enum class Kind { kReceive, kWaitForMemory, kFailed };
+  // kDiscard: a piece of an epoch the ranks have left; read its payload and
+  // drop it.
+  enum class Kind { kReceive, kWaitForMemory, kFailed, kDiscard };
   Kind kind = Kind::kFailed;
   std::shared_ptr<Piece> piece;  // kReceive: read the payload into `dest`
   uint8_t* dest = nullptr;
@@ -124,13 +150,25 @@ struct Contribution {
 class Session {
  public:
   // `stats` collects the reducer-wide counters; null gives the session its own.
+  // `flags` are the first HELLO's (protocol::HelloFlags); every rank must agree.
   Session(const protocol::SessionId& id, uint32_t world, uint16_t streams,
           std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
-          std::shared_ptr<ReducerStats> stats = nullptr);
+          std::shared_ptr<ReducerStats> stats = nullptr, uint32_t flags = 0);
 
   const protocol::SessionId& id() const { return id_; }
   uint32_t world() const { return world_; }
   Clock::time_point created() const { return created_; }
+  bool failover() const { return (flags_ & protocol::kHelloFailover) != 0; }
+  // The newest epoch the ranks announced here, and the session's completion
+  // watermark within it (lock-free, for the RESULT frames' headers).
+  uint32_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  uint64_t watermark() const { return watermark_.load(std::memory_order_acquire); }
+
+  // A rank's heartbeat. When it wants the watermark, the answer to send now;
+  // otherwise the rank gets one as soon as the watermark moves.
+  std::optional<protocol::Heartbeat> OnHeartbeat(uint32_t rank, const protocol::Heartbeat& heartbeat);
+  // A MEMBERSHIP frame from a rank (report, announce, evict).
+  void OnMembership(uint32_t rank, const protocol::MembershipFrame& frame);
 
   // Adds an authenticated stream. Errors concern only the joining stream,
   // except a world or stream-count disagreement, which fails the session.
@@ -169,16 +207,26 @@ class Session {
 
  private:
   using PieceKey = std::pair<uint64_t, uint32_t>;  // (seq, piece index)
+  using StreamKey = std::tuple<uint32_t, uint64_t, uint32_t>;  // (epoch, seq, piece index)
   struct Stream {
     std::shared_ptr<SessionMember> member;
-    PieceKey last{0, 0};
+    StreamKey last{0, 0, 0};
     bool sent_any = false;
   };
+  // Frames to send once the lock is released.
+  using Outbox = std::vector<std::pair<std::shared_ptr<SessionMember>, std::vector<uint8_t>>>;
 
   size_t StreamIndex(uint32_t rank, uint16_t stream) const { return size_t{rank} * streams_ + stream; }
   std::vector<std::shared_ptr<SessionMember>> FailLocked(const Status& status);
+  Contribution BeginLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member, uint16_t stream,
+                           const protocol::PieceHeader& header, std::function<void()> wake, Clock::time_point now,
+                           std::vector<std::shared_ptr<SessionMember>>* notify, Outbox* outbox);
   std::string MissingRanksLocked() const;
   void Reduce(Piece& piece);
+  std::shared_ptr<SessionMember> FirstMemberLocked(uint32_t rank) const;
+  void ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox);
+  void InstallLocked(uint32_t epoch, uint64_t start);
+  void QueueLocked(const FailoverCoordinator::Actions& actions, Outbox* outbox);
 
   const protocol::SessionId id_;
   const std::string name_;  // hex id, for messages
@@ -188,6 +236,7 @@ class Session {
   const SessionLimits limits_;
   const Clock::time_point created_;
   const std::shared_ptr<ReducerStats> reducer_stats_;
+  const uint32_t flags_;
 
   mutable std::mutex mu_;
   std::vector<Stream> members_;               // guarded by mu_; world * streams
@@ -197,6 +246,12 @@ class Session {
   Status failure_;                            // guarded by mu_
   std::map<PieceKey, std::shared_ptr<Piece>> pending_;  // guarded by mu_
   RecentSeqSet completed_ops_;                // guarded by mu_
+  WatermarkTracker watermarks_;               // guarded by mu_
+  FailoverCoordinator coordinator_;           // guarded by mu_
+  std::vector<uint8_t> wants_watermark_;      // guarded by mu_; per rank
+  bool evicted_ = false;                      // guarded by mu_
+  std::atomic<uint32_t> epoch_{0};            // written under mu_
+  std::atomic<uint64_t> watermark_{0};        // written under mu_
 
   std::atomic<uint64_t> pieces_completed_{0};
   std::atomic<uint64_t> bytes_received_{0};

@@ -2,17 +2,31 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+
+#include "common/socket_options.h"
 #include "protocol/auth.h"
+#include "protocol/crc32c.h"
 #include "server/net/reducer_server.h"
 
 namespace rs::server {
 namespace {
 
+std::string EndpointName(const asio::ip::tcp::endpoint& ep) {
+  const std::string host = ep.address().to_string();
+  return (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(ep.port());
+}
+
 std::string PeerName(const asio::ip::tcp::socket& socket) {
   asio::error_code ec;
   const auto ep = socket.remote_endpoint(ec);
-  if (ec) return "unknown peer";
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
+  return ec ? "unknown peer" : EndpointName(ep);
+}
+
+std::string LocalName(const asio::ip::tcp::socket& socket) {
+  asio::error_code ec;
+  const auto ep = socket.local_endpoint(ec);
+  return ec ? "this reducer" : "reducer " + EndpointName(ep);
 }
 
 }  // namespace
@@ -22,7 +36,9 @@ Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admi
       socket_(std::move(socket)),
       linger_(socket_.get_executor()),
       handshake_deadline_(socket_.get_executor()),
+      liveness_timer_(socket_.get_executor()),
       peer_(PeerName(socket_)),
+      self_(LocalName(socket_)),
       ticket_(std::move(ticket)),
       handshake_(server.handshake_config(), protocol::RandomNonce()) {
   asio::error_code ignored;
@@ -65,13 +81,29 @@ void Connection::EndHandshake(HandshakeEnd how, const Status& why) {
   server_.LogRefusal(kind, who + ": refused: " + why.ToString());
 }
 
+void Connection::RunningCrc::Advance(size_t transferred) {
+  if (transferred <= done) return;
+  crc = protocol::Crc32c(base + done, transferred - done, crc);
+  done = transferred;
+}
+
+size_t Connection::ReadProgress::operator()(const asio::error_code& ec, size_t transferred) {
+  if (transferred > seen) {
+    seen = transferred;
+    ++*counter;
+    if (crc != nullptr) crc->Advance(transferred);
+  }
+  return ec ? 0 : 64 * 1024;
+}
+
 template <typename Handler>
-void Connection::Read(asio::mutable_buffer buffer, Handler&& handler) {
+void Connection::Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc) {
   read_pending_ = true;
-  asio::async_read(socket_, buffer,
+  asio::async_read(socket_, buffer, ReadProgress{&received_progress_, crc},
                    [self = shared_from_this(), handler = std::forward<Handler>(handler)](
-                       const asio::error_code& ec, size_t) mutable {
+                       const asio::error_code& ec, size_t bytes) mutable {
                      self->read_pending_ = false;
+                     if (bytes > 0) ++self->received_progress_;
                      if (self->state_ == State::kClosing) {
                        self->piece_.reset();
                        self->Drain(ec);
@@ -100,6 +132,7 @@ void Connection::CloseSocket() {
   asio::error_code ignored;
   linger_.cancel();
   handshake_deadline_.cancel();
+  liveness_timer_.cancel();
   socket_.close(ignored);
 }
 
@@ -155,27 +188,63 @@ void Connection::OnPayload() {
       HandshakeStep(handshake_.OnPayload(payload_));
       return;
     case State::kJoined:
-      if (header_.type == FrameType::kBye) {
-        LeaveSession(/*clean=*/true, Status(Code::kOk, "goodbye"));
-        state_ = State::kClosing;
-        CloseSocket();
-        return;
-      }
-      if (header_.type == FrameType::kError) {
-        // The worker gave up, usually because another reducer reported an
-        // error: pass its reason on so every rank learns the root cause.
-        protocol::ErrorFrame err;
-        (void)protocol::DecodeError(payload_, &err);
-        session_->Fail(Status(err.code, "rank " + std::to_string(hello_.rank) + " aborted: " + err.message));
-        CloseNow(Status(Code::kPeerFailed, "aborted by the worker"));
-        return;
-      }
-      break;
+      OnJoinedFrame();
+      return;
     case State::kClosing:
       return;
   }
   Reject(Status(Code::kProtocol,
                 std::string("unexpected ") + protocol::FrameTypeName(header_.type) + " frame during the session"));
+}
+
+void Connection::OnJoinedFrame() {
+  using protocol::FrameType;
+  switch (header_.type) {
+    case FrameType::kBye:
+      LeaveSession(/*clean=*/true, Status(Code::kOk, "goodbye"));
+      state_ = State::kClosing;
+      CloseSocket();
+      return;
+    case FrameType::kError: {
+      // The worker gave up, usually because another reducer reported an
+      // error: pass its reason on so every rank learns the root cause.
+      protocol::ErrorFrame err;
+      (void)protocol::DecodeError(payload_, &err);
+      session_->Fail(Status(err.code, "rank " + std::to_string(hello_.rank) + " aborted: " + err.message));
+      CloseNow(Status(Code::kPeerFailed, "aborted by the worker"));
+      return;
+    }
+    case FrameType::kHeartbeat: {
+      protocol::Heartbeat heartbeat;
+      Status st = protocol::DecodeHeartbeat(payload_, &heartbeat);
+      if (!st.ok()) {
+        Reject(st);
+        return;
+      }
+      if (auto reply = session_->OnHeartbeat(hello_.rank, heartbeat)) {
+        EnqueueControl(protocol::EncodeHeartbeat(*reply));
+      }
+      ReadHeader();
+      return;
+    }
+    case FrameType::kMembership: {
+      protocol::MembershipFrame frame;
+      Status st = protocol::DecodeMembership(payload_, &frame);
+      if (!st.ok()) {
+        const Status named = st.Prefixed("rank " + std::to_string(hello_.rank));
+        session_->Fail(named);
+        Reject(named);
+        return;
+      }
+      session_->OnMembership(hello_.rank, frame);
+      if (state_ == State::kJoined) ReadHeader();
+      return;
+    }
+    default:
+      break;
+  }
+  Reject(Status(Code::kProtocol, std::string("unexpected ") + protocol::FrameTypeName(header_.type) +
+                                     " frame during the session"));
 }
 
 void Connection::HandshakeStep(Handshake::Step step) {
@@ -210,7 +279,46 @@ void Connection::JoinSession() {
   hello_ = handshake_.hello();
   state_ = State::kJoined;
   EnqueueControl(handshake_.Joined(server_.MaxPieceBytes(hello_.world)));
+  StartLiveness();
   ReadHeader();
+}
+
+void Connection::StartLiveness() {
+  const std::chrono::milliseconds timeout(hello_.liveness_ms);
+  // With failover a worker that stops talking to this reducer may be one
+  // whose link to it alone was cut: the ranks then drop this reducer, which
+  // they do within about one timeout. Waiting twice as long before failing
+  // the session keeps a cut link from ending the job; a worker that really
+  // died is still named to every rank, after 2 T instead of T.
+  liveness_ = protocol::LivenessMonitor(timeout, session_->failover() ? 2 * timeout : timeout);
+  if (!liveness_.enabled()) return;
+  (void)SetTcpLiveness(socket_.native_handle(), liveness_.timeout());  // best effort
+  liveness_.Start(Clock::now(), received_progress_, sent_progress_);
+  ArmLiveness();
+}
+
+void Connection::ArmLiveness() {
+  liveness_timer_.expires_after(liveness_.tick_interval());
+  liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec && self->state_ == State::kJoined) self->OnLivenessTick();
+  });
+}
+
+void Connection::OnLivenessTick() {
+  const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
+  if (verdict.silent) {
+    // The session tells every rank, this one included (if it still listens).
+    session_->Fail(Status(Code::kPeerFailed,
+                          "rank " + std::to_string(hello_.rank) + " (" + peer_ + ") sent nothing to " + self_ +
+                              " for " + protocol::FormatSeconds(verdict.silent_for) +
+                              " (heartbeats stopped): the worker is frozen, its host down or the link to it cut"));
+    return;
+  }
+  // Only when idle: queued frames are bytes the worker will see anyway.
+  if (verdict.send_heartbeat && write_queue_.empty()) {
+    EnqueueControl(protocol::EncodeHeartbeat({session_->epoch(), 0, session_->watermark()}));
+  }
+  ArmLiveness();
 }
 
 void Connection::OnPieceHeader() {
@@ -237,16 +345,25 @@ void Connection::TryBeginContribution() {
                                                std::move(wake), Clock::now());
   switch (c.kind) {
     case Contribution::Kind::kWaitForMemory:
-      // Stop reading: the worker's sends back up into its socket buffer.
+      // Stop reading: the worker's sends back up into its socket buffer, and
+      // its silence meanwhile is our doing.
+      liveness_.Pause();
       return;
     case Contribution::Kind::kFailed:
       // The session told every member already if it failed; otherwise only us.
       if (session_->failure().ok()) Reject(c.status);
       return;
+    case Contribution::Kind::kDiscard:
+      liveness_.Resume(Clock::now());
+      Discard(piece_header_.PayloadBytes());
+      return;
     case Contribution::Kind::kReceive:
+      liveness_.Resume(Clock::now());
       piece_ = std::move(c.piece);
+      piece_crc_ = RunningCrc{c.dest, 0, 0};
       Read(asio::buffer(c.dest, piece_header_.PayloadBytes()),
-           [this](const asio::error_code& ec) { OnContributionRead(ec); });
+           [this](const asio::error_code& ec) { OnContributionRead(ec); },
+           server_.config().crc && (piece_header_.flags & protocol::kPieceCrc) != 0 ? &piece_crc_ : nullptr);
       return;
   }
 }
@@ -259,8 +376,55 @@ void Connection::OnContributionRead(const asio::error_code& ec) {
     return;
   }
   std::shared_ptr<Piece> piece = std::move(piece_);
+  if (server_.config().crc && (piece_header_.flags & protocol::kPieceCrc) != 0) {
+    // The last chunk is not seen by the completion condition.
+    piece_crc_.Advance(piece_header_.PayloadBytes());
+    const uint32_t got = piece_crc_.crc;
+    if (got != piece_header_.crc) {
+      char values[64];
+      std::snprintf(values, sizeof(values), "0x%08x, rank %u sent 0x%08x", got, hello_.rank, piece_header_.crc);
+      // The session tells every rank (this one included) which hop it was.
+      session_->Fail(Status(Code::kProtocol,
+                            "CRC32C mismatch on hop rank " + std::to_string(hello_.rank) + " -> " + self_ +
+                                ": operation " + std::to_string(piece_header_.seq) + " piece " +
+                                std::to_string(piece_header_.piece) + " arrived as " + values +
+                                " (data corrupted in transit: NIC, memory or a middlebox)"));
+      return;
+    }
+  }
   session_->EndContribution(hello_.rank, piece);
   ReadHeader();
+}
+
+void Connection::Discard(uint64_t bytes) {
+  if (bytes == 0) {
+    ReadHeader();
+    return;
+  }
+  const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, drain_buf_.size()));
+  Read(asio::buffer(drain_buf_.data(), chunk), [this, bytes, chunk](const asio::error_code& ec) {
+    if (ec) {
+      CloseNow(Status(Code::kIo, "connection lost in a stale DATA frame: " + ec.message()));
+      return;
+    }
+    Discard(bytes - chunk);
+  });
+}
+
+void Connection::SendControl(std::vector<uint8_t> frame) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame)]() mutable {
+    if (self->state_ == State::kClosing) return;
+    self->EnqueueControl(std::move(frame));
+  });
+}
+
+void Connection::CloseQuietly() {
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    if (self->state_ == State::kClosing) return;
+    self->LeaveSession(/*clean=*/true, Status(Code::kCancelled, "dropped by the ranks"));
+    self->state_ = State::kClosing;
+    self->CloseSocket();
+  });
 }
 
 void Connection::SendReady() {
@@ -274,7 +438,11 @@ void Connection::SendResult(std::shared_ptr<Piece> piece) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), piece = std::move(piece)]() mutable {
     if (self->state_ == State::kClosing) return;
     Outgoing out;
-    protocol::EncodePieceFrame(protocol::FrameType::kResult, piece->header(), &out.piece_head);
+    protocol::PieceHeader head = piece->result_header();
+    // The session's watermark, when it belongs to the piece's epoch.
+    const uint32_t epoch = self->session_->epoch();
+    head.watermark = head.epoch == epoch ? self->session_->watermark() : 0;
+    protocol::EncodePieceFrame(protocol::FrameType::kResult, head, &out.piece_head);
     out.piece = std::move(piece);
     self->Enqueue(std::move(out));
   });
@@ -330,7 +498,9 @@ void Connection::WriteNext() {
       buffers.emplace_back(out.bytes.data(), out.bytes.size());
     }
   }
-  asio::async_write(socket_, buffers, [self = shared_from_this(), batch](const asio::error_code& ec, size_t) {
+  asio::async_write(socket_, buffers, protocol::CountProgress{&sent_progress_},
+                    [self = shared_from_this(), batch](const asio::error_code& ec, size_t bytes) {
+    if (bytes > 0) ++self->sent_progress_;
     if (ec) {
       self->write_queue_.clear();
       self->writing_ = false;

@@ -2,7 +2,11 @@
 // CHALLENGE, AUTH, WELCOME: the I/O-free state machine in
 // server/core/handshake.h), then reads DATA frames straight into the
 // session's piece slots and writes RESULT frames straight from the reduced
-// piece: no copy on either path.
+// piece: no copy on either path. Once joined it watches the stream's
+// liveness with the worker's timeout from HELLO (protocol/liveness.h):
+// heartbeats when it has written nothing for a while, and a worker that
+// sends nothing at all for the timeout fails the session naming the rank
+// (silence while this side stops reading for memory does not count).
 //
 // Threading: a Connection lives on one io_context (one thread) for life; all
 // of its handlers run there. The SessionMember methods are called by other
@@ -17,10 +21,11 @@
 
 #include <asio.hpp>
 
+#include "protocol/liveness.h"
+#include "protocol/wire.h"
 #include "server/core/admission.h"
 #include "server/core/handshake.h"
 #include "server/core/session.h"
-#include "protocol/wire.h"
 
 namespace rs::server {
 
@@ -40,6 +45,8 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void SendReady() override;
   void SendResult(std::shared_ptr<Piece> piece) override;
   void SendErrorAndClose(const Status& status) override;
+  void SendControl(std::vector<uint8_t> frame) override;
+  void CloseQuietly() override;
 
  private:
   enum class State { kHandshake, kJoined, kClosing };
@@ -49,9 +56,26 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
     std::shared_ptr<Piece> piece;             // RESULT: header + elements
   };
 
+  // A CRC32C computed over a contribution while it arrives, a chunk at a
+  // time right after the kernel copied it in (still in cache): checking it
+  // costs about half as much as a pass over the finished piece.
+  struct RunningCrc {
+    const uint8_t* base = nullptr;
+    size_t done = 0;
+    uint32_t crc = 0;
+    void Advance(size_t transferred);
+  };
+  // A completion condition: counts progress for liveness and advances `crc`.
+  struct ReadProgress {
+    uint64_t* counter;
+    RunningCrc* crc;
+    size_t seen = 0;
+    size_t operator()(const asio::error_code& ec, size_t transferred);
+  };
+
   // Every read goes through Read(): once closing, completions drain instead.
   template <typename Handler>
-  void Read(asio::mutable_buffer buffer, Handler&& handler);
+  void Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc = nullptr);
   void Drain(const asio::error_code& ec);
   void CloseSocket();
   void ReadHeader();
@@ -66,6 +90,11 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void OnPieceHeader();
   void TryBeginContribution();
   void OnContributionRead(const asio::error_code& ec);
+  void Discard(uint64_t bytes);  // reads and drops a stale piece's payload, then the next frame
+  void OnJoinedFrame();
+  void StartLiveness();
+  void ArmLiveness();
+  void OnLivenessTick();
 
   void Enqueue(Outgoing out);
   void EnqueueControl(std::vector<uint8_t> frame);
@@ -78,7 +107,9 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   asio::ip::tcp::socket socket_;
   asio::steady_timer linger_;
   asio::steady_timer handshake_deadline_;
+  asio::steady_timer liveness_timer_;
   const std::string peer_;
+  const std::string self_;  // this reducer as the worker reached it, for messages
   Admission::Ticket ticket_;
   State state_ = State::kHandshake;
   Handshake handshake_;
@@ -92,6 +123,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   bool left_ = false;
   protocol::PieceHeader piece_header_;
   std::shared_ptr<Piece> piece_;               // the contribution being read
+  RunningCrc piece_crc_;                       // over piece_'s bytes, when checked
 
   std::deque<Outgoing> write_queue_;
   bool writing_ = false;
@@ -99,6 +131,10 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   bool close_after_write_ = false;
   bool read_pending_ = false;
   std::array<uint8_t, 4096> drain_buf_{};
+
+  protocol::LivenessMonitor liveness_;
+  uint64_t received_progress_ = 0;  // read completions, partial ones included
+  uint64_t sent_progress_ = 0;      // write completions, partial ones included
 };
 
 }  // namespace rs::server

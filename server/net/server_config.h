@@ -24,6 +24,9 @@ struct ServerConfig {
   // for their ranks are bounded in all and per source address.
   std::chrono::milliseconds handshake_timeout{10'000};
   AdmissionLimits limits;
+  // Check the CRC32C of contributions that carry one, and send one with
+  // results; off: neither (no CPU spent on it).
+  bool crc = true;
 };
 
 }  // namespace rs::server

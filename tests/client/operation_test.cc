@@ -17,7 +17,21 @@ using std::chrono::milliseconds;
 std::unique_ptr<OperationImpl> TwoPieces(std::vector<float>& buf) {
   std::vector<protocol::PieceSpan> pieces = {{0, 0, 8, 0, 0}, {1, 8, 8, 1, 0}};
   return std::make_unique<OperationImpl>(7, buf.data(), buf.data(), 16, DataType::kFloat32, ReduceOp::kSum,
-                                         std::move(pieces), 2, Clock::now());
+                                         /*epoch=*/0, std::move(pieces), 2, Clock::now());
+}
+
+// ClaimResult's verdict as a Status: ok when claimed.
+Status Claim(OperationImpl& op, uint32_t reducer, const protocol::PieceHeader& h) {
+  Status error;
+  switch (op.ClaimResult(reducer, h, &error)) {
+    case OperationImpl::Claim::kClaimed:
+      return Status::Ok();
+    case OperationImpl::Claim::kStale:
+      return Status(Code::kCancelled, "stale");
+    case OperationImpl::Claim::kError:
+      break;
+  }
+  return error;
 }
 
 protocol::PieceHeader ResultFor(uint32_t piece) {
@@ -38,10 +52,10 @@ TEST(Operation, DoneOnlyWhenEveryPieceIsBackAndNoSocketHoldsTheBuffers) {
   auto op = TwoPieces(buf);
   EXPECT_FALSE(op->Done());
   ASSERT_TRUE(op->Acquire());  // a socket is reading into recv
-  ASSERT_TRUE(op->ClaimResult(0, ResultFor(0)).ok());
-  EXPECT_FALSE(op->PieceDone());
-  ASSERT_TRUE(op->ClaimResult(1, ResultFor(1)).ok());
-  EXPECT_TRUE(op->PieceDone());  // the last piece
+  ASSERT_TRUE(Claim(*op, 0, ResultFor(0)).ok());
+  EXPECT_FALSE(op->PieceDone(0));
+  ASSERT_TRUE(Claim(*op, 1, ResultFor(1)).ok());
+  EXPECT_TRUE(op->PieceDone(0));  // the last piece
   EXPECT_FALSE(op->Done()) << "a socket still holds the buffers";
   op->Release();
   EXPECT_TRUE(op->Done());
@@ -63,19 +77,36 @@ TEST(Operation, FailureIsKeptAndNoLeaseIsGivenAfterIt) {
 TEST(Operation, ResultsThatDoNotMatchWhatWasSentAreRefused) {
   std::vector<float> buf(16);
   auto op = TwoPieces(buf);
-  EXPECT_EQ(op->ClaimResult(1, ResultFor(0)).code(), Code::kProtocol) << "piece 0 went to reducer 0";
+  EXPECT_EQ(Claim(*op, 1, ResultFor(0)).code(), Code::kProtocol) << "piece 0 went to reducer 0";
   protocol::PieceHeader wrong = ResultFor(0);
   wrong.dtype = DataType::kFloat16;
-  EXPECT_EQ(op->ClaimResult(0, wrong).code(), Code::kProtocol);
+  EXPECT_EQ(Claim(*op, 0, wrong).code(), Code::kProtocol);
   wrong = ResultFor(0);
   wrong.piece = 5;
-  Status never = op->ClaimResult(0, wrong);
+  Status never = Claim(*op, 0, wrong);
   EXPECT_EQ(never.code(), Code::kProtocol);
   EXPECT_NE(never.message().find("operation 7 piece 5, which was never sent"), std::string::npos) << never.message();
-  ASSERT_TRUE(op->ClaimResult(0, ResultFor(0)).ok());
-  Status twice = op->ClaimResult(0, ResultFor(0));
+  ASSERT_TRUE(Claim(*op, 0, ResultFor(0)).ok());
+  Status twice = Claim(*op, 0, ResultFor(0));
   EXPECT_EQ(twice.code(), Code::kProtocol);
   EXPECT_NE(twice.message().find("twice"), std::string::npos) << twice.message();
+}
+
+// After a failover the operation is redone in a new epoch: results of the
+// old one are ignored, not errors, and only the new epoch's pieces complete it.
+TEST(Operation, ResultsOfAnEpochItLeftAreStaleNotErrors) {
+  std::vector<float> buf(16);
+  auto op = TwoPieces(buf);
+  ASSERT_TRUE(Claim(*op, 0, ResultFor(0)).ok());
+  op->Restart(1, {{0, 0, 16, 1, 0}});  // all of it on reducer 1 now
+  EXPECT_FALSE(op->PieceDone(0)) << "a piece of the old epoch completes nothing";
+  EXPECT_EQ(Claim(*op, 1, ResultFor(1)).code(), Code::kCancelled) << "epoch 0 result after the restart";
+  protocol::PieceHeader whole = ResultFor(0);
+  whole.epoch = 1;
+  whole.pieces = 1;
+  whole.count = 16;
+  ASSERT_TRUE(Claim(*op, 1, whole).ok());
+  EXPECT_TRUE(op->PieceDone(1));
 }
 
 // What a client timeout message names: the reducers that still owe pieces.
@@ -83,7 +114,7 @@ TEST(Operation, PendingReducersAreThoseStillOwingPieces) {
   std::vector<float> buf(16);
   auto op = TwoPieces(buf);
   EXPECT_EQ(op->PendingReducers(), (std::vector<uint32_t>{0, 1}));
-  ASSERT_TRUE(op->ClaimResult(1, ResultFor(1)).ok());
+  ASSERT_TRUE(Claim(*op, 1, ResultFor(1)).ok());
   EXPECT_EQ(op->PendingReducers(), (std::vector<uint32_t>{0}));
 }
 
@@ -98,7 +129,7 @@ TEST(Operation, WaitThatRunsOutSaysSoWithoutFailingTheOperation) {
 }
 
 TEST(Operation, NothingToReduceIsDoneAtOnce) {
-  OperationImpl op(1, nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum, {}, 2, Clock::now());
+  OperationImpl op(1, nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum, 0, {}, 2, Clock::now());
   EXPECT_TRUE(op.Done());
   EXPECT_TRUE(op.status().ok());
 }

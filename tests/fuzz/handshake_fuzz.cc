@@ -66,13 +66,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     payload.assign(bytes.begin(), bytes.end());
     const bool auth_frame = hs.state() == Handshake::State::kAwaitAuth;
     if (auth_frame && forge_auth && token && payload.size() == protocol::kMacBytes) {
-      const protocol::Mac proof = protocol::ClientProof(kToken, hs.hello(), nonce);
+      const protocol::Mac proof = *protocol::ClientProof(kToken, hs.hello(), nonce);
       std::copy(proof.begin(), proof.end(), payload.begin());
     }
     if (auth_frame && token && payload.size() == protocol::kMacBytes) {
       protocol::Mac mac;
       std::copy(payload.begin(), payload.end(), mac.begin());
-      valid_proof_sent = protocol::MacEqual(mac, protocol::ClientProof(kToken, hs.hello(), nonce));
+      valid_proof_sent = protocol::MacEqual(mac, *protocol::ClientProof(kToken, hs.hello(), nonce));
     }
     step = hs.OnPayload(payload);
     if (step.action == Action::kRefuse) break;
@@ -90,7 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       protocol::Welcome welcome;
       FUZZ_CHECK(protocol::DecodeWelcome(PayloadOf(welcome_frame), &welcome).ok());
       FUZZ_CHECK(welcome.max_piece_bytes == 4096);
-      if (token) FUZZ_CHECK(protocol::MacEqual(welcome.mac, protocol::ServerProof(kToken, hello, nonce)));
+      if (token) FUZZ_CHECK(protocol::MacEqual(welcome.mac, *protocol::ServerProof(kToken, hello, nonce)));
       FUZZ_CHECK(hs.done());
       return 0;
     }

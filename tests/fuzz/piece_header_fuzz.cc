@@ -32,7 +32,10 @@ class Member : public SessionMember {
     FUZZ_CHECK(!status.ok());
     ++errors;
   }
+  void SendControl(std::vector<uint8_t>) override { ++control; }
+  void CloseQuietly() override {}
   int ready = 0;
+  int control = 0;
   int errors = 0;
   std::map<std::pair<uint64_t, uint32_t>, int> results;
 };

@@ -96,9 +96,9 @@ TEST_F(FailuresTest, MissingTokenIsExplained) {
 TEST_F(FailuresTest, WrongProtocolVersionIsRefusedNamingBothVersions) {
   protocol::Hello hello;
   hello.world = 1;
-  const protocol::ErrorFrame err = RawExchange(protocol::EncodeHello(hello, /*version=*/2));
+  const protocol::ErrorFrame err = RawExchange(protocol::EncodeHello(hello, /*version=*/1));
   EXPECT_EQ(err.code, Code::kVersion);
-  EXPECT_EQ(err.message, "protocol version 2 not supported, this reducer speaks 1");
+  EXPECT_EQ(err.message, "protocol version 1 not supported, this reducer speaks 2");
   ExpectFreshSessionWorks("after-wrong-version");
 }
 
@@ -234,11 +234,14 @@ TEST_F(FailuresTest, FrozenWorkerTimesOutNamingIt) {
   }
 }
 
+// With failover off (with it on, FailoverTest covers losing a reducer).
 TEST_F(FailuresTest, DeadReducerFailsEveryRank) {
   std::vector<Status> errors(2);
   std::atomic<int> joined{0};
   RunRanks(2, [&](uint32_t rank) {
-    auto c = client::Client::Create(RankOptions("dead-reducer", rank, 2));
+    auto o = RankOptions("dead-reducer", rank, 2);
+    o.failover = false;
+    auto c = client::Client::Create(o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     if (++joined == 2) kill(reducer_->pid(), SIGKILL);
     std::vector<float> v(1 << 16, 1.0f);

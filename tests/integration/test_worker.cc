@@ -1,6 +1,7 @@
 // A worker rank as its own process, for tests that kill or freeze a rank:
 // joins the session, runs `--ops` float32 all-reduces, then prints
 // "stalling before operation N" and sleeps (bounded) instead of running it.
+// Optional arguments: the client's liveness timeout in ms, then "nofailover".
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,8 +13,8 @@
 #include "protocol/auth.h"
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    std::fprintf(stderr, "usage: rs_test_worker REDUCERS SESSION RANK WORLD TOKEN OPS\n");
+  if (argc < 7 || argc > 9) {
+    std::fprintf(stderr, "usage: rs_test_worker REDUCERS SESSION RANK WORLD TOKEN OPS [LIVENESS_MS [nofailover]]\n");
     return 2;
   }
   auto reducers = rs::client::ParseEndpoints(argv[1]);
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
   o.world = static_cast<uint32_t>(std::atoi(argv[4]));
   o.job_token = argv[5];
   o.connect_timeout = std::chrono::seconds(20);
+  if (argc >= 8) o.liveness_timeout = std::chrono::milliseconds(std::atoi(argv[7]));
+  if (argc == 9) o.failover = std::string(argv[8]) != "nofailover";
   const int ops = std::atoi(argv[6]);
   auto client = rs::client::Client::Create(o);
   if (!client.ok()) {

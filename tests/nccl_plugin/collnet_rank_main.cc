@@ -21,6 +21,9 @@
 //                  second time after unloading and reloading the library
 //   failure        all-reduces until test() reports an error (a reducer is
 //                  killed by the test once "running" is printed)
+//   failover       300 float32 chunks, 8 in flight, every result checked,
+//                  while the test kills a reducer once "running" is printed:
+//                  with failover on, NCCL must see nothing but right results
 //   connect_fails  expects connect to fail on every node (settings differ)
 // Exit: 0 success, 1 failed check (reason on stderr), 2 timeout.
 #include <cmath>
@@ -341,6 +344,45 @@ void FailureScenario(Node& n) {
   Check(n.coll.deregMr(n.comm, out_mh), "deregMr");
 }
 
+void FailoverScenario(Node& n) {
+  constexpr int kChunks = 300;
+  constexpr int kWindow = 8;
+  constexpr size_t kCount = 64 << 10;  // 256 KiB of float32
+  const int nodes = static_cast<int>(n.order.size());
+  std::vector<float> staging(2 * kWindow * kCount);
+  void* mh = nullptr;
+  Check(n.coll.regMr(n.comm, staging.data(), staging.size() * 4, abi::kPtrHost, &mh), "regMr");
+  auto input = [](int node, int k, size_t i) { return static_cast<float>((node + 1) * (k % 1000) + static_cast<int>(i % 7)); };
+  std::vector<void*> requests(kChunks, nullptr);
+  auto finish = [&](int k) {
+    int size = 0;
+    Check(WaitDone(n, requests[static_cast<size_t>(k)], &size), "test");
+    const float* out = staging.data() + (kWindow + k % kWindow) * kCount;
+    for (size_t i = 0; i < kCount; i += 997) {
+      float want = 0;
+      for (int r = 0; r < nodes; ++r) want += input(r, k, i);
+      if (out[i] != want) {
+        Die(1, "chunk " + std::to_string(k) + " element " + std::to_string(i) + ": got " + std::to_string(out[i]) +
+                   ", want " + std::to_string(want));
+      }
+    }
+    if (k == 10) {
+      std::printf("running\n");
+      std::fflush(stdout);
+    }
+  };
+  for (int k = 0; k < kChunks; ++k) {
+    if (k >= kWindow) finish(k - kWindow);
+    float* send = staging.data() + (k % kWindow) * kCount;
+    float* recv = staging.data() + (kWindow + k % kWindow) * kCount;
+    for (size_t i = 0; i < kCount; ++i) send[i] = input(n.node, k, i);
+    requests[static_cast<size_t>(k)] = PostAllReduce(n, send, recv, kCount, abi::kNcclFloat32, mh, mh);
+  }
+  for (int k = kChunks - kWindow; k < kChunks; ++k) finish(k);
+  Check(n.coll.deregMr(n.comm, mh), "deregMr");
+  std::printf("node %d: %d all-reduces verified across the failover\n", n.node, kChunks);
+}
+
 std::unique_ptr<LoadedPlugin> Load(const std::string& path) {
   std::string error;
   std::unique_ptr<LoadedPlugin> plugin = LoadedPlugin::Open(path, &error);
@@ -369,6 +411,8 @@ int Run(const std::string& path, Node& n, const std::string& scenario) {
     std::printf("node %d: %zu all-reduces verified\n", n.node, AllReduces(n, Plan(false)));
   } else if (scenario == "failure") {
     FailureScenario(n);
+  } else if (scenario == "failover") {
+    FailoverScenario(n);
   } else if (scenario == "recreate") {
     std::printf("node %d round 0: %zu all-reduces verified\n", n.node, AllReduces(n, Plan(true)));
     CloseCommunicator(n);

@@ -26,7 +26,9 @@ TEST(WireTest, HelloRoundTrip) {
   in.world = 8;
   in.stream = 1;
   in.streams = 2;
-  in.client_nonce = protocol::RandomNonce();
+  in.client_nonce = *protocol::RandomNonce();
+  in.flags = kHelloFailover;
+  in.liveness_ms = 5000;
   const auto frame = EncodeHello(in);
   const FrameHeader h = Header(frame);
   EXPECT_EQ(h.type, FrameType::kHello);
@@ -39,10 +41,26 @@ TEST(WireTest, HelloRoundTrip) {
   EXPECT_EQ(out.stream, 1);
   EXPECT_EQ(out.streams, 2);
   EXPECT_EQ(out.client_nonce, in.client_nonce);
+  EXPECT_EQ(out.flags, kHelloFailover);
+  EXPECT_EQ(out.liveness_ms, 5000u);
+  in.flags = 0x80000000u;  // a flag this version does not know
+  EXPECT_EQ(DecodeHello(Payload(EncodeHello(in)), &out).code(), Code::kInvalidArgument);
+}
+
+TEST(WireTest, HeartbeatRoundTrip) {
+  const Heartbeat in{7, 1, 123456789012345ull};
+  const auto frame = EncodeHeartbeat(in);
+  EXPECT_EQ(Header(frame).type, FrameType::kHeartbeat);
+  Heartbeat out;
+  ASSERT_TRUE(DecodeHeartbeat(Payload(frame), &out).ok());
+  EXPECT_EQ(out.epoch, 7u);
+  EXPECT_EQ(out.flags, 1u);
+  EXPECT_EQ(out.watermark, 123456789012345ull);
+  EXPECT_EQ(DecodeHeartbeat(Payload(frame).first(15), &out).code(), Code::kProtocol);
 }
 
 TEST(WireTest, ControlFramesRoundTrip) {
-  Challenge c{protocol::RandomNonce(), true};
+  Challenge c{*protocol::RandomNonce(), true};
   Challenge c2;
   ASSERT_TRUE(DecodeChallenge(Payload(EncodeChallenge(c)), &c2).ok());
   EXPECT_EQ(c2.server_nonce, c.server_nonce);
@@ -73,6 +91,10 @@ TEST(WireTest, PieceHeaderRoundTrip) {
   in.total_count = 1000003;
   in.offset = 500000;
   in.count = 4099;
+  in.flags = kPieceCrc;
+  in.crc = 0xE3069283u;
+  in.epoch = 3;
+  in.watermark = 987654321987ull;
   std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes> frame;
   EncodePieceFrame(FrameType::kData, in, &frame);
   FrameHeader h;
@@ -89,6 +111,13 @@ TEST(WireTest, PieceHeaderRoundTrip) {
   EXPECT_EQ(out.total_count, 1000003u);
   EXPECT_EQ(out.offset, 500000u);
   EXPECT_EQ(out.count, 4099u);
+  EXPECT_EQ(out.flags, kPieceCrc);
+  EXPECT_EQ(out.crc, 0xE3069283u);
+  EXPECT_EQ(out.epoch, 3u);
+  EXPECT_EQ(out.watermark, 987654321987ull);
+  frame[kHeaderBytes + 19] = 0x80;  // a flag this version does not know
+  EXPECT_EQ(DecodePieceHeader(std::span(frame).subspan(kHeaderBytes), h.payload_bytes, 1 << 20, &out).code(),
+            Code::kProtocol);
 }
 
 TEST(WireTest, RejectsTruncatedHeader) {
@@ -111,12 +140,12 @@ TEST(WireTest, RejectsWrongMagic) {
 TEST(WireTest, RejectsOtherVersionWithBothVersionsNamed) {
   Hello hello;
   hello.world = 1;
-  const auto frame = EncodeHello(hello, /*version=*/2);
+  const auto frame = EncodeHello(hello, /*version=*/1);
   FrameHeader h;
   Status st = DecodeHeader(frame, 1 << 20, &h);
   EXPECT_EQ(st.code(), Code::kVersion);
-  EXPECT_EQ(st.message(), "protocol version 2 not supported, this peer speaks 1");
-  EXPECT_EQ(h.version, 2);
+  EXPECT_EQ(st.message(), "protocol version 1 not supported, this peer speaks 2");
+  EXPECT_EQ(h.version, 1);
 }
 
 TEST(WireTest, RejectsOversizedFrames) {
@@ -212,16 +241,34 @@ TEST(AuthTest, ProofsBindTokenSessionAndNonces) {
   Hello hello;
   hello.session = protocol::SessionIdFromName("a");
   hello.world = 2;
-  hello.client_nonce = protocol::RandomNonce();
-  const Nonce server = protocol::RandomNonce();
-  const Mac mac = protocol::ClientProof("secret", hello, server);
-  EXPECT_TRUE(protocol::MacEqual(mac, protocol::ClientProof("secret", hello, server)));
-  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ClientProof("Secret", hello, server)));
-  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ClientProof("secret", hello, protocol::RandomNonce())));
-  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ServerProof("secret", hello, server)));
+  hello.client_nonce = *protocol::RandomNonce();
+  const Nonce server = *protocol::RandomNonce();
+  const Mac mac = *protocol::ClientProof("secret", hello, server);
+  EXPECT_TRUE(protocol::MacEqual(mac, *protocol::ClientProof("secret", hello, server)));
+  EXPECT_FALSE(protocol::MacEqual(mac, *protocol::ClientProof("Secret", hello, server)));
+  EXPECT_FALSE(protocol::MacEqual(mac, *protocol::ClientProof("secret", hello, *protocol::RandomNonce())));
+  EXPECT_FALSE(protocol::MacEqual(mac, *protocol::ServerProof("secret", hello, server)));
   Hello other = hello;
   other.rank = 1;
-  EXPECT_FALSE(protocol::MacEqual(mac, protocol::ClientProof("secret", other, server)));
+  EXPECT_FALSE(protocol::MacEqual(mac, *protocol::ClientProof("secret", other, server)));
+}
+
+TEST(AuthTest, CryptoFailuresComeBackAsStatuses) {
+  Hello hello;
+  hello.world = 1;
+  SetCryptoFaultForTesting(CryptoFault::kRandom);
+  const auto nonce = RandomNonce();
+  SetCryptoFaultForTesting(CryptoFault::kHmac);
+  const auto client = ClientProof("secret", hello, Nonce{});
+  const auto server = ServerProof("secret", hello, Nonce{});
+  SetCryptoFaultForTesting(CryptoFault::kNone);
+  ASSERT_FALSE(nonce.ok());
+  EXPECT_EQ(nonce.status().code(), Code::kInternal);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), Code::kInternal);
+  ASSERT_FALSE(server.ok());
+  EXPECT_TRUE(RandomNonce().ok());
+  EXPECT_TRUE(ClientProof("secret", hello, Nonce{}).ok());
 }
 
 }  // namespace

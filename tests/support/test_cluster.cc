@@ -68,8 +68,9 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-ReducerProcess::ReducerProcess(std::vector<std::string> extra_args) : dir_(MakeTempDir()) {
-  std::vector<std::string> argv = {std::string(RS_BINARY_DIR) + "/server/reducerd", "--listen", "127.0.0.1:0",
+ReducerProcess::ReducerProcess(std::vector<std::string> extra_args, uint16_t port) : dir_(MakeTempDir()) {
+  std::vector<std::string> argv = {std::string(RS_BINARY_DIR) + "/server/reducerd", "--listen",
+                                   "127.0.0.1:" + std::to_string(port),
                                    "--port-file", dir_ + "/port", "--io-threads", "2"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   pid_ = Spawn(argv, dir_ + "/log");

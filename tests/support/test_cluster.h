@@ -18,7 +18,8 @@ namespace rs::testing {
 // A reducerd child process. Killed (SIGKILL) on destruction unless stopped.
 class ReducerProcess {
  public:
-  explicit ReducerProcess(std::vector<std::string> extra_args = {});
+  // `port` 0 picks a free one; another reuses a given port (a restarted pod).
+  explicit ReducerProcess(std::vector<std::string> extra_args = {}, uint16_t port = 0);
   ~ReducerProcess();
   ReducerProcess(const ReducerProcess&) = delete;
   ReducerProcess& operator=(const ReducerProcess&) = delete;

@@ -28,6 +28,7 @@ class LocalClient final : public client::Client {
   uint32_t rank() const override { return 0; }
   uint32_t world() const override { return 1; }
   size_t num_reducers() const override { return 0; }
+  client::ClientStats stats() const override { return {}; }
 
  private:
   uint64_t seq_ = 0;

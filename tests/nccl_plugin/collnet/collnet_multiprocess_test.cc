@@ -6,8 +6,9 @@
 // node's head, with the node's index (nodes numbered by their first rank) as
 // `rank`. With several GPUs per node that order differs from the node order,
 // so the layouts below put heads on ranks that are not their node's lowest
-// and interleave ranks across nodes. A reducer killed mid-run must make
-// test() fail on every node instead of hanging; nodes with other settings
+// and interleave ranks across nodes. A reducer killed mid-run is invisible
+// to NCCL with failover on (every result still right), and with it off must
+// make test() fail on every node instead of hanging; nodes with other settings
 // are refused by every node; a communicator destroyed and created again
 // (also after the library is unloaded) works again.
 #include <signal.h>
@@ -87,7 +88,8 @@ class CollNetTest : public ::testing::Test {
     dir_ = mkdtemp(tmpl);
   }
   void TearDown() override {
-    for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT"}) {
+    for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT",
+                          "REDUCER_FAILOVER"}) {
       unsetenv(v);
     }
   }
@@ -145,7 +147,23 @@ INSTANTIATE_TEST_SUITE_P(
 
 class CollNetVersionTest : public CollNetTest, public ::testing::WithParamInterface<int> {};
 
-TEST_P(CollNetVersionTest, KilledReducerFailsEveryNode) {
+TEST_P(CollNetVersionTest, KilledReducerIsInvisibleToNcclWithFailover) {
+  auto nodes = StartNodes(kThreeByThree, GetParam(), "failover");
+  for (auto& node : nodes) ASSERT_TRUE(node->WaitForOutput("running", seconds(60))) << node->Output();
+  kill(reducers_[0]->pid(), SIGKILL);
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(120)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    EXPECT_NE(nodes[r]->Output().find("300 all-reduces verified across the failover"), std::string::npos)
+        << nodes[r]->Output();
+    // It did fail over (the plugin logs the new epoch through NCCL's logger).
+    EXPECT_NE(nodes[r]->Output().find("epoch 1 installed: reducers 127.0.0.1:" + std::to_string(reducers_[1]->port())),
+              std::string::npos)
+        << nodes[r]->Output();
+  }
+}
+
+TEST_P(CollNetVersionTest, WithFailoverOffAKilledReducerFailsEveryNode) {
+  setenv("REDUCER_FAILOVER", "0", 1);
   auto nodes = StartNodes(kThreeByThree, GetParam(), "failure");
   for (auto& node : nodes) ASSERT_TRUE(node->WaitForOutput("running", seconds(60))) << node->Output();
   kill(reducers_[0]->pid(), SIGKILL);

@@ -59,6 +59,58 @@ TEST(CollNetConfig, ReducerAddrs) {
   EXPECT_EQ(cfg->op_timeout.count(), 90'000);
 }
 
+TEST(CollNetConfig, LivenessTimeoutTakesADurationOrZero) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->liveness_timeout.count(), 5'000);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_LIVENESS_TIMEOUT", "1500ms"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->liveness_timeout.count(), 1'500);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_LIVENESS_TIMEOUT", "0"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->liveness_timeout.count(), 0);
+  for (const char* bad : {"5x", "10ms", "2d"}) {
+    cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_LIVENESS_TIMEOUT", bad}}));
+    ASSERT_FALSE(cfg.ok()) << bad;
+    EXPECT_NE(cfg.status().message().find("REDUCER_LIVENESS_TIMEOUT"), std::string::npos) << cfg.status().message();
+  }
+}
+
+TEST(CollNetConfig, CrcIsOffUnlessTurnedOn) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_FALSE(cfg->crc);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_CRC", "1"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_TRUE(cfg->crc);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_CRC", "yes"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("REDUCER_CRC"), std::string::npos) << cfg.status().message();
+}
+
+TEST(CollNetConfig, FailoverSettings) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1,b:2,c:3"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_TRUE(cfg->failover);
+  EXPECT_EQ(cfg->min_reducers, 1u);
+  EXPECT_EQ(cfg->retention_bytes, size_t{256} << 20);
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1,b:2,c:3"},
+                                    {"REDUCER_FAILOVER", "0"},
+                                    {"REDUCER_MIN_REDUCERS", "2"},
+                                    {"REDUCER_RETENTION", "64MiB"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_FALSE(cfg->failover);
+  EXPECT_EQ(cfg->min_reducers, 2u);
+  EXPECT_EQ(cfg->retention_bytes, size_t{64} << 20);
+  // More than there are reducers, or a retention that is not a size.
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1,b:2,c:3"}, {"REDUCER_MIN_REDUCERS", "4"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("REDUCER_MIN_REDUCERS"), std::string::npos) << cfg.status().message();
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_RETENTION", "lots"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("REDUCER_RETENTION"), std::string::npos) << cfg.status().message();
+}
+
 TEST(CollNetConfig, MalformedReducerAddrsIsAnError) {
   for (const char* bad : {"host", "host:", "host:0", "host:70000", ":5", "::1:5", "a:1,b"}) {
     StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", bad}}));

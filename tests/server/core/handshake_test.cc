@@ -60,7 +60,7 @@ TEST(HandshakeTest, AWorkerWithTheTokenIsChallengedThenJoinsAndGetsTheReducersPr
   EXPECT_TRUE(challenge.token_required);
   EXPECT_EQ(challenge.server_nonce, server_nonce);
 
-  step = Feed(hs, protocol::EncodeAuth({protocol::ClientProof(kToken, hello, server_nonce)}));
+  step = Feed(hs, protocol::EncodeAuth({*protocol::ClientProof(kToken, hello, server_nonce)}));
   ASSERT_EQ(step.action, Action::kJoin) << step.error.ToString();
   EXPECT_EQ(hs.state(), Handshake::State::kAwaitJoin);
 
@@ -69,7 +69,7 @@ TEST(HandshakeTest, AWorkerWithTheTokenIsChallengedThenJoinsAndGetsTheReducersPr
   protocol::Welcome welcome;
   ASSERT_TRUE(protocol::DecodeWelcome(std::span(frame).subspan(protocol::kHeaderBytes), &welcome).ok());
   EXPECT_EQ(welcome.max_piece_bytes, 1u << 20);
-  EXPECT_TRUE(protocol::MacEqual(welcome.mac, protocol::ServerProof(kToken, hello, server_nonce)));
+  EXPECT_TRUE(protocol::MacEqual(welcome.mac, *protocol::ServerProof(kToken, hello, server_nonce)));
 }
 
 TEST(HandshakeTest, WithoutATokenAnyAuthIsAcceptedAndTheChallengeSaysSo) {
@@ -85,7 +85,7 @@ TEST(HandshakeTest, AWrongTokenIsRefused) {
   const protocol::Hello hello = HelloFor(0, 2);
   Handshake hs(WithToken(), NonceOf(3));
   ASSERT_EQ(Feed(hs, protocol::EncodeHello(hello)).action, Action::kReadHeader);
-  const Handshake::Step step = Feed(hs, protocol::EncodeAuth({protocol::ClientProof("other", hello, NonceOf(3))}));
+  const Handshake::Step step = Feed(hs, protocol::EncodeAuth({*protocol::ClientProof("other", hello, NonceOf(3))}));
   EXPECT_EQ(step.action, Action::kRefuse);
   EXPECT_EQ(step.error.code(), Code::kAuth);
   EXPECT_EQ(step.error.message(), "job token does not match this reducer's");
@@ -97,7 +97,7 @@ TEST(HandshakeTest, AProofForAnotherChallengeIsRefused) {
   const protocol::Hello hello = HelloFor(0, 2);
   Handshake hs(WithToken(), NonceOf(3));
   ASSERT_EQ(Feed(hs, protocol::EncodeHello(hello)).action, Action::kReadHeader);
-  EXPECT_EQ(Feed(hs, protocol::EncodeAuth({protocol::ClientProof(kToken, hello, NonceOf(4))})).error.code(),
+  EXPECT_EQ(Feed(hs, protocol::EncodeAuth({*protocol::ClientProof(kToken, hello, NonceOf(4))})).error.code(),
             Code::kAuth);
 }
 
@@ -113,9 +113,9 @@ TEST(HandshakeTest, GarbageIsRefusedAtTheHeader) {
 
 TEST(HandshakeTest, AnotherProtocolVersionIsNamed) {
   Handshake hs(WithToken(), NonceOf(1));
-  const Handshake::Step step = Feed(hs, protocol::EncodeHello(HelloFor(0, 1), /*version=*/2));
+  const Handshake::Step step = Feed(hs, protocol::EncodeHello(HelloFor(0, 1), /*version=*/protocol::kProtocolVersion + 1));
   EXPECT_EQ(step.error.code(), Code::kVersion);
-  EXPECT_EQ(step.error.message(), "protocol version 2 not supported, this reducer speaks 1");
+  EXPECT_EQ(step.error.message(), "protocol version 3 not supported, this reducer speaks 2");
 }
 
 TEST(HandshakeTest, FramesOutOfOrderAreRefusedBeforeTheirPayloadIsRead) {
@@ -158,8 +158,10 @@ TEST(HandshakeTest, AHelloOfTheWrongSizeOrWithBadFieldsIsExplained) {
     Handshake hs(WithToken(), NonceOf(1));
     std::vector<uint8_t> frame = protocol::EncodeHello(HelloFor(0, 1));
     frame.push_back(0);
-    protocol::EncodeHeader({protocol::kProtocolVersion, FrameType::kHello, 61}, frame.data());
-    EXPECT_EQ(Feed(hs, frame).error.message(), "HELLO payload is 61 bytes, expected 60");
+    const uint32_t bytes = static_cast<uint32_t>(frame.size() - protocol::kHeaderBytes);
+    protocol::EncodeHeader({protocol::kProtocolVersion, FrameType::kHello, bytes}, frame.data());
+    EXPECT_EQ(Feed(hs, frame).error.message(),
+              "HELLO payload is " + std::to_string(bytes) + " bytes, expected " + std::to_string(bytes - 1));
   }
   {
     Handshake hs(WithToken(), NonceOf(1));

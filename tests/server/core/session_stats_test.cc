@@ -73,6 +73,8 @@ class NullMember : public SessionMember {
   void SendReady() override {}
   void SendResult(std::shared_ptr<Piece>) override {}
   void SendErrorAndClose(const Status&) override {}
+  void SendControl(std::vector<uint8_t>) override {}
+  void CloseQuietly() override {}
 };
 
 class StragglerTest : public ::testing::Test {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "protocol/auth.h"
+#include "protocol/crc32c.h"
 
 namespace rs::server {
 namespace {
@@ -16,9 +17,13 @@ class FakeMember : public SessionMember {
   void SendReady() override { ++ready; }
   void SendResult(std::shared_ptr<Piece> piece) override { results.push_back(std::move(piece)); }
   void SendErrorAndClose(const Status& status) override { errors.push_back(status); }
+  void SendControl(std::vector<uint8_t> frame) override { controls.push_back(std::move(frame)); }
+  void CloseQuietly() override { ++quiet_closes; }
   int ready = 0;
   std::vector<std::shared_ptr<Piece>> results;
   std::vector<Status> errors;
+  std::vector<std::vector<uint8_t>> controls;
+  int quiet_closes = 0;
 };
 
 class SessionTest : public ::testing::Test {
@@ -95,6 +100,22 @@ TEST_F(SessionTest, ReducesInRankOrderWhateverTheArrivalOrder) {
   EXPECT_EQ(budget_->in_use(), budget_->in_use());  // result still held by the fakes
   for (auto& m : members_) m->results.clear();
   EXPECT_EQ(budget_->in_use(), 0u);  // released once every result is sent
+}
+
+TEST_F(SessionTest, ResultCarriesItsCrcWhenTheContributionsDid) {
+  JoinAll();
+  protocol::PieceHeader h = FloatPiece(4, 3);
+  h.flags = protocol::kPieceCrc;  // the value is checked by the connection, not here
+  for (uint32_t r = 0; r < kWorld; ++r) Contribute(r, h, {1.5f, 2.5f, -3.0f});
+  ASSERT_EQ(members_[0]->results.size(), 1u);
+  const auto& piece = members_[0]->results[0];
+  const protocol::PieceHeader result = piece->result_header();
+  EXPECT_EQ(result.flags, protocol::kPieceCrc);
+  EXPECT_EQ(result.crc, protocol::Crc32c(piece->result(), 3 * sizeof(float)));
+  // Without a CRC in, none out.
+  for (uint32_t r = 0; r < kWorld; ++r) Contribute(r, FloatPiece(5, 3), {1, 2, 3});
+  ASSERT_EQ(members_[0]->results.size(), 2u);
+  EXPECT_EQ(members_[0]->results[1]->result_header().flags, 0);
 }
 
 TEST_F(SessionTest, DtypeMismatchFailsEveryRankNamingBoth) {

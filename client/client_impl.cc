@@ -1,0 +1,486 @@
+#include "client/client_impl.h"
+
+#include <cstdio>
+
+namespace rs::client {
+namespace {
+
+std::string List(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out;
+}
+
+// How long a change of epoch may take before the session gives up: every
+// rank reports as soon as it hears of the change, so this only bounds what
+// the liveness checks do not already catch.
+std::chrono::milliseconds ChangeTimeout(const ClientOptions& o) {
+  return std::max<std::chrono::milliseconds>(std::chrono::seconds(10), 4 * o.liveness_timeout);
+}
+
+}  // namespace
+
+ClientImpl::ClientImpl(ClientOptions options)
+    : opts_(std::move(options)), retention_(opts_.retention_bytes) {
+  for (const Endpoint& e : opts_.reducers) names_.push_back(e.ToString());
+}
+
+Status ClientImpl::Connect() {
+  if (opts_.reducers.empty()) return Status(Code::kInvalidArgument, "no reducers given");
+  if (opts_.reducers.size() > protocol::kMaxReducers) {
+    return Status(Code::kInvalidArgument, std::to_string(opts_.reducers.size()) + " reducers; at most " +
+                                              std::to_string(protocol::kMaxReducers));
+  }
+  if (opts_.world == 0 || opts_.rank >= opts_.world) {
+    return Status(Code::kInvalidArgument, "rank " + std::to_string(opts_.rank) + " is not below world size " +
+                                              std::to_string(opts_.world));
+  }
+  if (opts_.world > protocol::kMaxWorld) {
+    return Status(Code::kInvalidArgument, "world size " + std::to_string(opts_.world) + " exceeds the protocol's " +
+                                              std::to_string(protocol::kMaxWorld));
+  }
+  if (opts_.streams_per_reducer < 1 || opts_.streams_per_reducer > protocol::kMaxStreams) {
+    return Status(Code::kInvalidArgument,
+                  "streams per reducer must be 1 to " + std::to_string(protocol::kMaxStreams));
+  }
+  if (opts_.max_piece_bytes < 4096) return Status(Code::kInvalidArgument, "piece size must be at least 4 KiB");
+  if (opts_.liveness_timeout.count() < 0 || opts_.liveness_timeout > std::chrono::hours(24)) {
+    return Status(Code::kInvalidArgument, "liveness timeout must be 0 (off) to 24 h");
+  }
+  if (opts_.liveness_timeout.count() > 0 && opts_.liveness_timeout < std::chrono::milliseconds(100)) {
+    return Status(Code::kInvalidArgument, "liveness timeout must be at least 100 ms (or 0 for off)");
+  }
+  if (opts_.min_reducers < 1 || opts_.min_reducers > opts_.reducers.size()) {
+    return Status(Code::kInvalidArgument, "min_reducers is " + std::to_string(opts_.min_reducers) +
+                                              "; it must be 1 to the number of reducers (" +
+                                              std::to_string(opts_.reducers.size()) + ")");
+  }
+  if (opts_.failover) membership_.emplace(names_, opts_.min_reducers, ChangeTimeout(opts_));
+  const int threads = std::max(1, opts_.io_threads);
+  for (int i = 0; i < threads; ++i) {
+    contexts_.push_back(std::make_unique<asio::io_context>(1));
+    guards_.push_back(asio::make_work_guard(*contexts_.back()));
+  }
+  const auto deadline = Clock::now() + opts_.connect_timeout;
+  size_t total_streams = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_.resize(opts_.reducers.size());
+    for (uint32_t r = 0; r < slots_.size(); ++r) {
+      OpenStreamsLocked(r, deadline);
+      slots_[r].state = Slot::State::kLive;
+      total_streams += slots_[r].streams.size();
+    }
+  }
+  for (auto& ctx : contexts_) threads_.emplace_back([this, c = ctx.get()] { RunIoLoop(*c); });
+
+  std::unique_lock<std::mutex> lock(mu_);
+  const bool settled = cv_.wait_until(lock, deadline + std::chrono::milliseconds(500), [&] {
+    return !health_.ok() || ready_streams_ == total_streams;
+  });
+  if (!health_.ok()) return health_;
+  if (!settled) {
+    lock.unlock();
+    Status st(Code::kTimeout,
+              "session not ready after " + std::to_string(opts_.connect_timeout.count()) +
+                  " ms: not every rank has joined every reducer (" + List(names_) +
+                  "); check that all ranks started with the same world size and reducer list");
+    Fail(st);
+    return st;
+  }
+  piece_bytes_ = std::min<uint64_t>(opts_.max_piece_bytes, max_piece_bytes_);
+  connected_ = true;
+  lock.unlock();
+  sweep_ = std::make_unique<asio::steady_timer>(*contexts_[0]);
+  asio::post(*contexts_[0], [this] { ArmSweep(); });
+  return Status::Ok();
+}
+
+void ClientImpl::OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline) {
+  Slot& slot = slots_[reducer];
+  ++slot.generation;
+  slot.ready_streams = 0;
+  slot.streams.clear();
+  for (int s = 0; s < opts_.streams_per_reducer; ++s) {
+    StreamParams params;
+    params.endpoint = opts_.reducers[reducer];
+    params.id = StreamId{reducer, slot.generation};
+    params.hello.session = opts_.session;
+    params.hello.rank = opts_.rank;
+    params.hello.world = opts_.world;
+    params.hello.stream = static_cast<uint16_t>(s);
+    params.hello.streams = static_cast<uint16_t>(opts_.streams_per_reducer);
+    params.hello.flags = opts_.failover ? static_cast<uint32_t>(protocol::kHelloFailover) : 0u;
+    params.token = opts_.job_token;
+    params.connect_deadline = deadline;
+    params.send_window_bytes = opts_.send_window_bytes;
+    params.liveness_timeout = opts_.liveness_timeout;
+    params.crc = opts_.crc;
+    auto stream =
+        std::make_shared<ReducerStream>(*contexts_[next_context_++ % contexts_.size()], std::move(params), this);
+    slot.streams.push_back(stream);
+    ++open_streams_;
+    stream->Start();
+  }
+}
+
+ClientImpl::~ClientImpl() {
+  std::vector<std::shared_ptr<ReducerStream>> streams;
+  bool healthy = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    healthy = health_.ok();
+    for (Slot& slot : slots_) {
+      // Goodbyes only where a session is ready and in use.
+      const bool bye = healthy && slot.state == Slot::State::kLive;
+      for (auto& s : slot.streams) {
+        s->Close(bye);
+        streams.push_back(s);
+      }
+    }
+  }
+  if (sweep_) asio::post(*contexts_[0], [this] { sweep_->cancel(); });
+  {
+    // Let the goodbyes go out, but never wait long for a dead peer.
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(2), [this] { return open_streams_ == 0; });
+  }
+  for (auto& g : guards_) g.reset();
+  for (auto& ctx : contexts_) ctx->stop();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  sweep_.reset();
+  streams.clear();
+  slots_.clear();
+  ops_.clear();
+  contexts_.clear();
+}
+
+Status ClientImpl::health() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return health_;
+}
+
+ClientStats ClientImpl::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ClientStats out = counters_;
+  out.epoch = membership_ ? membership_->epoch() : 0;
+  out.live_reducers = membership_ ? membership_->live().Count() : slots_.size();
+  out.retained_bytes = retention_.in_use();
+  out.retained_peak_bytes = retention_.peak();
+  return out;
+}
+
+std::vector<protocol::PieceSpan> ClientImpl::PartitionLocked(uint64_t seq, uint64_t count, DataType dtype) const {
+  std::vector<uint32_t> live;
+  if (membership_) {
+    live = membership_->live().Members();
+  } else {
+    for (uint32_t r = 0; r < slots_.size(); ++r) live.push_back(r);
+  }
+  protocol::PartitionParams params;
+  params.count = count;
+  params.elem_size = DataTypeSize(dtype);
+  params.max_piece_bytes = piece_bytes_;
+  params.min_piece_bytes = opts_.min_piece_bytes;
+  params.reducers = static_cast<uint32_t>(live.size());
+  params.streams = static_cast<uint32_t>(opts_.streams_per_reducer);
+  params.seq = seq;
+  std::vector<protocol::PieceSpan> pieces = protocol::Partition(params);
+  for (protocol::PieceSpan& p : pieces) p.reducer = live[p.reducer];  // the epoch's k-th live reducer
+  return pieces;
+}
+
+void ClientImpl::IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* batches) {
+  // One batch per stream, in piece order, so every rank feeds each stream
+  // in the same order (the reducer's memory back-pressure relies on it).
+  const std::vector<protocol::PieceSpan> pieces = op->pieces();
+  const size_t elem = DataTypeSize(op->dtype());
+  const uint32_t epoch = op->epoch();
+  const uint64_t watermark = membership_ ? ReportedLocked() : 0;
+  for (const protocol::PieceSpan& p : pieces) {
+    protocol::PieceHeader h;
+    h.seq = op->seq();
+    h.piece = p.index;
+    h.pieces = static_cast<uint32_t>(pieces.size());
+    h.dtype = op->dtype();
+    h.op = op->op();
+    h.total_count = op->count();
+    h.offset = p.offset;
+    h.count = p.count;
+    h.epoch = epoch;
+    h.watermark = watermark;
+    PieceSend s;
+    s.data = op->source() + p.offset * elem;
+    s.bytes = p.count * elem;
+    s.epoch = epoch;
+    s.crc = opts_.crc;
+    protocol::EncodePieceFrame(protocol::FrameType::kData, h, &s.head);
+    if (!op->Acquire()) break;  // failed meanwhile
+    s.op = op;
+    (*batches)[{p.reducer, p.stream}].push_back(std::move(s));
+  }
+}
+
+void ClientImpl::PostLocked(Batches* batches) {
+  for (auto& [key, sends] : *batches) {
+    Slot& slot = slots_[key.first];
+    if (key.second < slot.streams.size() && slot.state == Slot::State::kLive) {
+      slot.streams[key.second]->Send(std::move(sends));
+    } else {
+      for (PieceSend& s : sends) s.op->Release();  // lost meanwhile: the next epoch redoes it
+    }
+  }
+  batches->clear();
+}
+
+uint64_t ClientImpl::WatermarkLocked() const { return ops_.empty() ? next_seq_ : ops_.begin()->first; }
+
+uint64_t ClientImpl::ReportedLocked() const {
+  return membership_ ? membership_->ReportedWatermark(WatermarkLocked()) : WatermarkLocked();
+}
+
+std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, size_t count, DataType dtype,
+                                                 ReduceOp op) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t seq = next_seq_++;
+  if (count > 0 && (send == nullptr || recv == nullptr)) {
+    return FailedOp(seq, send, recv, count, dtype, op,
+                    Status(Code::kInvalidArgument, "all-reduce of " + std::to_string(count) +
+                                                       " elements with a null buffer"));
+  }
+  if (!health_.ok()) return FailedOp(seq, send, recv, count, dtype, op, health_);
+  const uint32_t epoch = membership_ ? membership_->epoch() : 0;
+  auto op_state = std::make_shared<OperationImpl>(seq, send, recv, count, dtype, op, epoch,
+                                                  PartitionLocked(seq, count, dtype),
+                                                  static_cast<uint32_t>(slots_.size()), Clock::now());
+  if (count == 0) return op_state;
+  ops_.emplace(seq, OpEntry{op_state, false});
+  Batches batches;
+  if (!membership_) {
+    ops_[seq].issued = true;
+    IssueLocked(op_state, &batches);
+    PostLocked(&batches);
+    return op_state;
+  }
+  // Failover: send from a copy this rank keeps until every rank is done.
+  const size_t bytes = count * DataTypeSize(dtype);
+  uint8_t* copy = waiting_.empty() ? retention_.Allocate(seq, bytes, membership_->changing()) : nullptr;
+  if (copy == nullptr) {
+    // Full: wait until the others catch up (never blocks the caller).
+    waiting_.push_back(seq);
+    ++counters_.retention_waits;
+    SendWatermarkLocked();
+    return op_state;
+  }
+  retained_[seq] = Retained{copy, count, dtype, op, false};
+  lock.unlock();
+  std::memcpy(copy, send, bytes);
+  op_state->SetSource(copy);
+  lock.lock();
+  auto it = ops_.find(seq);
+  if (it == ops_.end() || !health_.ok()) return op_state;  // failed meanwhile
+  // The epoch may have changed while copying: partition in the current one.
+  if (op_state->epoch() != membership_->epoch()) {
+    op_state->Restart(membership_->epoch(), PartitionLocked(seq, count, dtype));
+  }
+  it->second.issued = true;
+  IssueLocked(op_state, &batches);
+  PostLocked(&batches);
+  return op_state;
+}
+
+std::shared_ptr<OperationImpl> ClientImpl::FailedOp(uint64_t seq, const void* send, void* recv, size_t count,
+                                                    DataType dtype, ReduceOp op, const Status& status) {
+  auto failed = std::make_shared<OperationImpl>(seq, send, recv, count, dtype, op, 0,
+                                                std::vector<protocol::PieceSpan>{protocol::PieceSpan{0, 0, 1, 0, 0}},
+                                                1, Clock::now());
+  failed->Finish(status);
+  return failed;
+}
+
+bool ClientImpl::Current(StreamId id) const {
+  return id.reducer < slots_.size() && slots_[id.reducer].generation == id.generation;
+}
+
+void ClientImpl::OnStreamReady(StreamId id, uint64_t max_piece_bytes) {
+  Status fail;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!Current(id)) return;
+    if (!connected_) {
+      ++ready_streams_;
+      max_piece_bytes_ = std::min(max_piece_bytes_, max_piece_bytes);
+      cv_.notify_all();
+      return;
+    }
+    Slot& slot = slots_[id.reducer];
+    if (slot.state != Slot::State::kRejoining) return;
+    if (max_piece_bytes < piece_bytes_) {
+      LogLocked(LogLevel::kWarn, "reducer " + names_[id.reducer] + " came back accepting pieces of " +
+                               std::to_string(max_piece_bytes) + " bytes, smaller than this session's " +
+                               std::to_string(piece_bytes_) + ": not taking it back");
+      LostLocked(id.reducer, Status(Code::kMismatch, "piece limit too small"), Clock::now(), &fail);
+    } else if (++slot.ready_streams == slot.streams.size()) {
+      slot.state = Slot::State::kReady;
+      LogLocked(LogLevel::kInfo, "reducer " + names_[id.reducer] + " is back; proposing to take it back");
+      fail = ApplyLocked(membership_->OnReady(id.reducer, ReportedLocked(), Clock::now()), Clock::now());
+    }
+  }
+  FlushLogs();
+  if (!fail.ok()) Fail(fail);
+}
+
+void ClientImpl::OnStreamLost(StreamId id, const Status& status) {
+  Status fail;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!Current(id)) return;
+    if (!connected_ || !membership_) {
+      fail = status;
+    } else {
+      LostLocked(id.reducer, status, Clock::now(), &fail);
+    }
+  }
+  FlushLogs();
+  if (!fail.ok()) Fail(fail);
+}
+
+void ClientImpl::OnStreamFailed(StreamId id, const Status& status) {
+  Status fail;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!Current(id)) return;
+    const Slot::State state = slots_[id.reducer].state;
+    if (connected_ && membership_ && (state == Slot::State::kRejoining || state == Slot::State::kReady)) {
+      // A reducer being taken back that fails is only not back yet.
+      LostLocked(id.reducer, status, Clock::now(), &fail);
+    } else {
+      fail = status;
+    }
+  }
+  FlushLogs();
+  if (!fail.ok()) Fail(fail);
+}
+
+void ClientImpl::OnStreamClosed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  --open_streams_;
+  cv_.notify_all();
+}
+
+std::shared_ptr<OperationImpl> ClientImpl::FindOperation(uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ops_.find(seq);
+  return it == ops_.end() ? nullptr : it->second.op;
+}
+
+void ClientImpl::OperationComplete(uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ops_.erase(seq);
+  if (!membership_) return;
+  if (auto it = retained_.find(seq); it != retained_.end()) it->second.done = true;
+  // Operations waiting for memory need the others to hear of this at once.
+  if (!waiting_.empty()) SendWatermarkLocked();
+}
+
+void ClientImpl::Fail(const Status& status) {
+  std::map<uint64_t, OpEntry> ops;
+  std::vector<std::shared_ptr<ReducerStream>> streams;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!health_.ok()) return;
+    health_ = status;
+    ops.swap(ops_);
+    waiting_.clear();
+    for (Slot& slot : slots_) streams.insert(streams.end(), slot.streams.begin(), slot.streams.end());
+    cv_.notify_all();
+  }
+  Log(LogLevel::kError, "rank " + std::to_string(opts_.rank) + ": " + status.ToString());
+  for (auto& [seq, entry] : ops) entry.op->Finish(status);
+  for (auto& stream : streams) stream->Abort(status);
+}
+
+void ClientImpl::ArmSweep() {
+  const auto period = std::clamp(opts_.op_timeout / 10, std::chrono::milliseconds(10),
+                                 std::chrono::milliseconds(1000));
+  sweep_->expires_after(period);
+  sweep_->async_wait([this](const asio::error_code& ec) {
+    if (ec) return;
+    Status fail;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto now = Clock::now();
+      std::shared_ptr<OperationImpl> late;
+      for (auto& [seq, entry] : ops_) {
+        if (now - entry.op->start() > opts_.op_timeout && !entry.op->shadow()) {
+          late = entry.op;
+          break;  // the oldest
+        }
+      }
+      if (late) {
+        std::vector<std::string> names;
+        for (uint32_t r : late->PendingReducers()) names.push_back(names_[r]);
+        fail = Status(Code::kTimeout, "operation " + std::to_string(late->seq()) + " got no result within " +
+                                          std::to_string(opts_.op_timeout.count()) + " ms from reducer(s) " +
+                                          List(names) + " (reducer dead or link cut?)");
+      } else if (membership_) {
+        fail = SweepLocked(now);
+      }
+    }
+    FlushLogs();
+    if (!fail.ok()) {
+      Fail(fail);
+      return;
+    }
+    ArmSweep();
+  });
+}
+
+void ClientImpl::RunIoLoop(asio::io_context& io) {
+  // An exception escaping a handler would end the process this library
+  // lives in (NCCL's, the user's training job): fail the session instead and
+  // keep the loop running, so that the streams still close and the owner's
+  // destructor can join this thread. io_context::run may be called again
+  // after a handler threw.
+  while (true) {
+    try {
+      io.run();
+      return;
+    } catch (const std::exception& e) {
+      Fail(Status(Code::kInternal, std::string("internal error on the client's I/O thread: ") + e.what()));
+    } catch (...) {
+      Fail(Status(Code::kInternal, "internal error on the client's I/O thread: unknown exception"));
+    }
+  }
+}
+
+void ClientImpl::LogLocked(LogLevel level, std::string message) {
+  pending_logs_.emplace_back(level, std::move(message));
+}
+
+void ClientImpl::FlushLogs() {
+  std::vector<std::pair<LogLevel, std::string>> logs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    logs.swap(pending_logs_);
+  }
+  for (auto& [level, message] : logs) Log(level, message);
+}
+
+void ClientImpl::Log(LogLevel level, const std::string& message) {
+  if (!opts_.log) {
+    if (level >= LogLevel::kWarn) std::fprintf(stderr, "reducer client: %s\n", message.c_str());
+    return;
+  }
+  // The callback is the user's: whatever it throws stays here (this runs on
+  // I/O threads, and from Fail while handling another exception).
+  try {
+    opts_.log(level, message);
+  } catch (...) {
+    std::fprintf(stderr, "reducer client: the log callback threw; message was: %s\n", message.c_str());
+  }
+}
+
+}  // namespace rs::client

@@ -1,0 +1,85 @@
+#include "client/retention.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+
+namespace rs::client {
+namespace {
+
+constexpr size_t kAlign = 64;
+size_t Round(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
+RetentionRing::~RetentionRing() {
+  if (ring_ != nullptr) munmap(ring_, capacity_);
+}
+
+uint8_t* RetentionRing::Allocate(uint64_t seq, size_t bytes, bool overflow) {
+  const size_t need = Round(std::max<size_t>(bytes, 1));
+  if (need <= capacity_) {
+    // The ring holds [tail, head) in order; the free space is after head
+    // (up to the end or the tail) and, when wrapped, before the tail.
+    const size_t tail = entries_.empty() ? head_ : entries_.front().offset;
+    size_t offset = SIZE_MAX;
+    size_t padding = 0;
+    if (entries_.empty()) {
+      head_ = 0;
+      offset = 0;
+    } else if (head_ > tail || (head_ == tail && ring_used_ == 0)) {
+      if (capacity_ - head_ >= need) {
+        offset = head_;
+      } else if (tail >= need) {
+        padding = capacity_ - head_;  // skip the end, wrap to the start
+        offset = 0;
+      }
+    } else if (tail - head_ >= need) {
+      offset = head_;
+    }
+    if (offset != SIZE_MAX) {
+      if (ring_ == nullptr) {
+        void* p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return overflow || need > capacity_ ? AllocateOverflow(seq, need) : nullptr;
+        ring_ = static_cast<uint8_t*>(p);
+      }
+      entries_.push_back({seq, offset, need + padding});
+      head_ = offset + need;
+      if (head_ == capacity_) head_ = 0;
+      ring_used_ += need + padding;
+      in_use_ += need + padding;
+      peak_ = std::max(peak_, in_use_);
+      return ring_ + offset;
+    }
+  }
+  if (!overflow && need <= capacity_) return nullptr;
+  return AllocateOverflow(seq, need);
+}
+
+uint8_t* RetentionRing::AllocateOverflow(uint64_t seq, size_t bytes) {
+  auto& slot = overflow_[seq];
+  slot.first.reset(new uint8_t[bytes]);
+  slot.second = bytes;
+  in_use_ += bytes;
+  peak_ = std::max(peak_, in_use_);
+  ++overflow_allocations_;
+  return slot.first.get();
+}
+
+void RetentionRing::ReleaseBelow(uint64_t seq) {
+  while (!entries_.empty() && entries_.front().seq < seq) {
+    ring_used_ -= entries_.front().bytes;
+    in_use_ -= entries_.front().bytes;
+    entries_.pop_front();
+  }
+  if (entries_.empty()) {
+    head_ = 0;
+    ring_used_ = 0;
+  }
+  for (auto it = overflow_.begin(); it != overflow_.end() && it->first < seq;) {
+    in_use_ -= it->second.second;
+    it = overflow_.erase(it);
+  }
+}
+
+}  // namespace rs::client

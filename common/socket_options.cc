@@ -1,0 +1,39 @@
+#include "common/socket_options.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace rs {
+namespace {
+
+Status Set(int fd, int level, int option, int value, const char* name) {
+  if (setsockopt(fd, level, option, &value, sizeof(value)) != 0) {
+    return Status(Code::kIo, std::string("setsockopt(") + name + "): " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SetTcpLiveness(int fd, std::chrono::milliseconds timeout) {
+  RS_RETURN_IF_ERROR(Set(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE"));
+  if (timeout.count() <= 0) return Status::Ok();
+#ifdef __linux__
+  const int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
+  const int seconds = std::max(ms / 1000, 1);
+  RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, ms, "TCP_USER_TIMEOUT"));
+  // Idle for half the timeout, then 3 probes spread over the other half.
+  RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_KEEPIDLE, std::max(seconds / 2, 1), "TCP_KEEPIDLE"));
+  RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_KEEPINTVL, std::max(seconds / 6, 1), "TCP_KEEPINTVL"));
+  RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_KEEPCNT, 3, "TCP_KEEPCNT"));
+#endif
+  return Status::Ok();
+}
+
+}  // namespace rs

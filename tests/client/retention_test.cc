@@ -1,0 +1,45 @@
+// The ring that holds contributions for failover: operations go in and come
+// out in order, it never exceeds its capacity unless told to overflow, and
+// what it frees is reused.
+#include "client/retention.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace rs::client {
+namespace {
+
+TEST(RetentionRingTest, FillsReleasesInOrderAndWrapsAround) {
+  RetentionRing ring(1000);
+  uint8_t* a = ring.Allocate(0, 400, false);
+  uint8_t* b = ring.Allocate(1, 400, false);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  std::memset(a, 1, 400);  // usable memory
+  std::memset(b, 2, 400);
+  EXPECT_EQ(ring.Allocate(2, 400, false), nullptr);  // full
+  ring.ReleaseBelow(1);                               // operation 0 done everywhere
+  uint8_t* c = ring.Allocate(2, 300, false);          // wraps into the space 0 had
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(b[0], 2);  // untouched by the wrap
+  EXPECT_LE(ring.in_use(), ring.capacity());
+  ring.ReleaseBelow(3);
+  EXPECT_EQ(ring.in_use(), 0u);
+}
+
+TEST(RetentionRingTest, OverflowOnlyWhenAskedOrTooLarge) {
+  RetentionRing ring(1024);
+  ASSERT_NE(ring.Allocate(0, 1000, false), nullptr);
+  EXPECT_EQ(ring.Allocate(1, 500, false), nullptr);
+  EXPECT_NE(ring.Allocate(1, 500, true), nullptr);   // during a failover
+  EXPECT_NE(ring.Allocate(2, 5000, false), nullptr); // larger than the ring: its own
+  EXPECT_EQ(ring.overflow_allocations(), 2u);
+  EXPECT_GE(ring.peak(), 6000u);
+  ring.ReleaseBelow(3);
+  EXPECT_EQ(ring.in_use(), 0u);
+}
+
+}  // namespace
+}  // namespace rs::client

@@ -1,0 +1,247 @@
+// Reducer failover on loopback: real reducerd processes, ranks as threads
+// with the real client. A reducer killed or frozen in the middle of a run
+// with operations in flight is survived, and every result is bitwise
+// identical to a run without the fault (the reducers sum in rank order, so
+// redoing an operation on other reducers gives the same bits); a replacement
+// reducer at the same address is taken back and carries work again.
+// The fault-injection suite in network namespaces builds on these.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <regex>
+#include <thread>
+
+#include "common/half.h"
+#include "tests/support/test_cluster.h"
+
+namespace rs::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr uint32_t kWorld = 4;
+constexpr int kOps = 40;
+constexpr int kInFlight = 6;
+constexpr auto kLiveness = milliseconds(2000);
+
+// Operation k: its element count and type. float32 and bfloat16, sizes from
+// one piece to many, so that pieces land on every reducer.
+size_t CountOf(int k) { return std::vector<size_t>{1000, 50'000, 262'144, 700'001}[k % 4]; }
+DataType TypeOf(int k) { return k % 3 == 2 ? DataType::kBfloat16 : DataType::kFloat32; }
+
+// Values of every magnitude, so that a sum in another order would round
+// differently: bitwise equality means the same rank order.
+std::vector<uint8_t> Input(uint32_t rank, int k) {
+  const size_t n = CountOf(k);
+  std::vector<uint8_t> bytes(n * DataTypeSize(TypeOf(k)));
+  uint64_t x = 0x9E3779B97F4A7C15ull * (rank + 1) + 0xBF58476D1CE4E5B9ull * static_cast<uint64_t>(k + 1);
+  for (size_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const float v = std::ldexp(static_cast<float>(x % 2001) - 1000.0f, static_cast<int>((x >> 20) % 40) - 20);
+    if (TypeOf(k) == DataType::kFloat32) {
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    } else {
+      const uint16_t b = FloatToBfloat16(v);
+      std::memcpy(bytes.data() + 2 * i, &b, 2);
+    }
+  }
+  return bytes;
+}
+
+struct RankRun {
+  std::vector<std::vector<uint8_t>> results;  // per operation
+  Status status;
+  client::ClientStats stats;
+};
+
+// Runs kOps operations on every rank, kInFlight at a time, in place.
+// `fault` runs once, on rank 0's thread, after its operation `fault_after`
+// has completed (with later operations in flight).
+std::vector<RankRun> RunJob(const std::vector<client::Endpoint>& reducers, const std::string& session,
+                            int fault_after, const std::function<void()>& fault,
+                            const std::function<void(client::ClientOptions&)>& tune = {}) {
+  std::vector<RankRun> runs(kWorld);
+  RunRanks(kWorld, [&](uint32_t rank) {
+    auto o = Options(reducers, session, rank, kWorld);
+    o.liveness_timeout = kLiveness;
+    if (tune) tune(o);
+    auto c = client::Client::Create(o);
+    if (!c.ok()) {
+      runs[rank].status = c.status();
+      return;
+    }
+    RankRun& run = runs[rank];
+    run.results.resize(kOps);
+    std::deque<std::pair<int, std::shared_ptr<client::Operation>>> in_flight;
+    auto finish_one = [&] {
+      auto [k, op] = in_flight.front();
+      in_flight.pop_front();
+      Status st = op->Wait(seconds(60));
+      if (!st.ok() && run.status.ok()) run.status = st;
+      if (rank == 0 && k == fault_after && fault) fault();
+    };
+    for (int k = 0; k < kOps && run.status.ok(); ++k) {
+      if (in_flight.size() == kInFlight) finish_one();
+      run.results[k] = Input(rank, k);
+      in_flight.emplace_back(k, (*c)->AllReduce(run.results[k].data(), run.results[k].data(), CountOf(k),
+                                                TypeOf(k), ReduceOp::kSum));
+    }
+    while (!in_flight.empty()) finish_one();
+    run.stats = (*c)->stats();
+  });
+  return runs;
+}
+
+void ExpectBitwiseEqual(const std::vector<RankRun>& reference, const std::vector<RankRun>& faulty) {
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(reference[r].status.ok()) << "reference rank " << r << ": " << reference[r].status.ToString();
+    ASSERT_TRUE(faulty[r].status.ok()) << "rank " << r << ": " << faulty[r].status.ToString();
+    for (int k = 0; k < kOps; ++k) {
+      ASSERT_EQ(faulty[r].results[k].size(), reference[r].results[k].size());
+      EXPECT_EQ(std::memcmp(faulty[r].results[k].data(), reference[r].results[k].data(),
+                            reference[r].results[k].size()),
+                0)
+          << "rank " << r << " operation " << k << " differs from the run without the fault";
+      // Every rank holds the same sum.
+      EXPECT_EQ(faulty[r].results[k], faulty[0].results[k]) << "rank " << r << " operation " << k;
+    }
+  }
+}
+
+class FailoverTest : public ::testing::Test {
+ protected:
+  void Start(int reducers) {
+    for (int i = 0; i < reducers; ++i) {
+      reducers_.push_back(std::make_unique<ReducerProcess>(std::vector<std::string>{"--op-timeout", "60s"}));
+      ASSERT_TRUE(reducers_.back()->ok()) << reducers_.back()->Log();
+    }
+  }
+  std::vector<client::Endpoint> Endpoints() const {
+    std::vector<client::Endpoint> out;
+    for (const auto& r : reducers_) out.push_back(r->endpoint());
+    return out;
+  }
+  std::vector<std::unique_ptr<ReducerProcess>> reducers_;
+};
+
+TEST_F(FailoverTest, KilledReducerIsSurvivedWithBitwiseIdenticalResults) {
+  Start(3);
+  const auto reference = RunJob(Endpoints(), "killed-reference", -1, {});
+  const auto faulty = RunJob(Endpoints(), "killed", 12, [&] { kill(reducers_[1]->pid(), SIGKILL); });
+  ExpectBitwiseEqual(reference, faulty);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    EXPECT_GE(faulty[r].stats.epoch, 1u) << "rank " << r << " never failed over";
+    EXPECT_EQ(faulty[r].stats.live_reducers, 2u) << "rank " << r;
+    EXPECT_LE(faulty[r].stats.retained_peak_bytes, size_t{256} << 20);
+    std::printf("rank %u: epoch %u, %zu live reducers, %llu operations redone, retained peak %zu KiB\n", r,
+                faulty[r].stats.epoch, faulty[r].stats.live_reducers,
+                static_cast<unsigned long long>(faulty[r].stats.operations_redone),
+                faulty[r].stats.retained_peak_bytes >> 10);
+  }
+}
+
+TEST_F(FailoverTest, FrozenReducerIsSurvivedWithBitwiseIdenticalResults) {
+  Start(3);
+  const auto reference = RunJob(Endpoints(), "frozen-reference", -1, {});
+  const auto faulty = RunJob(Endpoints(), "frozen", 12, [&] { kill(reducers_[2]->pid(), SIGSTOP); });
+  // Thawed after the ranks dropped it: it must not disturb them (they no
+  // longer listen) and must come back to serving.
+  kill(reducers_[2]->pid(), SIGCONT);
+  ExpectBitwiseEqual(reference, faulty);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    EXPECT_GE(faulty[r].stats.epoch, 1u) << "rank " << r;
+    EXPECT_EQ(faulty[r].stats.live_reducers, 2u) << "rank " << r;
+  }
+  const auto after = RunJob({reducers_[2]->endpoint()}, "after-thaw", -1, {});
+  for (const RankRun& run : after) EXPECT_TRUE(run.status.ok()) << run.status.ToString();
+}
+
+TEST_F(FailoverTest, FailoverOffMakesReducerLossFatal) {
+  Start(2);
+  const auto faulty = RunJob(Endpoints(), "no-failover", 5, [&] { kill(reducers_[0]->pid(), SIGKILL); },
+                             [](client::ClientOptions& o) { o.failover = false; });
+  const std::string name = "reducer 127.0.0.1:" + std::to_string(reducers_[0]->port());
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    EXPECT_EQ(faulty[r].status.code(), Code::kPeerFailed) << faulty[r].status.ToString();
+    EXPECT_NE(faulty[r].status.message().find(name), std::string::npos) << faulty[r].status.message();
+  }
+}
+
+// Integer-valued floats: the exact sum of operation k is known.
+float Value(uint32_t rank, int k, size_t i) { return static_cast<float>((rank + 1) * (k % 97) + i % 5); }
+
+TEST_F(FailoverTest, ReplacementReducerAtTheSameAddressIsTakenBack) {
+  Start(2);
+  const uint16_t port = reducers_[1]->port();
+  std::atomic<int> phase{0};  // 0: before the kill, 1: killed, 2: replaced, 3: taken back everywhere
+  std::atomic<uint32_t> back{0};
+  std::atomic<int> last_op{INT32_MAX};  // every rank must run the same operations
+  std::vector<Status> errors(kWorld);
+  std::vector<int> ops_after_back(kWorld, 0);
+  std::unique_ptr<ReducerProcess> replacement;
+  std::thread operator_thread([&] {
+    while (phase < 1) std::this_thread::sleep_for(milliseconds(5));
+    kill(reducers_[1]->pid(), SIGKILL);
+    reducers_[1].reset();
+    replacement = std::make_unique<ReducerProcess>(std::vector<std::string>{"--op-timeout", "60s"}, port);
+    phase = 2;
+  });
+  RunRanks(kWorld, [&](uint32_t rank) {
+    auto o = Options(Endpoints(), "replacement", rank, kWorld);
+    o.liveness_timeout = kLiveness;
+    auto c = client::Client::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    const auto deadline = std::chrono::steady_clock::now() + seconds(90);
+    bool counted = false;
+    for (int k = 0; k <= last_op && std::chrono::steady_clock::now() < deadline; ++k) {
+      std::vector<float> v(200'000);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = Value(rank, k, i);
+      Status st = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(60));
+      if (!st.ok()) {
+        errors[rank] = st;
+        return;
+      }
+      for (size_t i = 0; i < v.size(); i += 1009) {
+        float want = 0;
+        for (uint32_t r = 0; r < kWorld; ++r) want += Value(r, k, i);
+        ASSERT_EQ(v[i], want) << "rank " << rank << " operation " << k;
+      }
+      if (rank == 0 && k == 10) phase = std::max(phase.load(), 1);
+      const auto stats = (*c)->stats();
+      if (!counted && phase >= 2 && stats.live_reducers == 2 && stats.epoch >= 2) {
+        counted = true;
+        ++back;
+      }
+      if (counted) ++ops_after_back[rank];
+      if (back == kWorld) {
+        // The ranks are within an operation of each other (each waits for
+        // its result): 20 more from here is the same last one for all.
+        int unset = INT32_MAX;
+        last_op.compare_exchange_strong(unset, k + 20);
+      }
+    }
+    if (last_op == INT32_MAX) errors[rank] = Status(Code::kTimeout, "the replacement was not taken back within 90 s");
+  });
+  operator_thread.join();
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    EXPECT_TRUE(errors[r].ok()) << "rank " << r << ": " << errors[r].ToString();
+    EXPECT_GE(ops_after_back[r], 10) << "rank " << r;
+  }
+  // The replacement carried pieces once it was back.
+  ASSERT_NE(replacement, nullptr);
+  EXPECT_EQ(replacement->Terminate(seconds(20)), 0);
+  const std::string log = replacement->Log();
+  EXPECT_TRUE(std::regex_search(log, std::regex("session [0-9a-f]+ ended: [1-9][0-9]* operations, [1-9][0-9]* pieces")))
+      << log;
+}
+
+}  // namespace
+}  // namespace rs::testing

@@ -1,0 +1,135 @@
+// Liveness in seconds: a frozen reducer or a frozen worker is named to every
+// rank within the liveness timeout (plus a tick), long before any operation
+// timeout, while a session that is merely idle or waiting for a straggler
+// stays up. Real reducerd processes on 127.0.0.1; the frozen party is
+// stopped with SIGSTOP (alive, silent, its sockets open: what a hung process,
+// a dead host or a cut link look like from the other end).
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tests/support/test_cluster.h"
+
+namespace rs::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr auto kLiveness = milliseconds(2000);
+// The bound the README promises (timeout plus a tenth) with room for a busy
+// 2-core test machine under sanitizers.
+constexpr auto kDetectionBound = kLiveness + seconds(2);
+
+class LivenessTest : public ::testing::Test {
+ public:
+  void SetUp() override {
+    // Operation timeouts far beyond the liveness bound: whatever is detected
+    // here is detected by liveness.
+    reducer_ = std::make_unique<ReducerProcess>(std::vector<std::string>{"--op-timeout", "120s"});
+    ASSERT_TRUE(reducer_->ok()) << reducer_->Log();
+  }
+
+  client::ClientOptions RankOptions(const std::string& session, uint32_t rank, uint32_t world) {
+    auto o = Options({reducer_->endpoint()}, session, rank, world);
+    o.op_timeout = seconds(120);
+    o.liveness_timeout = kLiveness;
+    return o;
+  }
+
+  std::unique_ptr<ReducerProcess> reducer_;
+};
+
+TEST_F(LivenessTest, FrozenReducerIsNamedToEveryRankWithinTheBound) {
+  std::vector<Status> errors(2);
+  std::vector<std::chrono::steady_clock::duration> waited(2);
+  std::atomic<int> joined{0};
+  std::chrono::steady_clock::time_point frozen_at;
+  RunRanks(2, [&](uint32_t rank) {
+    auto c = client::Client::Create(RankOptions("frozen-reducer", rank, 2));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    if (++joined == 2) {
+      frozen_at = std::chrono::steady_clock::now();
+      kill(reducer_->pid(), SIGSTOP);
+    }
+    while (joined < 2) std::this_thread::yield();
+    std::vector<float> v(1 << 14, 1.0f);
+    errors[rank] = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)
+                       ->Wait(seconds(60));
+    waited[rank] = std::chrono::steady_clock::now() - frozen_at;
+  });
+  kill(reducer_->pid(), SIGCONT);
+  const std::string name = "reducer 127.0.0.1:" + std::to_string(reducer_->port()) + " sent nothing for ";
+  for (uint32_t r = 0; r < 2; ++r) {
+    // With failover on (the default) the only reducer is gone: below the
+    // minimum of one, and the message says what was observed.
+    EXPECT_EQ(errors[r].code(), Code::kPeerFailed) << errors[r].ToString();
+    EXPECT_NE(errors[r].message().find("only 0 of 1 reducers left"), std::string::npos) << errors[r].message();
+    EXPECT_NE(errors[r].message().find(name), std::string::npos) << errors[r].message();
+    EXPECT_NE(errors[r].message().find("heartbeats stopped"), std::string::npos) << errors[r].message();
+    EXPECT_LT(waited[r], kDetectionBound);
+  }
+}
+
+// Without failover (with it, the reducer gives the worker twice as long:
+// FailoverTest.WorkerLossIsStillFatalWithTheCauseOnEveryRank).
+TEST_F(LivenessTest, FrozenWorkerIsNamedByTheReducerWithinTheBound) {
+  auto victim = std::make_unique<ChildProcess>(std::vector<std::string>{
+      std::string(RS_BINARY_DIR) + "/tests/rs_test_worker", "127.0.0.1:" + std::to_string(reducer_->port()),
+      "frozen-worker", "2", "3", "", "1", std::to_string(kLiveness.count()), "nofailover"});
+  std::chrono::steady_clock::time_point frozen_at;
+  std::thread injector([&] {
+    ASSERT_TRUE(victim->WaitForOutput("stalling before operation", seconds(30))) << victim->Output();
+    frozen_at = std::chrono::steady_clock::now();
+    kill(victim->pid(), SIGSTOP);
+  });
+  std::vector<Status> errors(2);
+  std::vector<std::chrono::steady_clock::time_point> at(2);
+  RunRanks(2, [&](uint32_t rank) {
+    auto o = RankOptions("frozen-worker", rank, 3);
+    o.failover = false;
+    auto c = client::Client::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::vector<float> v(1 << 16, 1.0f);
+    for (int i = 0; i < 2 && errors[rank].ok(); ++i) {
+      errors[rank] = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)
+                         ->Wait(seconds(60));
+    }
+    at[rank] = std::chrono::steady_clock::now();
+  });
+  injector.join();
+  for (uint32_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(errors[r].code(), Code::kPeerFailed) << errors[r].ToString();
+    EXPECT_NE(errors[r].message().find("rank 2 ("), std::string::npos) << errors[r].message();
+    EXPECT_NE(errors[r].message().find("sent nothing to reducer 127.0.0.1:" + std::to_string(reducer_->port())),
+              std::string::npos)
+        << errors[r].message();
+    EXPECT_LT(at[r] - frozen_at, kDetectionBound);
+  }
+  kill(victim->pid(), SIGKILL);
+}
+
+TEST_F(LivenessTest, IdleSessionsAndStragglersAreNotMistakenForSilence) {
+  RunRanks(2, [&](uint32_t rank) {
+    auto o = RankOptions("idle", rank, 2);
+    o.liveness_timeout = milliseconds(300);
+    auto c = client::Client::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    // Idle for several timeouts: heartbeats keep both directions alive.
+    std::this_thread::sleep_for(milliseconds(1500));
+    // Rank 1 is a straggler: rank 0's piece waits at the reducer meanwhile,
+    // with nothing to send in either direction but heartbeats.
+    if (rank == 1) std::this_thread::sleep_for(milliseconds(1500));
+    std::vector<float> v(1 << 16, 1.0f + static_cast<float>(rank));
+    Status st = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)
+                    ->Wait(seconds(60));
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(v[0], 3.0f);
+    EXPECT_TRUE((*c)->health().ok()) << (*c)->health().ToString();
+  });
+}
+
+}  // namespace
+}  // namespace rs::testing
