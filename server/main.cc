@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   }
   rs::server::ConfigureLogging(options->log_level, options->log_format);
   for (const std::string& notice : options->notices) spdlog::warn("{}", notice);
+  if (!options->listen_origin.empty()) spdlog::info("listening address from {}", options->listen_origin);
 
   // Before any thread starts, so that only the watcher receives them.
   rs::server::BlockStopSignals();
