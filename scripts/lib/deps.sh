@@ -23,6 +23,10 @@ RS_TEST_PACKAGES=(
   # the network-namespace harness (bench/netns) and its smoke test: ip/tc, the
   # ring peer (torch.distributed gloo), the plot, the line rate
   iproute2 python3-torch python3-matplotlib iperf3
+  # images and the compose cluster (tests/docker, tests/packaging): podman
+  # driven by docker-compose through its API socket, a base image made by
+  # debootstrap (see tests/support/containers.sh), curl for the socket
+  podman runc netavark aardvark-dns catatonit iptables docker-compose debootstrap curl
 )
 
 rs_install_deps() {
