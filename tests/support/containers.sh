@@ -72,29 +72,47 @@ EOF
   fi
 }
 
-# debian:bookworm-slim without a registry: a debootstrap'd root (minbase),
-# cached as a tarball, imported under the registry name the Dockerfiles use.
+# debian:bookworm-slim without a registry: a debootstrap'd root (minbase)
+# trimmed the way Debian's own slim image is (no documentation, manual pages
+# or translations, now or in packages installed later), cached as a tarball
+# and imported under the registry name the Dockerfiles use. RS_CT_BASE names
+# this recipe: an image imported by another recipe is imported again.
+RS_CT_BASE=bookworm-slim-2
+
 rs_ct_base_image() {
-  if podman image exists docker.io/library/debian:bookworm-slim; then
+  local image=docker.io/library/debian:bookworm-slim
+  if [ "$(podman image inspect --format '{{index .Labels "rs.base"}}' "$image" 2>/dev/null)" = "$RS_CT_BASE" ]; then
     return 0
   fi
-  local tarball=$RS_CT_CACHE/bookworm-minbase.tar
+  local tarball=$RS_CT_CACHE/$RS_CT_BASE.tar
   if [ ! -s "$tarball" ]; then
     echo "==> debootstrap bookworm (once; cached in $RS_CT_CACHE)"
     mkdir -p "$RS_CT_CACHE"
     local root
-    root=$(mktemp -d "$RS_CT_CACHE/rootfs.XXXXXX")
+    root=$(mktemp -d "$RS_CT_CACHE/rootfs.XXXXXX") || return 1
     if ! debootstrap --variant=minbase bookworm "$root" >"$RS_CT_DIR/debootstrap.log" 2>&1; then
       rm -rf "$root"
       tail -5 "$RS_CT_DIR/debootstrap.log" >&2
       rs_ct_skip "debootstrap could not reach Debian's mirror (log: $RS_CT_DIR/debootstrap.log)"
     fi
-    # What the registry image leaves out too: apt's package lists.
-    rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/archives/*.deb
+    # Inside the new root only (relative paths after cd).
+    (
+      cd "$root" || exit 1
+      printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+        'path-exclude /usr/share/man/*' 'path-exclude /usr/share/groff/*' 'path-exclude /usr/share/info/*' \
+        'path-exclude /usr/share/lintian/*' 'path-exclude /usr/share/locale/*' >etc/dpkg/dpkg.cfg.d/slim
+      # No package caches left in image layers.
+      printf '%s\n' 'Dir::Cache::pkgcache "";' 'Dir::Cache::srcpkgcache "";' \
+        'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb || true"; };' \
+        >etc/apt/apt.conf.d/docker-clean
+      find ./usr/share/doc -mindepth 1 -not -type d -not -name copyright -delete
+      rm -rf ./usr/share/man/* ./usr/share/groff/* ./usr/share/info/* ./usr/share/lintian/* ./usr/share/locale/* \
+        ./var/lib/apt/lists/* ./var/cache/apt/*.bin ./var/cache/apt/archives/*.deb ./var/log/apt/* ./var/log/*.log
+    ) || { rm -rf "$root"; return 1; }
     tar -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
     rm -rf "$root"
   fi
-  podman import --change 'CMD ["/bin/bash"]' "$tarball" docker.io/library/debian:bookworm-slim \
+  podman import --change 'CMD ["/bin/bash"]' --change "LABEL rs.base=$RS_CT_BASE" "$tarball" "$image" \
     >"$RS_CT_DIR/import.log" 2>&1 || { cat "$RS_CT_DIR/import.log" >&2; return 1; }
 }
 
