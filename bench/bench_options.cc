@@ -164,8 +164,12 @@ StatusOr<Options> ParseOptions(int argc, char** argv, const EnvLookup& env) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--csv", o.csv, "Rank 0 also writes the results to this CSV file");
+  WorkloadFlags workload;
+  AddWorkloadFlags(app, &workload);
+  app.footer(kPatternHelp);
   RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
   RS_RETURN_IF_ERROR(Validate(raw, Settings::Resolve(BenchSettings(), settings.Given(), env), &o));
+  RS_RETURN_IF_ERROR(ParseWorkloadFlags(workload, &o.workload));
   return o;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/workload_flags.h"
 #include "client/client.h"
 #include "common/dtype.h"
 #include "common/settings.h"
@@ -43,6 +44,7 @@ struct Options {
   std::chrono::milliseconds op_timeout{90'000};
   std::chrono::milliseconds connect_timeout{90'000};
   std::string csv;
+  WorkloadOptions workload;  // --pattern and its settings (workload_flags.h)
   // One line per deprecated name in use, for main() to print once.
   std::vector<std::string> notices;
 };

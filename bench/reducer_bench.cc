@@ -1,8 +1,10 @@
 // reducer-bench: all-reduce bandwidth and correctness against a set of
 // reducers, in the style of nccl-tests' all_reduce_perf. Run one process per
 // rank. Every rank checks every element of its results (--check 1); rank 0
-// prints the table. Exit status: 0 when every operation succeeded and every
-// checked element was right, 1 otherwise, 2 for bad flags.
+// prints the table. --pattern collnet and ddp replay the traffic NCCL's
+// CollNet proxy and PyTorch DDP send instead of the sweep (workload_runs.h).
+// Exit status: 0 when every operation succeeded and every checked element
+// was right, 1 otherwise, 2 for bad flags.
 #include <signal.h>
 
 #include <algorithm>
@@ -17,6 +19,8 @@
 
 #include "bench/bench_check.h"
 #include "bench/bench_options.h"
+#include "bench/workload_flags.h"
+#include "bench/workload_runs.h"
 #include "client/client.h"
 #include "common/units.h"
 #include "protocol/auth.h"
@@ -110,11 +114,13 @@ class Report {
   }
 
   // Prints the summary; returns true when every checked element was right.
-  bool Finish() const {
+  bool Finish(uint64_t input_bytes) const {
     if (print_) {
       std::printf("#\n# Wrong elements : %llu %s\n", static_cast<unsigned long long>(wrong_),
                   !o_.check ? "(not checked)" : wrong_ == 0 ? "OK" : "FAILED");
       std::printf("# Avg algbw      : %.3f GB/s over %d results\n", rows_ ? algbw_sum_ / rows_ : 0.0, rows_);
+      std::printf("# Input bytes    : %llu per rank (all operations, warm-up included)\n",
+                  static_cast<unsigned long long>(input_bytes));
       std::fflush(stdout);
     }
     return wrong_ == 0;
@@ -134,6 +140,11 @@ class Bench {
   // Allocates every buffer up front, so a rank without the memory fails
   // before it joins the session rather than in the middle of it.
   explicit Bench(Options o) : o_(std::move(o)), report_(o_), seeds_(o_.inflight) {
+    if (o_.workload.pattern != Pattern::kSweep) {
+      workload_ = WorkloadRun::Create(o_.workload, {o_.rank, o_.world, o_.reducers.size(), o_.dtypes, o_.op, o_.iters,
+                                                    o_.warmup, o_.check, o_.op_timeout, o_.csv, Sizes(o_)});
+      return;
+    }
     for (int s = 0; s < o_.inflight; ++s) {
       send_.emplace_back(o_.max_bytes);
       recv_.emplace_back(o_.max_bytes);
@@ -141,8 +152,9 @@ class Bench {
   }
 
   Status Start() {
-    RS_RETURN_IF_ERROR(report_.OpenCsv());
+    if (!workload_) RS_RETURN_IF_ERROR(report_.OpenCsv());
     report_.Preamble();
+    if (workload_) workload_->Describe();
     client::ClientOptions c;
     c.reducers = o_.reducers;
     c.session = protocol::SessionIdFromName(o_.session);
@@ -169,6 +181,7 @@ class Bench {
 
   // Runs the sweep; returns the process exit status.
   int Run() {
+    if (workload_) return workload_->Run(*client_);
     report_.TableHeader();
     for (DataType dtype : o_.dtypes) {
       for (uint64_t size : Sizes(o_)) {
@@ -183,7 +196,7 @@ class Bench {
         report_.Add(row);
       }
     }
-    return report_.Finish() ? 0 : 1;
+    return report_.Finish(input_bytes_) ? 0 : 1;
   }
 
  private:
@@ -239,6 +252,7 @@ class Bench {
       const int s = i % o_.inflight;
       if (slots[s]) RS_RETURN_IF_ERROR(Await(*slots[s]));
       slots[s] = client_->AllReduce(send_[s].data(), recv_[s].data(), row.count, row.dtype, o_.op);
+      input_bytes_ += row.bytes;
     }
     for (auto& op : slots) {
       if (op) RS_RETURN_IF_ERROR(Await(*op));
@@ -280,6 +294,8 @@ class Bench {
   std::vector<uint64_t> seeds_;                      // the inputs' seed, per pair
   uint64_t next_seed_ = 1;
   uint64_t scalar_ = 0;  // AllReduceScalar's buffer
+  uint64_t input_bytes_ = 0;  // handed to AllReduce by the sweep, for CPU per byte
+  std::unique_ptr<WorkloadRun> workload_;   // --pattern collnet or ddp, with their buffers
   std::unique_ptr<client::Client> client_;  // last: stops its I/O before the buffers go
 };
 
@@ -303,7 +319,8 @@ int main(int argc, char** argv) {
   try {
     bench = std::make_unique<rs::bench::Bench>(std::move(*options));
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "reducer-bench: rank %u: cannot allocate 2 x --inflight x --max-bytes of buffers\n", rank);
+    std::fprintf(stderr, "reducer-bench: rank %u: cannot allocate the buffers (2 x --inflight x --max-bytes; "
+                 "--pattern ddp: 2 x --ddp-model)\n", rank);
     return 1;
   }
   if (rs::Status st = bench->Start(); !st.ok()) {

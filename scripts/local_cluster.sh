@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The main job: build reducerd and reducer-bench, start a local cluster on
-# 127.0.0.1 (reducers plus worker processes, one per rank), run an all-reduce
-# sweep over sizes and data types with every element verified, and print the
-# benchmark table and a one-line verdict. Run it as root on a fresh Debian 12
+# The main job: build reducerd, reducer-bench and rs-train, start a local
+# cluster on 127.0.0.1 (reducers plus worker processes, one per rank), run an
+# all-reduce sweep over sizes and data types with every element verified,
+# print the benchmark table, then train a model data-parallel through the same
+# reducers (rs-train, CPU backend, checked bit for bit against a
+# single-process reference), and print a one-line verdict. Run it as root on a fresh Debian 12
 # machine; it installs the packages it needs first. See --help.
 set -euo pipefail
 
@@ -19,6 +21,8 @@ DTYPES=${DTYPES:-float32,bfloat16,float16,int32,float64}
 OP=${OP:-sum}
 BENCH_ARGS=${BENCH_ARGS:-}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1200}
+TRAIN_STEPS=${TRAIN_STEPS:-100}
+TRAIN_ARGS=${TRAIN_ARGS:---verify}
 BUILD_DIR=${BUILD_DIR:-build}
 [[ $BUILD_DIR = /* ]] || BUILD_DIR=$ROOT/$BUILD_DIR
 
@@ -26,10 +30,11 @@ usage() {
   cat <<EOF
 Usage: $0 [--help]
 
-Builds reducerd and reducer-bench (Release, in \$BUILD_DIR), starts $REDUCERS reducers and
-$WORKERS worker processes on 127.0.0.1 with a fresh random job token, runs an all-reduce sweep
-with every element of every result checked, prints rank 0's table and a verdict, and stops
-everything it started (also on Ctrl-C or failure). Installs its apt packages when missing
+Builds reducerd, reducer-bench and rs-train (Release, in \$BUILD_DIR), starts $REDUCERS reducers
+and $WORKERS worker processes on 127.0.0.1 with a fresh random job token, runs an all-reduce
+sweep with every element of every result checked and prints rank 0's table, then trains with
+rs-train ($WORKERS ranks through the same reducers), prints a verdict, and stops everything it
+started (also on Ctrl-C or failure). Installs its apt packages when missing
 (needs root then). Prints the iperf3 single-stream loopback rate too, if iperf3 is installed.
 
 Settings, from the environment (current value):
@@ -39,9 +44,12 @@ Settings, from the environment (current value):
   DTYPES=$DTYPES   comma list, or 'all'
   OP=$OP          sum, prod, max or min
   BENCH_ARGS='$BENCH_ARGS'   more reducer-bench flags, e.g. '--inflight 4 --iters 50'
-  RUN_TIMEOUT=$RUN_TIMEOUT   seconds the whole sweep may take before it is stopped
+  RUN_TIMEOUT=$RUN_TIMEOUT   seconds the whole sweep (and the training) may take before it is stopped
+  TRAIN_STEPS=$TRAIN_STEPS   rs-train steps after the sweep; 0 skips training
+  TRAIN_ARGS='$TRAIN_ARGS'   more rs-train flags, e.g. '--width 2048 --grad-dtype bfloat16'
   BUILD_DIR=$BUILD_DIR
-Exit status: 0 when every operation succeeded and every element was right.
+Exit status: 0 when every operation succeeded, every element was right and the training
+passed its checks.
 EOF
 }
 
@@ -55,13 +63,13 @@ log() { echo "== $*"; }
 
 
 build() {
-  log "building reducerd and reducer-bench in $BUILD_DIR"
+  log "building reducerd, reducer-bench and rs-train in $BUILD_DIR"
   # -G only on the first configure: cmake refuses to change an existing tree's generator.
   local generator=()
   [[ -f $BUILD_DIR/CMakeCache.txt ]] || generator=(-G Ninja)
   cmake -S "$ROOT" -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DRS_BUILD_TESTS=OFF \
     -DRS_BUILD_BENCH=ON >/dev/null
-  cmake --build "$BUILD_DIR" --target reducerd reducer-bench
+  cmake --build "$BUILD_DIR" --target reducerd reducer-bench rs-train
 }
 
 # Processes we started, stopped by pid on any exit.
@@ -146,13 +154,50 @@ run_workers() {
   return $rc
 }
 
+# rs-train on the same reducers, one process per rank, configured only by the
+# environment a launcher would set.
+TRAIN_LINE=""
+TRAIN_FAILED=0
+run_training() {
+  ((TRAIN_STEPS > 0)) || return 0
+  local r pids=() rc=0 port=$((20000 + RANDOM % 20000))
+  log "training: rs-train, $WORKERS ranks x $REDUCERS reducers, $TRAIN_STEPS steps ${TRAIN_ARGS}"
+  for ((r = 0; r < WORKERS; r++)); do
+    # shellcheck disable=SC2086  # TRAIN_ARGS is a list of flags
+    RANK=$r WORLD_SIZE=$WORKERS MASTER_ADDR=127.0.0.1 MASTER_PORT=$port REDUCER_ADDRS=$ADDRS \
+      REDUCER_JOB_TOKEN_FILE=$WORK/job-token timeout -k 5 "$RUN_TIMEOUT" "$BUILD_DIR/trainer/rs-train" \
+      --steps "$TRAIN_STEPS" $TRAIN_ARGS >"$WORK/train$r.out" 2>"$WORK/train$r.err" &
+    pids+=($!)
+    PIDS+=($!)
+  done
+  tail -n +1 --pid="${pids[0]}" -f "$WORK/train0.out" &
+  PIDS+=($!)
+  local tailer=$!
+  for r in "${!pids[@]}"; do
+    if ! wait "${pids[r]}"; then
+      rc=1
+      echo "training rank $r failed:" >&2
+      sed 's/^/  /' "$WORK/train$r.err" >&2
+    fi
+  done
+  wait "$tailer" 2>/dev/null || true
+  ((rc == 0)) || TRAIN_FAILED=1
+  ((rc == 0)) && TRAIN_LINE="; trained $TRAIN_STEPS steps with weights identical on every rank"
+  [[ $TRAIN_ARGS != *--verify* ]] || TRAIN_LINE+=" and equal to the single-process reference"
+  return $rc
+}
+
 verdict() {
   local results wrong
   results=$(grep -c '^ ' "$WORK/worker0.out" || true)
   wrong=$(awk -F: '/^# Wrong elements/ { split($2, a, " "); print a[1] }' "$WORK/worker0.out")
   if [[ $1 -eq 0 && $wrong == 0 && $results -gt 0 ]]; then
-    echo "all $results results verified ($WORKERS workers x $REDUCERS reducers, every element checked on every rank)"
+    echo "all $results results verified ($WORKERS workers x $REDUCERS reducers, every element checked on every rank)$TRAIN_LINE"
     return 0
+  fi
+  if ((TRAIN_FAILED)); then
+    echo "FAILED: the sweep passed ($results results verified) but the training failed (its errors above)" >&2
+    return 1
   fi
   local r
   for r in "${!WORKER_RC[@]}"; do
@@ -177,6 +222,7 @@ main() {
   local rc=0
   run_workers || rc=$?
   [[ -z $IPERF_LINE ]] || echo "$IPERF_LINE"
+  ((rc != 0)) || run_training || rc=$?
   verdict "$rc" && FAILED=0
   return $FAILED
 }

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Builds everything and runs the whole test suite, twice: an optimized build,
 # then the same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Installs its Debian packages first if any is missing. `.ci/run` calls this.
+# Then fuzzes each fuzz target (tests/fuzz/) for FUZZ_SECONDS under ASan +
+# UBSan with libFuzzer (a clang build); a crash fails the run and names its
+# reproducer. Installs its Debian packages first if any is missing.
+# `.ci/run` calls this.
 #
-#   scripts/run_tests.sh            # both builds
-#   SANITIZE=0 scripts/run_tests.sh # skip the sanitizer build
+#   scripts/run_tests.sh               # all three
+#   SANITIZE=0 scripts/run_tests.sh    # skip the sanitizer build
+#   FUZZ=0 scripts/run_tests.sh        # skip fuzzing (FUZZ_SECONDS=25 per target)
 #   BUILD_DIR=out scripts/run_tests.sh
 set -euo pipefail
 
 if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 
@@ -40,5 +44,19 @@ if [ "${SANITIZE:-1}" != "0" ]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   run_suite "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_SANITIZE=address,undefined -DRS_BUILD_TESTS=ON \
   -DRS_BUILD_BENCH=OFF
+fi
+if [ "${FUZZ:-1}" != "0" ]; then
+  # Only the fuzz targets are built here (`ninja fuzzers`), with clang and
+  # libFuzzer; the seed corpus is also replayed by fuzz_replay.* in both
+  # builds above.
+  dir="$build-fuzz"
+  echo "==> configuring $dir (clang, libFuzzer, ASan + UBSan)"
+  CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_FUZZ=ON \
+    -DRS_SANITIZE=address,undefined -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=OFF \
+    -DRS_FUZZ_SECONDS="${FUZZ_SECONDS:-25}" >/dev/null
+  echo "==> building $dir"
+  ninja -C "$dir" -j "$jobs" fuzzers
+  echo "==> fuzzing each target for ${FUZZ_SECONDS:-25} s"
+  (cd "$dir" && ctest --output-on-failure --no-tests=error -L '^fuzz$' -j "$jobs")
 fi
 echo "==> all tests passed"

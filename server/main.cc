@@ -8,6 +8,7 @@
 
 #include "server/control/control_plane.h"
 #include "server/control/stop_request.h"
+#include "server/fd_limit.h"
 #include "kernels/kernels.h"
 #include "common/units.h"
 #include "server/logging.h"
@@ -43,6 +44,9 @@ int main(int argc, char** argv) {
   rs::server::ConfigureLogging(options->log_level, options->log_format);
   for (const std::string& notice : options->notices) spdlog::warn("{}", notice);
   if (!options->listen_origin.empty()) spdlog::info("listening address from {}", options->listen_origin);
+  const auto fds = rs::server::ReserveFileDescriptors(options->net.limits.max_connections);
+  if (!fds.warning.empty()) spdlog::warn("{}", fds.warning);
+  options->net.limits.max_connections = fds.max_connections;
 
   // Before any thread starts, so that only the watcher receives them.
   rs::server::BlockStopSignals();
@@ -68,6 +72,11 @@ int main(int argc, char** argv) {
   spdlog::info("{} I/O threads, memory limit {}, max piece {}, op timeout {} ms, kernels: {}",
                cfg.io_threads, rs::FormatBytes(cfg.memory_limit), rs::FormatBytes(cfg.max_piece_bytes),
                cfg.op_timeout.count(), rs::kernels::ReduceTargetName());
+  spdlog::info("limits: {} connections ({} per source, {} in the handshake per source), handshake timeout {} ms, "
+               "{} pending sessions ({} per source)",
+               cfg.limits.max_connections, cfg.limits.max_connections_per_source,
+               cfg.limits.max_handshakes_per_source, cfg.handshake_timeout.count(), cfg.limits.max_pending_sessions,
+               cfg.limits.max_pending_sessions_per_source);
   if ((*control)->grpc_port() != 0) {
     AnnouncePort("grpc on", HostOf(options->control.grpc_listen), (*control)->grpc_port(),
                  options->grpc_port_file);

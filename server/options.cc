@@ -96,6 +96,15 @@ StatusOr<Options> Validate(const Settings& s) {
   RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kForever), &out.net.op_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--join-timeout", milliseconds(1), kForever), &out.net.join_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--drain-timeout", milliseconds(0), kForever), &out.drain_timeout));
+  RS_RETURN_IF_ERROR(
+      Assign(s.Duration("--handshake-timeout", milliseconds(1), kForever), &out.net.handshake_timeout));
+  AdmissionLimits& limits = out.net.limits;
+  RS_RETURN_IF_ERROR(Assign(s.Int("--max-connections", 1, 1 << 20), &limits.max_connections));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--max-connections-per-source", 1, 1 << 20), &limits.max_connections_per_source));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--max-handshakes-per-source", 1, 1 << 20), &limits.max_handshakes_per_source));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--max-pending-sessions", 1, 1 << 20), &limits.max_pending_sessions));
+  RS_RETURN_IF_ERROR(
+      Assign(s.Int("--max-pending-sessions-per-source", 1, 1 << 20), &limits.max_pending_sessions_per_source));
 
   if (const SettingValue& file = s.Get("--job-token-file"); !file.is_default) {
     auto token = protocol::ReadTokenFile(file.text);

@@ -5,6 +5,12 @@ One process per rank, like reducer-bench. Times float32 sum all-reduces over
 a size sweep and has rank 0 write a CSV with the same columns reducer-bench
 uses (bytes,time_us,algbw_GBps,...). The time of a size is the slowest rank's
 average, as in reducer-bench. Every result is checked against the exact sum.
+
+--pattern ddp replays reducer-bench's DDP step with the same buckets: the
+first bucket --ddp-first-bucket, then --ddp-bucket each, one async all_reduce
+per bucket issued after --ddp-gap of (simulated) backward compute, all waited
+for at the end of the step; one CSV line per bucket cap, reducer-bench's
+columns.
 """
 import argparse
 import csv
@@ -19,6 +25,26 @@ def parse_size(text):
     if text and text[-1] in units:
         return int(text[:-1]) * units[text[-1]]
     return int(text)
+
+
+def parse_duration_us(text):
+    """reducer-bench's durations: 500ms, 2s, 1m; a bare number is seconds."""
+    text = text.strip().lower()
+    for suffix, scale in (("ms", 1e3), ("us", 1), ("s", 1e6), ("m", 60e6)):
+        if text.endswith(suffix):
+            return float(text[:-len(suffix)]) * scale
+    return float(text) * 1e6
+
+
+def ddp_buckets(model, cap, first, elem):
+    """reducer-bench's DdpBuckets: element counts of each bucket."""
+    left, out, limit = model // elem, [], max(first // elem, 1)
+    while left > 0:
+        take = min(left, limit)
+        out.append(take)
+        left -= take
+        limit = max(cap // elem, 1)
+    return out
 
 
 def sizes(lo, hi, factor):
@@ -41,6 +67,11 @@ def main():
     p.add_argument("-w", "--warmup", type=int, default=5)
     p.add_argument("--timeout", type=float, default=120, help="seconds for joining and for each collective")
     p.add_argument("--csv", default="")
+    p.add_argument("--pattern", choices=("sweep", "ddp"), default="sweep")
+    p.add_argument("--ddp-model", default="100M", help="ddp: gradient bytes per step")
+    p.add_argument("--ddp-bucket", default="25M", help="ddp: bucket cap; a comma list gives one line each")
+    p.add_argument("--ddp-first-bucket", default="1M", help="ddp: cap of the first bucket")
+    p.add_argument("--ddp-gap", default="0", help="ddp: compute before each bucket, e.g. 5ms")
     a = p.parse_args()
 
     import torch
@@ -49,12 +80,17 @@ def main():
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="tcp://" + a.master, world_size=a.world, rank=a.rank,
                             timeout=datetime.timedelta(seconds=a.timeout))
+    if a.pattern == "ddp":
+        wrong_total, input_bytes = run_ddp(a, torch, dist)
+        dist.destroy_process_group()
+        summary(a, wrong_total, input_bytes)
+        return 0 if wrong_total == 0 else 1
     out = None
     if a.rank == 0 and a.csv:
         out = open(a.csv, "w", newline="")
         w = csv.writer(out)
         w.writerow(["bytes", "count", "dtype", "op", "ranks", "time_us", "algbw_GBps", "busbw_GBps", "wrong"])
-    wrong_total = 0
+    wrong_total = input_bytes = 0
     expected_sum = a.world * (a.world + 1) / 2  # rank r contributes r + 1: exact in float32
     for size in sizes(parse_size(a.min_bytes), parse_size(a.max_bytes), a.step_factor):
         count = size // 4
@@ -74,6 +110,7 @@ def main():
         counts = torch.tensor([wrong], dtype=torch.int64)
         dist.all_reduce(counts)
         wrong_total += int(counts.item())
+        input_bytes += count * 4 * (max(a.warmup, 1) + a.iters)
         time_us = float(elapsed.item())
         algbw = count * 4 / time_us / 1e3
         busbw = algbw * 2 * (a.world - 1) / a.world
@@ -87,7 +124,86 @@ def main():
     dist.destroy_process_group()
     if out:
         out.close()
+    summary(a, wrong_total, input_bytes)
     return 0 if wrong_total == 0 else 1
+
+
+def summary(a, wrong_total, input_bytes):
+    """reducer-bench's closing lines, which the harness reads."""
+    if a.rank == 0:
+        print(f"#\n# Wrong elements : {wrong_total} {'OK' if wrong_total == 0 else 'FAILED'}")
+        print(f"# Input bytes    : {input_bytes} per rank (all operations, warm-up included)", flush=True)
+
+
+def run_ddp(a, torch, dist):
+    """One DDP step per iteration; returns the wrong elements of all ranks and this rank's input bytes."""
+    model, first = parse_size(a.ddp_model), parse_size(a.ddp_first_bucket)
+    gap_s = parse_duration_us(a.ddp_gap) / 1e6
+    flat = torch.empty(model // 4, dtype=torch.float32)
+    expected = a.world * (a.world + 1) / 2  # rank r contributes r + 1: exact in float32
+    out = w = None
+    if a.rank == 0 and a.csv:
+        out = open(a.csv, "w", newline="")
+        w = csv.writer(out)
+        w.writerow(["model_bytes", "bucket_bytes", "first_bucket_bytes", "buckets", "gap_us", "dtype", "op", "ranks",
+                    "step_us", "compute_us", "exposed_us", "algbw_GBps", "wrong"])
+    if a.rank == 0:
+        print(f"# ddp: {model} bytes per step, first bucket {first}, gap {gap_s * 1e6:.0f} us", flush=True)
+        print(f"#{'model':>14} {'bucket':>12} {'buckets':>8} {'step(us)':>12} {'compute':>12} {'exposed':>12}"
+              f" {'algbw':>10} {'wrong':>6}", flush=True)
+    wrong_total = input_bytes = 0
+    for cap in [parse_size(x) for x in a.ddp_bucket.split(",")]:
+        counts = ddp_buckets(model, cap, first, 4)
+        views, offset = [], 0
+        for n in counts:
+            views.append(flat[offset:offset + n])
+            offset += n
+
+        def step():
+            start = time.perf_counter()
+            works = []
+            for b, view in enumerate(views):
+                if gap_s > 0:
+                    delay = start + gap_s * (b + 1) - time.perf_counter()
+                    if delay > 0:
+                        time.sleep(delay)
+                works.append(dist.all_reduce(view, async_op=True))
+            for work in works:
+                work.wait()
+
+        flat.fill_(float(a.rank + 1))
+        step()  # the first warm-up step is the checked one
+        wrong = int((flat != expected).sum().item())
+        # Zeros from here on: the sums stay exact (and finite) however many steps run.
+        flat.zero_()
+        for _ in range(a.warmup - 1):
+            step()
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(a.iters):
+            step()
+        elapsed = torch.tensor([(time.perf_counter() - start) / a.iters * 1e6], dtype=torch.float64)
+        wrong += int((flat != 0).sum().item())
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+        total = torch.tensor([wrong], dtype=torch.int64)
+        dist.all_reduce(total)
+        wrong_total += int(total.item())
+        input_bytes += offset * 4 * (max(a.warmup, 1) + a.iters)
+        step_us = float(elapsed.item())
+        compute_us = gap_s * 1e6 * len(counts)
+        exposed_us = max(0.0, step_us - compute_us)
+        algbw = offset * 4 / step_us / 1e3
+        if a.rank == 0:
+            print(f" {offset * 4:>14} {cap:>12} {len(counts):>8} {step_us:>12.1f} {compute_us:>12.1f} {exposed_us:>12.1f}"
+                  f" {algbw:>10.3f} {int(total.item()):>6}", flush=True)
+            if w:
+                w.writerow([offset * 4, cap, counts[0] * 4, len(counts), f"{gap_s * 1e6:.0f}", "float32", "sum",
+                            a.world, f"{step_us:.1f}", f"{compute_us:.1f}", f"{exposed_us:.1f}", f"{algbw:.6f}",
+                            int(total.item())])
+                out.flush()
+    if out:
+        out.close()
+    return wrong_total, input_bytes
 
 
 if __name__ == "__main__":

@@ -97,6 +97,21 @@ ns_teardown() {
   NS_HOSTS=()
 }
 
+# Removes the namespaces of earlier runs that were killed before they could
+# clean up (SIGKILL, a test timeout): names rsbPID-* whose PID is gone. A live
+# run's namespaces are left alone.
+ns_reap_stale() {
+  local ns pid
+  for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+    [[ $ns =~ ^rsb([0-9]+)- ]] || continue
+    pid=${BASH_REMATCH[1]}
+    kill -0 "$pid" 2>/dev/null && continue
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null && echo "removed namespace $ns, left by an earlier run (pid $pid) that was killed" >&2
+  done
+  return 0
+}
+
 # ns_exec HOST CMD...: runs CMD inside host HOST's namespace.
 ns_exec() {
   local host=$1

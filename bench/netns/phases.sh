@@ -1,15 +1,17 @@
 # shellcheck shell=bash
-# The harness's phases (iperf3, ours, gloo) and CPU accounting. Sourced by
-# run.sh, which defines the settings, PIDS (stopped on exit) and the ns_* helpers.
+# The harness's phases (iperf3; ours, collnet, ddp on the reducers; gloo and
+# gloo_ddp on a ring) and CPU accounting. Sourced by run.sh, which defines the
+# settings, PIDS (stopped on exit) and the ns_* helpers.
 
 CLK_TCK=$(getconf CLK_TCK)
 TORCH_MASTER_PORT=${TORCH_MASTER_PORT:-29500}
 
 now() { date +%s.%N; }
 
-# CPU seconds (user + system) a live process has used so far.
+# "user system" CPU seconds a live process has used so far.
 proc_cpu() {
-  awk -v hz="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0
+  awk -v hz="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f %.3f", $12 / hz, $13 / hz }' "/proc/$1/stat" 2>/dev/null ||
+    echo 0 0
 }
 
 # Seconds a live process's threads have spent runnable but waiting for a CPU.
@@ -17,22 +19,35 @@ proc_runq() {
   cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ t += $2 } END { printf "%.3f", t / 1e9 }'
 }
 
-# "busy total kernel" jiffies of the whole machine, from /proc/stat; kernel is
-# system + irq + softirq, where the veth/bridge/tbf packet work is counted.
+# "busy total kernel softirq" jiffies of the whole machine, from /proc/stat;
+# kernel is system + irq + softirq, where the veth/bridge/tbf packet work is
+# counted; softirq is irq + softirq, the part charged to no process.
 machine_jiffies() {
-  awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6, t, $4 + $7 + $8 }' /proc/stat
+  awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6, t, $4 + $7 + $8, $7 + $8 }' /proc/stat
 }
 
-cpu_row() { echo "$1,$2,$3,$4" >>"$OUT/cpu.csv"; }
+# cpu_row PHASE PROCESS CPU WALL [USER SYS]
+cpu_row() { echo "$1,$2,$3,$4,${5:-},${6:-}" >>"$OUT/cpu.csv"; }
+
+# cpu_delta "U0 S0" "U1 S1": "cpu user sys" between two proc_cpu samples.
+cpu_delta() {
+  awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); u = y[1] - x[1]; s = y[2] - x[2]
+    printf "%.2f %.2f %.2f", u + s, u, s }'
+}
 
 # Machine-wide CPU between two machine_jiffies samples, as CPU seconds.
 machine_row() {
-  local phase=$1 wall=$2 b0 t0 k0 b1 t1 k1
-  read -r b0 t0 k0 <<<"$3"
-  read -r b1 t1 k1 <<<"$4"
+  local phase=$1 wall=$2 b0 t0 k0 q0 b1 t1 k1 q1
+  read -r b0 t0 k0 q0 <<<"$3"
+  read -r b1 t1 k1 q1 <<<"$4"
   share() { awk -v b="$1" -v t=$((t1 - t0)) -v c="$CORES" -v w="$wall" 'BEGIN { printf "%.2f", t ? b / t * c * w : 0 }'; }
-  cpu_row "$phase" "all (whole machine incl. other users; ${CORES} cores)" "$(share $((b1 - b0)))" "$wall"
-  cpu_row "$phase" "of which kernel: system + irq + softirq (packet work)" "$(share $((k1 - k0)))" "$wall"
+  local busy kernel
+  busy=$(share $((b1 - b0)))
+  kernel=$(share $((k1 - k0)))
+  cpu_row "$phase" "all (whole machine incl. other users; ${CORES} cores)" "$busy" "$wall" \
+    "$(awk -v b="$busy" -v k="$kernel" 'BEGIN { printf "%.2f", b - k }')" "$kernel"
+  cpu_row "$phase" "of which kernel: system + irq + softirq (packet work)" "$kernel" "$wall"
+  cpu_row "$phase" "of which irq + softirq (charged to no process)" "$(share $((q1 - q0)))" "$wall"
 }
 
 # run_accounted FILE HOST CMD...: runs CMD in HOST's namespace under the
@@ -45,13 +60,26 @@ run_accounted() {
     '"$@"; rc=$?; times >"$0"; exit $rc' "$file" "$@"  # not "times | ...": a subshell has no children
 }
 
-# CPU seconds in a file run_accounted wrote (times: "0m1.5s 0m0.2s", 2nd line).
+# "cpu user sys" seconds in a file run_accounted wrote (times: "0m1.5s 0m0.2s", 2nd line).
 accounted_cpu() {
-  awk -F'[ms ]' 'NR == 2 { printf "%.2f", $1 * 60 + $2 + $4 * 60 + $5; found = 1 } END { if (!found) print 0 }' "$1" 2>/dev/null ||
-    echo 0
+  awk -F'[ms ]' 'NR == 2 { u = $1 * 60 + $2; s = $4 * 60 + $5; printf "%.2f %.2f %.2f", u + s, u, s; found = 1 }
+    END { if (!found) print "0 0 0" }' "$1" 2>/dev/null || echo 0 0 0
 }
 
 CORES=$(nproc)
+
+# The command that reproduces this run.
+command_line() {
+  local cmd="sudo WORKERS=$WORKERS REDUCERS=$REDUCERS RATE=$RATE${DELAY:+ DELAY=$DELAY}"
+  cmd+=" MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP ITERS=$ITERS WARMUP=$WARMUP"
+  [[ $PHASES == "$DEFAULT_PHASES" ]] || cmd+=" PHASES='$PHASES'"
+  [[ -z $BIN_DIR ]] || cmd+=" BIN_DIR=$BIN_DIR"
+  [[ $BENCH_ARGS == "$DEFAULT_BENCH_ARGS" ]] || cmd+=" BENCH_ARGS='$BENCH_ARGS'"
+  [[ $REDUCERD_ARGS == "$DEFAULT_REDUCERD_ARGS" ]] || cmd+=" REDUCERD_ARGS='$REDUCERD_ARGS'"
+  [[ $PHASES != *collnet* ]] || cmd+=" COLLNET_ARGS='$COLLNET_ARGS'"
+  [[ $PHASES != *ddp* ]] || cmd+=" DDP_MODEL=$DDP_MODEL DDP_BUCKETS=$DDP_BUCKETS DDP_FIRST_BUCKET=$DDP_FIRST_BUCKET DDP_GAP=$DDP_GAP"
+  echo "$cmd bench/netns/run.sh"
+}
 
 write_meta() {
   local torch
@@ -65,7 +93,9 @@ CORES=$CORES
 IPERF_SECONDS=$IPERF_SECONDS
 TORCH=$torch
 OURS_FLAGS=$BENCH_ARGS, reducerd $REDUCERD_ARGS, iters $ITERS, warmup $WARMUP
-COMMAND=sudo WORKERS=$WORKERS REDUCERS=$REDUCERS RATE=$RATE${DELAY:+ DELAY=$DELAY} MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP ITERS=$ITERS bench/netns/run.sh
+COLLNET_FLAGS=$COLLNET_ARGS
+DDP_FLAGS=model $DDP_MODEL, buckets $DDP_BUCKETS, first bucket $DDP_FIRST_BUCKET, compute gap $DDP_GAP
+COMMAND=$(command_line)
 EOF
 }
 
@@ -113,7 +143,7 @@ start_reducers() {
     rm -f "$OUT/logs/reducer$i.port"
     # Not ns_exec: a function would leave a bash in between, and $! must be reducerd for its CPU.
     # shellcheck disable=SC2086  # REDUCERD_ARGS is a list of flags
-    ip netns exec "$(ns_name "$h")" "$BUILD_DIR/server/reducerd" --listen "$(ns_addr "$h"):0" --port-file "$OUT/logs/reducer$i.port" \
+    ip netns exec "$(ns_name "$h")" "$REDUCERD_BIN" --listen "$(ns_addr "$h"):0" --port-file "$OUT/logs/reducer$i.port" \
       --job-token-file "$TOKEN_FILE" --op-timeout 60s --join-timeout 60s --drain-timeout 1s \
       $REDUCERD_ARGS >"$OUT/logs/reducer$i.log" 2>&1 &
     PIDS+=($!)
@@ -163,13 +193,17 @@ link_stats() {
   done >"$OUT/logs/links-$phase.txt" 2>&1
 }
 
-phase_ours() {
+# run_ours PHASE FLAGS...: reducer-bench on every worker host against fresh
+# reducers, FLAGS after the harness's own; records CPU (user and system per
+# process, the machine's share) and the bytes the workers all-reduced.
+run_ours() {
+  local phase=$1
+  shift
   TOKEN_FILE=$(mktemp /tmp/rs-netns-token.XXXXXX)
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOKEN_FILE"
   start_reducers
-  log "ours: $WORKERS reducer-bench workers -> reducers $ADDRS"
-  local i r pids=() cpu0=() m0 m1 t0 t1 wall
-  local runq0=()
+  log "$phase: $WORKERS reducer-bench workers -> reducers $ADDRS"
+  local i r pids=() cpu0=() runq0=() m0 m1 t0 t1 wall pid
   for pid in "${REDUCER_PIDS[@]}"; do
     cpu0+=("$(proc_cpu "$pid")")
     runq0+=("$(proc_runq "$pid")")
@@ -178,60 +212,99 @@ phase_ours() {
   t0=$(now)
   for ((r = 0; r < WORKERS; r++)); do
     # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
-    run_accounted "$OUT/logs/ours-rank$r.cpu" "$r" "$BUILD_DIR/bench/reducer-bench" --reducers "$ADDRS" \
-      --world "$WORKERS" --rank "$r" --job-token-file "$TOKEN_FILE" --session "netns-$$" -b "$MIN_BYTES" \
+    run_accounted "$OUT/logs/$phase-rank$r.cpu" "$r" "$BENCH_BIN" --reducers "$ADDRS" \
+      --world "$WORKERS" --rank "$r" --job-token-file "$TOKEN_FILE" --session "netns-$$-$phase" -b "$MIN_BYTES" \
       -e "$MAX_BYTES" -f "$STEP" -d float32 -n "$ITERS" -w "$WARMUP" --check 1 --op-timeout 60s --connect-timeout 60s \
-      --csv "$OUT/ours.csv" $BENCH_ARGS >"$OUT/logs/ours-rank$r.out" 2>"$OUT/logs/ours-rank$r.err" &
+      --csv "$OUT/$phase.csv" $BENCH_ARGS "$@" >"$OUT/logs/$phase-rank$r.out" 2>"$OUT/logs/$phase-rank$r.err" &
     pids+=($!)
     PIDS+=($!)
   done
   local ok=0
-  wait_workers ours reducer-bench "${pids[@]}" || ok=1
+  wait_workers "$phase" reducer-bench "${pids[@]}" || ok=1
   t1=$(now)
   m1=$(machine_jiffies)
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+  local c u s
   for ((i = 0; i < REDUCERS; i++)); do
-    cpu_row ours "reducerd $i" "$(awk -v a="${cpu0[i]}" -v b="$(proc_cpu "${REDUCER_PIDS[i]}")" 'BEGIN { printf "%.2f", b - a }')" "$wall"
+    read -r c u s <<<"$(cpu_delta "${cpu0[i]}" "$(proc_cpu "${REDUCER_PIDS[i]}")")"
+    cpu_row "$phase" "reducerd $i" "$c" "$wall" "$u" "$s"
   done
   for ((i = 0; i < REDUCERS; i++)); do
-    cpu_row ours "reducerd $i: waiting for a CPU while runnable" \
+    cpu_row "$phase" "reducerd $i: waiting for a CPU while runnable" \
       "$(awk -v a="${runq0[i]}" -v b="$(proc_runq "${REDUCER_PIDS[i]}")" 'BEGIN { printf "%.2f", b - a }')" "$wall"
   done
   for ((r = 0; r < WORKERS; r++)); do
-    cpu_row ours "reducer-bench rank $r" "$(accounted_cpu "$OUT/logs/ours-rank$r.cpu")" "$wall"
+    read -r c u s <<<"$(accounted_cpu "$OUT/logs/$phase-rank$r.cpu")"
+    cpu_row "$phase" "reducer-bench rank $r" "$c" "$wall" "$u" "$s"
   done
-  machine_row ours "$wall" "$m0" "$m1"
-  link_stats ours
+  machine_row "$phase" "$wall" "$m0" "$m1"
+  link_stats "$phase"
   stop_reducers
   rm -f "$TOKEN_FILE"
-  echo "OURS_INPUT_BYTES=$((WORKERS * $(sweep_total_bytes) * (ITERS + (WARMUP > 0 ? WARMUP : 1))))" >>"$OUT/meta.env"
-  cat "$OUT/logs/ours-rank0.out"
+  record_input_bytes "$phase"
+  cat "$OUT/logs/$phase-rank0.out"
   ((ok == 0)) || exit 1
 }
 
-phase_gloo() {
-  log "gloo: $WORKERS torch.distributed ranks on the worker hosts"
-  local r pids=() m0 m1 t0 t1 wall
+# The bytes all workers handed to the all-reduce in a phase, from the rank's
+# summary ("# Input bytes : N per rank", reducer-bench and gloo_allreduce.py);
+# for an older reducer-bench without that line, the sweep's own count.
+record_input_bytes() {
+  local phase=$1 per_rank
+  per_rank=$(awk '/^# Input bytes/ { print $5 }' "$OUT/logs/$phase-rank0.out")
+  if [[ -z $per_rank && $phase == ours ]]; then
+    per_rank=$(($(sweep_total_bytes) * (ITERS + (WARMUP > 0 ? WARMUP : 1))))
+  fi
+  [[ -z $per_rank ]] || echo "INPUT_BYTES_$phase=$((WORKERS * per_rank))" >>"$OUT/meta.env"
+}
+
+phase_ours() { run_ours ours; }
+
+# NCCL's CollNet proxy pattern over the sweep's sizes.
+# shellcheck disable=SC2086  # COLLNET_ARGS is a list of flags
+phase_collnet() { run_ours collnet --pattern collnet $COLLNET_ARGS; }
+
+phase_ddp() {
+  run_ours ddp --pattern ddp --ddp-model "$DDP_MODEL" --ddp-bucket "$DDP_BUCKETS" \
+    --ddp-first-bucket "$DDP_FIRST_BUCKET" --ddp-gap "$DDP_GAP"
+}
+
+# run_gloo PHASE FLAGS...: gloo_allreduce.py on every worker host.
+run_gloo() {
+  local phase=$1
+  shift
+  log "$phase: $WORKERS torch.distributed ranks on the worker hosts"
+  local r pids=() m0 m1 t0 t1 wall c u s
   m0=$(machine_jiffies)
   t0=$(now)
   for ((r = 0; r < WORKERS; r++)); do
-    run_accounted "$OUT/logs/gloo-rank$r.cpu" "$r" env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
+    run_accounted "$OUT/logs/$phase-rank$r.cpu" "$r" env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
       "$PYTHON" "$HERE/gloo_allreduce.py" --master "$(ns_addr 0):$TORCH_MASTER_PORT" --world "$WORKERS" --rank "$r" \
-      -b "$MIN_BYTES" -e "$MAX_BYTES" -f "$STEP" -n "$ITERS" -w "$WARMUP" --timeout 120 --csv "$OUT/gloo.csv" \
-      >"$OUT/logs/gloo-rank$r.out" 2>"$OUT/logs/gloo-rank$r.err" &
+      -b "$MIN_BYTES" -e "$MAX_BYTES" -f "$STEP" -n "$ITERS" -w "$WARMUP" --timeout 120 --csv "$OUT/$phase.csv" \
+      "$@" >"$OUT/logs/$phase-rank$r.out" 2>"$OUT/logs/$phase-rank$r.err" &
     pids+=($!)
     PIDS+=($!)
   done
   local ok=0
-  wait_workers gloo gloo "${pids[@]}" || ok=1
+  wait_workers "$phase" gloo "${pids[@]}" || ok=1
   t1=$(now)
   m1=$(machine_jiffies)
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
   for ((r = 0; r < WORKERS; r++)); do
-    cpu_row gloo "torch gloo rank $r" "$(accounted_cpu "$OUT/logs/gloo-rank$r.cpu")" "$wall"
+    read -r c u s <<<"$(accounted_cpu "$OUT/logs/$phase-rank$r.cpu")"
+    cpu_row "$phase" "torch gloo rank $r" "$c" "$wall" "$u" "$s"
   done
-  machine_row gloo "$wall" "$m0" "$m1"
-  link_stats gloo
-  cat "$OUT/logs/gloo-rank0.out"
+  machine_row "$phase" "$wall" "$m0" "$m1"
+  link_stats "$phase"
+  record_input_bytes "$phase"
+  cat "$OUT/logs/$phase-rank0.out"
   ((ok == 0)) || exit 1
+}
+
+phase_gloo() { run_gloo gloo; }
+
+# phase_ddp's step as a bucketed torch.distributed loop: the same buckets.
+phase_gloo_ddp() {
+  run_gloo gloo_ddp --pattern ddp --ddp-model "$DDP_MODEL" --ddp-bucket "$DDP_BUCKETS" \
+    --ddp-first-bucket "$DDP_FIRST_BUCKET" --ddp-gap "$DDP_GAP"
 }

@@ -2,9 +2,10 @@
 """Turns one harness run's raw files into results.md and algbw.png.
 
 Reads, from the results folder: meta.env (KEY=VALUE), iperf.json (iperf3 -J),
-ours.csv (reducer-bench --csv), gloo.csv (gloo_allreduce.py --csv) and
-cpu.csv (phase,process,cpu_s,wall_s). Any of the last four may be missing;
-what is missing shows as "n/a".
+the phases' CSVs (ours.csv, collnet.csv, ddp.csv from reducer-bench --csv;
+gloo.csv, gloo_ddp.csv from gloo_allreduce.py --csv) and cpu.csv
+(phase,process,cpu_s,wall_s[,user_s,sys_s]). Any of them may be missing;
+what is missing shows as "n/a" or leaves its section out.
 """
 import csv
 import json
@@ -50,8 +51,16 @@ def fmt(x, digits=3):
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
-def by_size(rows):
-    return {int(r["bytes"]): r for r in rows}
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def by_key(rows, key):
+    return {int(r[key]): r for r in rows}
+
+
+def num(row, key):
+    return float(row[key]) if row and row.get(key) not in (None, "") else None
 
 
 def bandwidth_table(meta, ours, gloo, line):
@@ -62,30 +71,111 @@ def bandwidth_table(meta, ours, gloo, line):
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for size in sorted(set(ours) | set(gloo)):
         o, g = ours.get(size), gloo.get(size)
-        oa = float(o["algbw_GBps"]) if o else None
-        ga = float(g["algbw_GBps"]) if g else None
-        ot = float(o["time_us"]) if o else None
-        gt = float(g["time_us"]) if g else None
-        ratio = oa / ga if oa and ga else None
-        of_line = oa / line if oa and line else None
-        out.append(f"| {human(size)} | {fmt(ot, 1)} | {fmt(oa)} | {fmt(gt, 1)} | {fmt(ga)} | {fmt(ratio, 2)}"
-                   f" | {fmt(of_line, 2)} | {fmt(ring)} | {fmt(line)} |")
+        oa, ga = num(o, "algbw_GBps"), num(g, "algbw_GBps")
+        out.append(f"| {human(size)} | {fmt(num(o, 'time_us'), 1)} | {fmt(oa)} | {fmt(num(g, 'time_us'), 1)}"
+                   f" | {fmt(ga)} | {fmt(ratio(oa, ga), 2)} | {fmt(ratio(oa, line), 2)} | {fmt(ring)} | {fmt(line)} |")
+    return out
+
+
+def collnet_table(collnet, ours, gloo, line):
+    out = ["| user size | calls x bytes | in flight | collnet time (us) | collnet algbw (GB/s) | sweep algbw (GB/s)"
+           " | gloo algbw (GB/s) | collnet/gloo | collnet/line rate |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for size in sorted(collnet):
+        c = collnet[size]
+        ca, ga = num(c, "algbw_GBps"), num(gloo.get(size), "algbw_GBps")
+        out.append(f"| {human(size)} | {c['calls']} x {human(int(c['call_bytes']))} | {c['max_inflight']}"
+                   f" | {fmt(num(c, 'time_us'), 1)} | {fmt(ca)} | {fmt(num(ours.get(size), 'algbw_GBps'))}"
+                   f" | {fmt(ga)} | {fmt(ratio(ca, ga), 2)} | {fmt(ratio(ca, line), 2)} |")
+    return out
+
+
+def ddp_table(ddp, gloo_ddp, line):
+    out = ["| bucket cap | buckets | compute (us) | ours step (us) | ours exposed (us) | ours algbw (GB/s)"
+           " | gloo step (us) | gloo exposed (us) | gloo algbw (GB/s) | ours/gloo | ours/line rate |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for cap in sorted(set(ddp) | set(gloo_ddp)):
+        o, g = ddp.get(cap), gloo_ddp.get(cap)
+        oa, ga = num(o, "algbw_GBps"), num(g, "algbw_GBps")
+        first = o or g
+        out.append(f"| {human(cap)} | {first['buckets']} | {fmt(num(first, 'compute_us'), 0)}"
+                   f" | {fmt(num(o, 'step_us'), 0)} | {fmt(num(o, 'exposed_us'), 0)} | {fmt(oa)}"
+                   f" | {fmt(num(g, 'step_us'), 0)} | {fmt(num(g, 'exposed_us'), 0)} | {fmt(ga)}"
+                   f" | {fmt(ratio(oa, ga), 2)} | {fmt(ratio(oa, line), 2)} |")
     return out
 
 
 def cpu_table(rows):
-    out = ["| phase | process | CPU s | wall s | CPU % of one core |", "|---|---|---:|---:|---:|"]
-    reducer_cpu = 0.0
+    out = ["| phase | process | CPU s | user s | sys s | wall s | CPU % of one core |",
+           "|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         cpu, wall = float(r["cpu_s"]), float(r["wall_s"])
         pct = 100 * cpu / wall if wall > 0 else 0
-        out.append(f"| {r['phase']} | {r['process']} | {cpu:.2f} | {wall:.2f} | {pct:.0f} |")
-        if r["phase"] == "ours" and r["process"].startswith("reducerd") and "waiting" not in r["process"]:
-            reducer_cpu += cpu
-    return out, reducer_cpu
+        user, sys_ = r.get("user_s") or "", r.get("sys_s") or ""
+        out.append(f"| {r['phase']} | {r['process']} | {cpu:.2f} | {user} | {sys_} | {wall:.2f} | {pct:.0f} |")
+    return out
 
 
-def plot(folder, meta, ours, gloo, line):
+def role_of(process):
+    """The role a cpu.csv row adds to, or None (waiting rows, the machine's total)."""
+    if "waiting" in process:
+        return None
+    if process.startswith("reducerd"):
+        return "reducerd (all reducers)"
+    if process.startswith("reducer-bench") or process.startswith("torch gloo"):
+        return "workers (all ranks)"
+    if process.startswith("of which irq + softirq"):
+        return "machine: irq + softirq (charged to no process)"
+    if process.startswith("of which kernel"):
+        return "machine: all kernel time (system + irq + softirq, every process)"
+    return None
+
+
+def input_bytes(meta, phase):
+    value = meta.get(f"INPUT_BYTES_{phase}") or (meta.get("OURS_INPUT_BYTES") if phase == "ours" else None)
+    return int(value) if value else 0
+
+
+def cpu_per_gb_table(meta, rows):
+    """CPU-seconds per GB of worker input, per phase and role, user and system apart."""
+    sums = {}
+    for r in rows:
+        role = role_of(r["process"])
+        if role is None:
+            continue
+        s = sums.setdefault((r["phase"], role), [0.0, 0.0, 0.0, True])
+        s[0] += float(r["cpu_s"])
+        if r.get("user_s") not in (None, "") and r.get("sys_s") not in (None, ""):
+            s[1] += float(r["user_s"])
+            s[2] += float(r["sys_s"])
+        elif role.startswith("machine"):
+            s[2] += float(r["cpu_s"])  # kernel time is system time
+        else:
+            s[3] = False  # an older cpu.csv: only the total
+    out = ["| phase | role | GB of worker input | user s/GB | sys s/GB | total s/GB | GB per CPU-second |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for (phase, role), (cpu, user, sys_, split) in sums.items():
+        gb = input_bytes(meta, phase) / 1e9
+        if gb <= 0:
+            continue
+        u = "-" if role.startswith("machine") else fmt(user / gb) if split else "n/a"
+        k = fmt(sys_ / gb) if split else "n/a"
+        out.append(f"| {phase} | {role} | {gb:.2f} | {u} | {k} | {fmt(cpu / gb)} | {fmt(gb / cpu if cpu else None, 2)} |")
+    return out if len(out) > 2 else []
+
+
+def reducer_cost(meta, rows):
+    reducer_cpu = sum(float(r["cpu_s"]) for r in rows
+                      if r["phase"] == "ours" and r["process"].startswith("reducerd") and "waiting" not in r["process"])
+    ours_bytes = input_bytes(meta, "ours")
+    if reducer_cpu <= 0 or not ours_bytes:
+        return []
+    return ["", f"Reducer cost: {ours_bytes / 1e9:.2f} GB of worker contributions reduced in {reducer_cpu:.2f} "
+            f"CPU-seconds of reducerd = {ours_bytes / reducer_cpu / 1e9:.3f} GB reduced per CPU-second "
+            "(each byte received over TCP, summed in rank order, the result sent back to every worker)."]
+
+
+def plot(folder, meta, series, line):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -95,7 +185,7 @@ def plot(folder, meta, ours, gloo, line):
         return False
     w = int(meta["WORKERS"])
     fig, ax = plt.subplots(figsize=(8, 5))
-    for name, rows, style in (("reducers (ours)", ours, "o-"), ("ring (torch gloo)", gloo, "s-")):
+    for name, rows, style in series:
         sizes = sorted(rows)
         if sizes:
             ax.plot(sizes, [float(rows[s]["algbw_GBps"]) for s in sizes], style, label=name)
@@ -119,11 +209,13 @@ def plot(folder, meta, ours, gloo, line):
 def main():
     folder = sys.argv[1]
     meta = read_meta(folder)
-    ours = by_size(read_csv(os.path.join(folder, "ours.csv")))
-    gloo = by_size(read_csv(os.path.join(folder, "gloo.csv")))
+    ours = by_key(read_csv(os.path.join(folder, "ours.csv")), "bytes")
+    gloo = by_key(read_csv(os.path.join(folder, "gloo.csv")), "bytes")
+    collnet = by_key(read_csv(os.path.join(folder, "collnet.csv")), "bytes")
+    ddp = by_key(read_csv(os.path.join(folder, "ddp.csv")), "bucket_bytes")
+    gloo_ddp = by_key(read_csv(os.path.join(folder, "gloo_ddp.csv")), "bucket_bytes")
     line = line_rate_gbps(folder)
-    ours_bytes = int(meta.get("OURS_INPUT_BYTES", "0"))
-    cpu_lines, reducer_cpu = cpu_table(read_csv(os.path.join(folder, "cpu.csv")))
+    cpu_rows = read_csv(os.path.join(folder, "cpu.csv"))
     md = [f"# All-reduce: {meta['WORKERS']} workers, {meta['REDUCERS']} reducers, links {meta['RATE']}"
           f"{' + ' + meta['DELAY'] + ' delay' if meta.get('DELAY') else ''}", "",
           f"Command: `{meta.get('COMMAND', '')}`", "",
@@ -132,15 +224,39 @@ def main():
           f"Ours: reducer-bench, float32 sum, {meta.get('OURS_FLAGS', '')}. Peer: torch {meta.get('TORCH', '?')} "
           "gloo all_reduce (ring), float32 sum. Time per size: the slowest rank's average over the timed iterations.",
           "algbw = size / time. Bounds use the measured line rate B.", ""]
-    md += bandwidth_table(meta, ours, gloo, line)
-    md += ["", "CPU per process (utime + stime from /proc, over the phase; the machine has "
-           f"{meta.get('CORES', '?')} cores; machine-wide busy share in the `all` rows):", ""]
-    md += cpu_lines
-    if reducer_cpu > 0 and ours_bytes:
-        md += ["", f"Reducer cost: {ours_bytes / 1e9:.2f} GB of worker contributions reduced in {reducer_cpu:.2f} "
-               f"CPU-seconds of reducerd = {ours_bytes / reducer_cpu / 1e9:.3f} GB reduced per CPU-second "
-               "(each byte received over TCP, summed in rank order, the result sent back to every worker)."]
-    if plot(folder, meta, ours, gloo, line):
+    if ours or gloo:
+        md += bandwidth_table(meta, ours, gloo, line)
+    if collnet:
+        md += ["", "## NCCL CollNet pattern", "",
+               "Each size as a user all-reduce that NCCL 2.28 runs with CollNet Chain: the plugin's calls "
+               f"(whole chunks, the last padded) with at most `in flight` outstanding; reducer-bench "
+               f"`--pattern collnet {meta.get('COLLNET_FLAGS', '')}`. algbw = user size / time; the gloo column is "
+               "the same size as one ring all-reduce.", ""]
+        md += collnet_table(collnet, ours, gloo, line)
+    if ddp or gloo_ddp:
+        md += ["", "## DDP pattern", "",
+               f"One training step ({meta.get('DDP_FLAGS', '')}): one all-reduce per bucket, bucket i issued after "
+               "i + 1 compute gaps (a sleep standing for the backward pass; `compute` = buckets x gap), all waited "
+               "for at the end of the step. Ours: reducer-bench `--pattern ddp`; gloo: the same buckets with "
+               "`dist.all_reduce(async_op=True)`. exposed = step - compute, the communication the step waits for; "
+               "algbw = model bytes / step time.", ""]
+        md += ddp_table(ddp, gloo_ddp, line)
+    md += ["", "## CPU", "", "CPU per process (utime + stime from /proc, over the phase; the machine has "
+           f"{meta.get('CORES', '?')} cores; machine-wide busy share in the `all` rows, from /proc/stat, which "
+           "includes other users of the machine):", ""]
+    md += cpu_table(cpu_rows)
+    per_gb = cpu_per_gb_table(meta, cpu_rows)
+    if per_gb:
+        md += ["", "CPU-seconds per GB of worker input (the bytes all workers handed to the all-reduce, warm-up "
+               "included): user and system time of the processes; the kernel's packet work on veth and the "
+               "bridge that runs in softirq is charged to no process and shows only in the `machine` rows "
+               "(whole machine, other users included). The gloo rows include starting Python and importing torch "
+               "(about a CPU-second per rank), which only a long run amortises.", ""]
+        md += per_gb
+    md += reducer_cost(meta, cpu_rows)
+    series = (("reducers (ours)", ours, "o-"), ("reducers, CollNet pattern", collnet, "^-"),
+              ("ring (torch gloo)", gloo, "s-"))
+    if plot(folder, meta, series, line):
         md += ["", "![algbw](algbw.png)"]
     with open(os.path.join(folder, "results.md"), "w") as f:
         f.write("\n".join(md) + "\n")

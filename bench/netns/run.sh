@@ -2,10 +2,11 @@
 # Multi-host all-reduce harness on one Linux machine (root): one network
 # namespace per host, links shaped both ways with tc. In one invocation it
 # measures the line rate with iperf3, runs our all-reduce (W worker hosts with
-# reducer-bench, R reducer hosts with reducerd) and a ring peer (torch gloo on
-# the same W worker hosts), records CPU per process, and writes results.md and
-# algbw.png into $OUT. Everything it creates is removed on exit or interrupt.
-# See --help.
+# reducer-bench, R reducer hosts with reducerd) as a size sweep, as NCCL's
+# CollNet proxy issues it and as DDP's gradient buckets, and a ring peer
+# (torch gloo on the same W worker hosts) for the sweep and the DDP step,
+# records CPU per process, and writes results.md and algbw.png into $OUT.
+# Everything it creates is removed on exit or interrupt. See --help.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,12 +27,28 @@ MAX_BYTES=${MAX_BYTES:-64M}
 STEP=${STEP:-4}
 ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-2}
-PHASES=${PHASES:-iperf ours gloo}
+DEFAULT_PHASES="iperf ours gloo"
+PHASES=${PHASES:-$DEFAULT_PHASES}
 IPERF_SECONDS=${IPERF_SECONDS:-5}
-BENCH_ARGS=${BENCH_ARGS:---streams 1 --max-piece 128K --send-window 512K --inflight 1}
-REDUCERD_ARGS=${REDUCERD_ARGS:---memory-limit 512MiB}
+DEFAULT_BENCH_ARGS="--streams 1 --max-piece 128K --send-window 512K --inflight 1"
+BENCH_ARGS=${BENCH_ARGS-$DEFAULT_BENCH_ARGS}
+DEFAULT_REDUCERD_ARGS="--memory-limit 512MiB"
+REDUCERD_ARGS=${REDUCERD_ARGS-$DEFAULT_REDUCERD_ARGS}
+# One machine hosts every namespace: a proxy thread spinning on a worker host
+# would take the CPU the reducers' hosts need, which separate machines do not.
+COLLNET_ARGS=${COLLNET_ARGS-"--collnet-channels 4 --collnet-poll block"}
+DDP_MODEL=${DDP_MODEL:-100M}
+DDP_BUCKETS=${DDP_BUCKETS:-25M}
+DDP_FIRST_BUCKET=${DDP_FIRST_BUCKET:-1M}
+DDP_GAP=${DDP_GAP:-0}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-perf}
+BIN_DIR=${BIN_DIR:-}  # set: reducerd and reducer-bench from this folder, nothing built
+if [[ -n $BIN_DIR ]]; then
+  REDUCERD_BIN=$BIN_DIR/reducerd BENCH_BIN=$BIN_DIR/reducer-bench
+else
+  REDUCERD_BIN=$BUILD_DIR/server/reducerd BENCH_BIN=$BUILD_DIR/bench/reducer-bench
+fi
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's, where python3-torch lives
 OUT=${OUT:-$ROOT/bench/results/w${WORKERS}-r${REDUCERS}-${RATE}}
 
@@ -49,15 +66,25 @@ Settings, from the environment (current value):
   WORKERS=$WORKERS REDUCERS=$REDUCERS   hosts of each kind
   RATE=$RATE            per-link rate both ways (tbf), e.g. 1gbit, 500mbit; 0 = unshaped
   DELAY=$DELAY               one-way delay added per link direction (netem), e.g. 1ms
-  MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP   float32 size sweep
-  ITERS=$ITERS WARMUP=$WARMUP      timed and untimed operations per size (both systems)
-  PHASES='$PHASES'   any of iperf, ours, gloo
+  MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP   float32 size sweep (ours, collnet, gloo)
+  ITERS=$ITERS WARMUP=$WARMUP      timed and untimed operations per size, or DDP steps (both systems)
+  PHASES='$PHASES'   in this order, any of:
+      iperf     the line rate (iperf3, one TCP stream)
+      ours      reducer-bench's size sweep        gloo      the same sweep, torch gloo ring
+      collnet   each size as NCCL's CollNet proxy issues it (reducer-bench --pattern collnet)
+      ddp       one DDP step per iteration (reducer-bench --pattern ddp)
+      gloo_ddp  the same step with the same buckets, torch gloo async all_reduce per bucket
   IPERF_SECONDS=$IPERF_SECONDS
-  BENCH_ARGS='$BENCH_ARGS'   more reducer-bench flags
+  BENCH_ARGS='$BENCH_ARGS'   more reducer-bench flags (every phase of ours; empty: its defaults)
   REDUCERD_ARGS='$REDUCERD_ARGS'   more reducerd flags
+  COLLNET_ARGS='$COLLNET_ARGS'   collnet's reducer-bench flags
+  DDP_MODEL=$DDP_MODEL DDP_BUCKETS=$DDP_BUCKETS DDP_FIRST_BUCKET=$DDP_FIRST_BUCKET DDP_GAP=$DDP_GAP
+                        ddp and gloo_ddp: gradient bytes per step, bucket caps (a comma list
+                        gives one line each), first bucket, compute before each bucket
   RUN_TIMEOUT=$RUN_TIMEOUT      seconds any one phase may take
   PYTHON=$PYTHON   the interpreter with python3-torch
-  BUILD_DIR=$BUILD_DIR   (built here when reducerd or reducer-bench is missing)
+  BUILD_DIR=$BUILD_DIR   (reducerd and reducer-bench built here, or brought up to date)
+  BIN_DIR=$BIN_DIR         a folder holding reducerd and reducer-bench (e.g. older builds) instead
   OUT=$OUT
 EOF
 }
@@ -80,13 +107,18 @@ cleanup() {
   return 0
 }
 
-build_if_missing() {
-  [[ -x $BUILD_DIR/server/reducerd && -x $BUILD_DIR/bench/reducer-bench ]] && return 0
-  log "building reducerd and reducer-bench in $BUILD_DIR"
-  # A fresh tree gets Ninja and no tests (they need packages the harness does not).
-  local fresh=()
-  [[ -f $BUILD_DIR/CMakeCache.txt ]] || fresh=(-G Ninja -DRS_BUILD_TESTS=OFF)
-  cmake -S "$ROOT" -B "$BUILD_DIR" "${fresh[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Brings BUILD_DIR's reducerd and reducer-bench up to date (a no-op when they
+# are), so a run never measures stale binaries; BIN_DIR's are used as they are.
+build_binaries() {
+  if [[ -n $BIN_DIR ]]; then
+    [[ -x $REDUCERD_BIN && -x $BENCH_BIN ]] || { echo "BIN_DIR=$BIN_DIR holds no reducerd and reducer-bench" >&2; exit 1; }
+    return 0
+  fi
+  log "building reducerd and reducer-bench in $BUILD_DIR (if out of date)"
+  # A new tree is configured for Release without tests (they need packages the
+  # harness does not); an existing one keeps its settings.
+  [[ -f $BUILD_DIR/CMakeCache.txt ]] ||
+    cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRS_BUILD_TESTS=OFF >/dev/null
   cmake --build "$BUILD_DIR" --target reducerd reducer-bench
 }
 
@@ -108,32 +140,42 @@ check_outputs() {
   local f
   for f in results.md algbw.png; do [[ -s $OUT/$f ]] || { echo "no $OUT/$f" >&2; exit 1; }; done
   [[ $PHASES != *iperf* ]] || grep -q bits_per_second "$OUT/iperf.json" || { echo "iperf3 gave no rate" >&2; exit 1; }
-  [[ $PHASES != *ours* ]] || (($(wc -l <"$OUT/ours.csv") > 1)) || { echo "ours: no results" >&2; exit 1; }
-  [[ $PHASES != *gloo* ]] || (($(wc -l <"$OUT/gloo.csv") > 1)) || { echo "gloo: no results" >&2; exit 1; }
+  local phase
+  for phase in $PHASES; do
+    [[ $phase == iperf ]] && continue
+    [[ -s $OUT/$phase.csv ]] && (($(wc -l <"$OUT/$phase.csv") > 1)) || { echo "$phase: no results" >&2; exit 1; }
+  done
 }
 
 main() {
-  local why
+  local why phase
+  for phase in $PHASES; do
+    [[ $phase =~ ^(iperf|ours|gloo|collnet|ddp|gloo_ddp)$ ]] ||
+      { echo "unknown phase '$phase' in PHASES; see $0 --help" >&2; exit 2; }
+  done
   if ! why=$(ns_can_create); then
     echo "SKIPPED: $why; the harness needs root and network namespaces" >&2
     exit 77
   fi
+  ns_reap_stale
   check_tools
-  build_if_missing
+  build_binaries
   mkdir -p "$OUT/logs"
-  rm -f "$OUT"/{ours,gloo,cpu}.csv "$OUT"/iperf.json "$OUT"/logs/*
+  rm -f "$OUT"/{ours,gloo,collnet,ddp,gloo_ddp,cpu}.csv "$OUT"/iperf.json "$OUT"/logs/*
   trap cleanup EXIT
   trap 'echo "interrupted" >&2; exit 130' INT TERM
   log "building $((WORKERS + REDUCERS)) hosts in namespaces ${NS_PREFIX}-*, links $RATE${DELAY:+ + $DELAY}"
   ns_setup $((WORKERS + REDUCERS)) "$RATE" "$DELAY"
   write_meta
-  echo "phase,process,cpu_s,wall_s" >"$OUT/cpu.csv"
-  local phase
+  echo "phase,process,cpu_s,wall_s,user_s,sys_s" >"$OUT/cpu.csv"
   for phase in $PHASES; do
     case "$phase" in
       iperf) phase_iperf ;;
       ours) phase_ours ;;
       gloo) phase_gloo ;;
+      collnet) phase_collnet ;;
+      ddp) phase_ddp ;;
+      gloo_ddp) phase_gloo_ddp ;;
       *) echo "unknown phase '$phase'" >&2; exit 2 ;;
     esac
   done

@@ -93,6 +93,35 @@ void AddSessionFamilies(Families& f, const std::vector<SessionSnapshot>& session
   }
 }
 
+// Hostile or broken clients: what the connection limits and the handshake
+// timeout refused.
+void AddAdmissionFamilies(Families& f, const AdmissionSnapshot& a) {
+  auto d = [](uint64_t v) { return static_cast<double>(v); };
+  auto& refused = f.Add("reducer_connections_refused_total",
+                        "Connections refused because a limit was reached, by limit (the flag of the same name)",
+                        MetricType::Counter);
+  for (size_t i = 0; i < kLimitKinds; ++i) {
+    Families::Sample(refused, d(a.refused[i]), {{"limit", LimitName(static_cast<Limit>(i))}});
+  }
+  f.Single("reducer_handshakes_in_progress", "Connections in the handshake now (not yet joined to a session)",
+           MetricType::Gauge, d(a.handshakes));
+  auto& handshakes = f.Add("reducer_handshakes_refused_total",
+                           "Handshakes the reducer refused with an ERROR frame, by kind (protocol: garbage or "
+                           "malformed frames; auth: wrong job token; resource_exhausted: a limit)",
+                           MetricType::Counter);
+  for (size_t i = 1; i < kErrorKinds; ++i) {
+    Families::Sample(handshakes, d(a.handshakes_refused[i]), {{"kind", ErrorKindLabel(static_cast<Code>(i))}});
+  }
+  f.Single("reducer_handshakes_timed_out_total", "Connections closed for not finishing the handshake in time "
+           "(--handshake-timeout)", MetricType::Counter, d(a.handshakes_timed_out));
+  f.Single("reducer_handshakes_abandoned_total", "Connections closed by their peer during the handshake",
+           MetricType::Counter, d(a.handshakes_abandoned));
+  f.Single("reducer_accept_errors_total", "Times accepting a connection failed (e.g. out of file descriptors)",
+           MetricType::Counter, d(a.accept_errors));
+  f.Single("reducer_sessions_pending", "Sessions waiting for their ranks to join", MetricType::Gauge,
+           d(a.pending_sessions));
+}
+
 }  // namespace
 
 std::vector<MetricFamily> BuildMetricFamilies(const ServerStats& stats,
@@ -137,6 +166,7 @@ std::vector<MetricFamily> BuildMetricFamilies(const ServerStats& stats,
            d(stats.connections_active));
   f.Single("reducer_connections_accepted_total", "Worker TCP streams accepted since start", MetricType::Counter,
            d(stats.connections_accepted));
+  AddAdmissionFamilies(f, stats.admission);
   auto& errors = f.Add("reducer_errors_total",
                        "Errors by kind: a failed session counts once, a rejected stream (handshake, "
                        "protocol) once",

@@ -351,6 +351,11 @@ std::vector<std::shared_ptr<SessionMember>> Session::FailLocked(const Status& st
   return notify;
 }
 
+bool Session::ready() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ready_;
+}
+
 Status Session::failure() const {
   std::lock_guard<std::mutex> lock(mu_);
   return failure_;

@@ -164,6 +164,8 @@ class Session {
 
   Status failure() const;
   SessionStats stats() const;
+  // Every rank has joined with all its streams (still true after a later failure).
+  bool ready() const;
 
  private:
   using PieceKey = std::pair<uint64_t, uint32_t>;  // (seq, piece index)

@@ -17,8 +17,14 @@ std::string PeerName(const asio::ip::tcp::socket& socket) {
 
 }  // namespace
 
-Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket)
-    : server_(server), socket_(std::move(socket)), linger_(socket_.get_executor()), peer_(PeerName(socket_)) {
+Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admission::Ticket ticket)
+    : server_(server),
+      socket_(std::move(socket)),
+      linger_(socket_.get_executor()),
+      handshake_deadline_(socket_.get_executor()),
+      peer_(PeerName(socket_)),
+      ticket_(std::move(ticket)),
+      handshake_(server.handshake_config(), protocol::RandomNonce()) {
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.set_option(asio::socket_base::keep_alive(true), ignored);
@@ -26,7 +32,38 @@ Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket)
 
 Connection::~Connection() { server_.ConnectionClosed(); }
 
-void Connection::Start() { ReadHeader(); }
+void Connection::Start() {
+  handshake_deadline_.expires_after(server_.config().handshake_timeout);
+  handshake_deadline_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec) self->OnHandshakeTimeout();
+  });
+  HandshakeStep(Handshake::Start());
+}
+
+void Connection::OnHandshakeTimeout() {
+  if (state_ != State::kHandshake) return;
+  // Reject() sends the reason, then lingers at most 2 s for the peer to
+  // read it: a peer that holds the connection open is closed all the same.
+  HandshakeStep(handshake_.TimedOut(server_.config().handshake_timeout));
+}
+
+void Connection::EndHandshake(HandshakeEnd how, const Status& why) {
+  if (state_ != State::kHandshake) return;
+  handshake_deadline_.cancel();
+  ticket_.EndHandshake(how, why.code());
+  if (how == HandshakeEnd::kJoined) return;
+  if (how == HandshakeEnd::kAbandoned) {
+    spdlog::debug("{}: closed in the handshake: {}", peer_, why.ToString());
+    return;
+  }
+  std::string who = peer_;
+  if (handshake_.has_hello()) {
+    who += " (rank " + std::to_string(handshake_.hello().rank) + " of session " +
+           protocol::SessionIdToString(handshake_.hello().session) + ")";
+  }
+  const std::string_view kind = how == HandshakeEnd::kTimedOut ? "handshake timeout" : CodeName(why.code());
+  server_.LogRefusal(kind, who + ": refused: " + why.ToString());
+}
 
 template <typename Handler>
 void Connection::Read(asio::mutable_buffer buffer, Handler&& handler) {
@@ -62,6 +99,7 @@ void Connection::Drain(const asio::error_code& ec) {
 void Connection::CloseSocket() {
   asio::error_code ignored;
   linger_.cancel();
+  handshake_deadline_.cancel();
   socket_.close(ignored);
 }
 
@@ -74,18 +112,17 @@ void Connection::OnHeader(const asio::error_code& ec) {
     CloseNow(Status(Code::kIo, ec == asio::error::eof ? "connection closed by the worker" : ec.message()));
     return;
   }
-  const uint64_t max_data = protocol::kPieceHeaderBytes +
-                            (state_ == State::kJoined ? server_.MaxPieceBytes(hello_.world) : 0);
+  if (state_ == State::kHandshake) {
+    HandshakeStep(handshake_.OnHeader(header_buf_));
+    return;
+  }
+  const uint64_t max_data = protocol::kPieceHeaderBytes + server_.MaxPieceBytes(hello_.world);
   Status st = protocol::DecodeHeader(header_buf_, max_data, &header_, "this reducer");
   if (!st.ok()) {
     Reject(st);
     return;
   }
   if (header_.type == protocol::FrameType::kData) {
-    if (state_ != State::kJoined) {
-      Reject(Status(Code::kProtocol, "DATA frame before the handshake finished"));
-      return;
-    }
     // Read only the piece header: the elements go straight into the slot.
     payload_.resize(protocol::kPieceHeaderBytes);
     Read(asio::buffer(payload_), [this](const asio::error_code& ec2) {
@@ -97,11 +134,11 @@ void Connection::OnHeader(const asio::error_code& ec) {
     });
     return;
   }
-  ReadPayload();
+  ReadPayload(header_.payload_bytes);
 }
 
-void Connection::ReadPayload() {
-  payload_.resize(header_.payload_bytes);
+void Connection::ReadPayload(uint32_t bytes) {
+  payload_.resize(bytes);
   Read(asio::buffer(payload_), [this](const asio::error_code& ec) {
     if (ec) {
       CloseNow(Status(Code::kIo, "connection lost in a frame: " + ec.message()));
@@ -114,13 +151,8 @@ void Connection::ReadPayload() {
 void Connection::OnPayload() {
   using protocol::FrameType;
   switch (state_) {
-    case State::kAwaitHello:
-      if (header_.type != FrameType::kHello) break;
-      OnHello();
-      return;
-    case State::kAwaitAuth:
-      if (header_.type != FrameType::kAuth) break;
-      OnAuth();
+    case State::kHandshake:
+      HandshakeStep(handshake_.OnPayload(payload_));
       return;
     case State::kJoined:
       if (header_.type == FrameType::kBye) {
@@ -142,50 +174,42 @@ void Connection::OnPayload() {
     case State::kClosing:
       return;
   }
-  Reject(Status(Code::kProtocol, std::string("unexpected ") + protocol::FrameTypeName(header_.type) +
-                                     " frame during the " +
-                                     (state_ == State::kJoined ? "session" : "handshake")));
+  Reject(Status(Code::kProtocol,
+                std::string("unexpected ") + protocol::FrameTypeName(header_.type) + " frame during the session"));
 }
 
-void Connection::OnHello() {
-  Status st = protocol::DecodeHello(payload_, &hello_);
-  if (!st.ok()) {
-    Reject(st);
-    return;
-  }
-  server_nonce_ = protocol::RandomNonce();
-  state_ = State::kAwaitAuth;
-  EnqueueControl(protocol::EncodeChallenge({server_nonce_, !server_.config().job_token.empty()}));
-  ReadHeader();
-}
-
-void Connection::OnAuth() {
-  protocol::Auth auth_frame;
-  Status st = protocol::DecodeAuth(payload_, &auth_frame);
-  if (!st.ok()) {
-    Reject(st);
-    return;
-  }
-  const std::string& token = server_.config().job_token;
-  protocol::Welcome welcome;
-  if (!token.empty()) {
-    if (!protocol::MacEqual(auth_frame.mac, protocol::ClientProof(token, hello_, server_nonce_))) {
-      spdlog::warn("{}: rank {} of session {} failed authentication", peer_, hello_.rank,
-                   protocol::SessionIdToString(hello_.session));
-      Reject(Status(Code::kAuth, "job token does not match this reducer's"));
+void Connection::HandshakeStep(Handshake::Step step) {
+  using Action = Handshake::Step::Action;
+  switch (step.action) {
+    case Action::kReadPayload:
+      ReadPayload(step.payload_bytes);
       return;
-    }
-    welcome.mac = protocol::ServerProof(token, hello_, server_nonce_);
+    case Action::kReadHeader:
+      if (!step.reply.empty()) EnqueueControl(std::move(step.reply));
+      ReadHeader();
+      return;
+    case Action::kJoin:
+      JoinSession();
+      return;
+    case Action::kRefuse:
+      EndHandshake(step.error.code() == Code::kTimeout ? HandshakeEnd::kTimedOut : HandshakeEnd::kRefused,
+                   step.error);
+      Reject(step.error);
+      return;
   }
-  auto session = server_.JoinSession(hello_, shared_from_this());
+}
+
+void Connection::JoinSession() {
+  auto session = server_.JoinSession(handshake_.hello(), shared_from_this(), ticket_.source());
   if (!session.ok()) {
-    Reject(session.status());
+    HandshakeStep(handshake_.JoinRefused(session.status()));
     return;
   }
+  EndHandshake(HandshakeEnd::kJoined, Status::Ok());
   session_ = std::move(session).value();
+  hello_ = handshake_.hello();
   state_ = State::kJoined;
-  welcome.max_piece_bytes = server_.MaxPieceBytes(hello_.world);
-  EnqueueControl(protocol::EncodeWelcome(welcome));
+  EnqueueControl(handshake_.Joined(server_.MaxPieceBytes(hello_.world)));
   ReadHeader();
 }
 
@@ -322,9 +346,6 @@ void Connection::WriteNext() {
 
 void Connection::Reject(const Status& status) {
   if (state_ == State::kClosing) return;
-  if (state_ != State::kJoined || !session_) {
-    spdlog::info("{}: rejected: {}", peer_, status.ToString());
-  }
   // A failed session counted its error once; this stream's own errors
   // (handshake, protocol) are counted here.
   if (!session_ || session_->failure().ok()) server_.reducer_stats().CountError(status.code());
@@ -340,6 +361,7 @@ void Connection::Reject(const Status& status) {
 }
 
 void Connection::CloseNow(const Status& why) {
+  EndHandshake(HandshakeEnd::kAbandoned, why);
   if (state_ != State::kClosing) spdlog::debug("{}: closed: {}", peer_, why.ToString());
   LeaveSession(/*clean=*/false, why);
   state_ = State::kClosing;

@@ -1,7 +1,8 @@
-// One worker TCP stream on the reducer. It runs the handshake (HELLO,
-// CHALLENGE, AUTH, WELCOME) as an explicit state machine, then reads DATA
-// frames straight into the session's piece slots and writes RESULT frames
-// straight from the reduced piece: no copy on either path.
+// One worker TCP stream on the reducer. It drives the handshake (HELLO,
+// CHALLENGE, AUTH, WELCOME: the I/O-free state machine in
+// server/core/handshake.h), then reads DATA frames straight into the
+// session's piece slots and writes RESULT frames straight from the reduced
+// piece: no copy on either path.
 //
 // Threading: a Connection lives on one io_context (one thread) for life; all
 // of its handlers run there. The SessionMember methods are called by other
@@ -16,6 +17,8 @@
 
 #include <asio.hpp>
 
+#include "server/core/admission.h"
+#include "server/core/handshake.h"
 #include "server/core/session.h"
 #include "protocol/wire.h"
 
@@ -25,7 +28,8 @@ class ReducerServer;
 
 class Connection final : public SessionMember, public std::enable_shared_from_this<Connection> {
  public:
-  Connection(ReducerServer& server, asio::ip::tcp::socket socket);
+  // `ticket` is the connection's place in the server's admission counts.
+  Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admission::Ticket ticket);
   ~Connection() override;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -38,7 +42,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void SendErrorAndClose(const Status& status) override;
 
  private:
-  enum class State { kAwaitHello, kAwaitAuth, kJoined, kClosing };
+  enum class State { kHandshake, kJoined, kClosing };
   struct Outgoing {
     std::vector<uint8_t> bytes;               // control frames
     std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> piece_head{};
@@ -52,10 +56,13 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void CloseSocket();
   void ReadHeader();
   void OnHeader(const asio::error_code& ec);
-  void ReadPayload();
+  void ReadPayload(uint32_t bytes);
   void OnPayload();
-  void OnHello();
-  void OnAuth();
+  void HandshakeStep(Handshake::Step step);
+  void JoinSession();
+  void OnHandshakeTimeout();
+  // Counts and logs how the handshake ended (once): refused, timed out or abandoned.
+  void EndHandshake(HandshakeEnd how, const Status& why);
   void OnPieceHeader();
   void TryBeginContribution();
   void OnContributionRead(const asio::error_code& ec);
@@ -70,14 +77,16 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   ReducerServer& server_;
   asio::ip::tcp::socket socket_;
   asio::steady_timer linger_;
+  asio::steady_timer handshake_deadline_;
   const std::string peer_;
-  State state_ = State::kAwaitHello;
+  Admission::Ticket ticket_;
+  State state_ = State::kHandshake;
+  Handshake handshake_;
 
   std::array<uint8_t, protocol::kHeaderBytes> header_buf_{};
   protocol::FrameHeader header_;
   std::vector<uint8_t> payload_;               // control frames and piece headers
-  protocol::Hello hello_;
-  protocol::Nonce server_nonce_{};
+  protocol::Hello hello_;                      // once joined
 
   std::shared_ptr<Session> session_;
   bool left_ = false;

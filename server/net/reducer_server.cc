@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "server/net/connection.h"
 
@@ -14,16 +15,29 @@ constexpr uint64_t kMinPieceBytes = 4096;
 
 }  // namespace
 
-ReducerServer::ReducerServer(ServerConfig config) : config_(std::move(config)) {
+ReducerServer::ReducerServer(ServerConfig config)
+    : config_(std::move(config)), admission_(Admission::Create(config_.limits)) {
   // Whole granules only, so a piece that fits the limit also fits once rounded.
   config_.memory_limit = config_.memory_limit / MemoryBudget::kGranule * MemoryBudget::kGranule;
   budget_ = MemoryBudget::Create(config_.memory_limit);
+  handshake_config_.job_token = config_.job_token;
+  // A session needing more streams than the reducer accepts connections
+  // could never become ready.
+  handshake_config_.max_session_streams = config_.limits.max_connections;
 }
 
 StatusOr<std::unique_ptr<ReducerServer>> ReducerServer::Create(ServerConfig config) {
   if (config.io_threads < 1) return Status(Code::kInvalidArgument, "--io-threads must be at least 1");
   if (config.memory_limit < 2 * MemoryBudget::kGranule) {
     return Status(Code::kInvalidArgument, "--memory-limit must be at least 128KiB");
+  }
+  const AdmissionLimits& l = config.limits;
+  if (l.max_connections < 1 || l.max_connections_per_source < 1 || l.max_handshakes_per_source < 1 ||
+      l.max_pending_sessions < 1 || l.max_pending_sessions_per_source < 1) {
+    return Status(Code::kInvalidArgument, "connection and session limits must be at least 1");
+  }
+  if (config.handshake_timeout.count() <= 0) {
+    return Status(Code::kInvalidArgument, "--handshake-timeout must be positive");
   }
   std::unique_ptr<ReducerServer> server(new ReducerServer(std::move(config)));
   for (int i = 0; i < server->config_.io_threads; ++i) {
@@ -32,6 +46,7 @@ StatusOr<std::unique_ptr<ReducerServer>> ReducerServer::Create(ServerConfig conf
   }
   RS_RETURN_IF_ERROR(server->Listen());
   server->sweep_ = std::make_unique<asio::steady_timer>(*server->contexts_[0]);
+  server->accept_pause_ = std::make_unique<asio::steady_timer>(*server->contexts_[0]);
   server->Accept();
   server->ArmSweep();
   for (auto& ctx : server->contexts_) {
@@ -66,19 +81,62 @@ asio::io_context& ReducerServer::NextContext() {
 
 void ReducerServer::Accept() {
   acceptor_->async_accept(NextContext(), [this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
-    if (ec) {
-      if (ec == asio::error::operation_aborted || stopping_) return;
-      spdlog::warn("accept failed: {}", ec.message());
+    if (ec == asio::error::operation_aborted || stopping_) return;
+    if (!ec) {
+      Admit(std::move(socket));
     } else {
-      connections_accepted_.fetch_add(1, std::memory_order_relaxed);
-      connections_active_.fetch_add(1, std::memory_order_relaxed);  // Connection's destructor takes it back
-      auto executor = socket.get_executor();
-      auto conn = std::make_shared<Connection>(*this, std::move(socket));
-      // Start on the connection's own thread.
-      asio::post(executor, [conn] { conn->Start(); });
+      admission_->CountAcceptError();
+      LogRefusal("accept error", "cannot accept a connection: " + ec.message());
+      // Out of descriptors or kernel memory: retrying at once would spin.
+      // The waiting connections stay in the listen backlog meanwhile.
+      if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
+          ec == asio::error::no_memory) {
+        accept_pause_->expires_after(std::chrono::milliseconds(100));
+        accept_pause_->async_wait([this](const asio::error_code& ec2) {
+          if (!ec2 && !stopping_) Accept();
+        });
+        return;
+      }
     }
-    if (!stopping_) Accept();
+    Accept();
   });
+}
+
+void ReducerServer::Admit(asio::ip::tcp::socket socket) {
+  asio::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  if (ec) return;  // already reset by the peer; the socket closes here
+  const std::string source = remote.address().to_string();
+  Limit limit{};
+  auto ticket = admission_->Admit(source, &limit);
+  if (!ticket.ok()) {
+    // Best effort: the refusal fits the fresh socket's send buffer, so a
+    // worker sees why; a flood does not get more than this one write.
+    const auto frame = protocol::EncodeError({ticket.status().code(), ticket.status().message()});
+    socket.non_blocking(true, ec);
+    socket.write_some(asio::buffer(frame), ec);
+    socket.close(ec);
+    LogRefusal(std::string("over ") + LimitName(limit), source + ":" + std::to_string(remote.port()) + ": refused: " +
+                                     ticket.status().message());
+    return;
+  }
+  connections_accepted_.fetch_add(1, std::memory_order_relaxed);
+  connections_active_.fetch_add(1, std::memory_order_relaxed);  // Connection's destructor takes it back
+  auto executor = socket.get_executor();
+  auto conn = std::make_shared<Connection>(*this, std::move(socket), std::move(ticket).value());
+  // Start on the connection's own thread.
+  asio::post(executor, [conn] { conn->Start(); });
+}
+
+void ReducerServer::LogRefusal(std::string_view kind, std::string line) {
+  const bool auth = kind == CodeName(Code::kAuth);
+  if (auto out = refusal_log_.Record(kind, std::move(line), Clock::now())) {
+    if (auth) {
+      spdlog::warn("{}", *out);
+    } else {
+      spdlog::info("{}", *out);
+    }
+  }
 }
 
 void ReducerServer::ArmSweep() {
@@ -94,6 +152,7 @@ void ReducerServer::ArmSweep() {
     }
     const auto now = Clock::now();
     for (auto& s : sessions) s->CheckTimeouts(now);
+    if (auto line = refusal_log_.Flush(now)) spdlog::info("{}", *line);
     ArmSweep();
   });
 }
@@ -105,7 +164,8 @@ uint64_t ReducerServer::MaxPieceBytes(uint32_t world) const {
 }
 
 StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::Hello& hello,
-                                                              std::shared_ptr<SessionMember> member) {
+                                                              std::shared_ptr<SessionMember> member,
+                                                              const std::string& source) {
   if (MaxPieceBytes(hello.world) == 0) {
     return Status(Code::kResourceExhausted,
                   "this reducer's --memory-limit of " + std::to_string(config_.memory_limit) +
@@ -118,6 +178,9 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
     if (stopping_) return Status(Code::kCancelled, "this reducer is shutting down");
     auto it = sessions_.find(hello.session);
     if (it == sessions_.end()) {
+      // The stream's handshake refusal is logged and counted by its connection.
+      RS_RETURN_IF_ERROR(admission_->OpenPendingSession(source));
+      pending_.emplace(hello.session, source);
       SessionLimits limits{MaxPieceBytes(hello.world), config_.op_timeout, config_.join_timeout};
       session = std::make_shared<Session>(hello.session, hello.world, hello.streams, budget_, limits,
                                           Clock::now(), reducer_stats_);
@@ -130,6 +193,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
     // Joining under the registry lock keeps a session from being dropped
     // between lookup and join.
     Status st = session->Join(hello, std::move(member));
+    if (session->ready()) EndPendingLocked(hello.session);
     if (!st.ok()) return st;
   }
   if (created) {
@@ -146,6 +210,7 @@ void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32
   auto it = sessions_.find(session->id());
   if (it == sessions_.end() || it->second != session) return;
   sessions_.erase(it);
+  EndPendingLocked(session->id());
   const SessionStats st = session->stats();
   const Status failure = session->failure();
   SessionSnapshot last{session->id(), st, failure, /*ended=*/true,
@@ -167,6 +232,13 @@ void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32
     spdlog::warn("session {} failed: {}", protocol::SessionIdToString(session->id()), failure.ToString());
   }
   sessions_changed_.notify_all();
+}
+
+void ReducerServer::EndPendingLocked(const protocol::SessionId& id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  admission_->ClosePendingSession(it->second);
+  pending_.erase(it);
 }
 
 void ReducerServer::StopAccepting() {
@@ -224,6 +296,7 @@ ReducerServer::~ReducerServer() {
   for (auto& [id, session] : sessions) session->DropMembers();
   sessions.clear();
   sweep_.reset();
+  accept_pause_.reset();
   acceptor_.reset();
   contexts_.clear();
 }
@@ -236,6 +309,7 @@ ServerStats ReducerServer::stats() const {
     out.sessions_failed = sessions_failed_;
     out.sessions_active = sessions_.size();
   }
+  out.admission = admission_->Snapshot();
   out.connections_accepted = connections_accepted_.load(std::memory_order_relaxed);
   out.connections_active = connections_active_.load(std::memory_order_relaxed);
   out.accepting = !stopping_;

@@ -1,6 +1,9 @@
 // The reducer's data plane: a TCP acceptor, a few I/O threads each with its
 // own io_context, the registry of sessions, and a periodic sweep that fails
-// sessions whose operations or joins time out.
+// sessions whose operations or joins time out. Admission control bounds the
+// connections, handshakes and sessions waiting for their ranks (in all and
+// per source address), so hostile or broken clients cannot exhaust file
+// descriptors or memory; refusals are logged rate-limited.
 //
 // It also keeps what the control plane reports: reducer-wide counters, the
 // live sessions and a short history of ended ones.
@@ -19,19 +22,24 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include <asio.hpp>
 
+#include "server/core/handshake.h"
 #include "server/core/memory_budget.h"
 #include "server/core/reducer_stats.h"
+#include "server/core/refusal_log.h"
 #include "server/core/session.h"
 #include "server/net/server_config.h"
 
 namespace rs::server {
 
 struct ServerStats {
+  AdmissionSnapshot admission;  // limits: refusals, handshakes, pending sessions
   uint64_t connections_accepted = 0;
   uint64_t connections_active = 0;
   uint64_t sessions_started = 0;
@@ -63,6 +71,7 @@ class ReducerServer {
 
   uint16_t port() const { return port_; }
   const ServerConfig& config() const { return config_; }
+  const HandshakeConfig& handshake_config() const { return handshake_config_; }
 
   // Stops accepting new connections and sessions; running sessions go on.
   // Idempotent.
@@ -81,27 +90,37 @@ class ReducerServer {
 
   // For connections.
   uint64_t MaxPieceBytes(uint32_t world) const;
+  // `source` is the stream's address: a session it opens counts against
+  // that source's pending sessions until every rank has joined.
   StatusOr<std::shared_ptr<Session>> JoinSession(const protocol::Hello& hello,
-                                                 std::shared_ptr<SessionMember> member);
+                                                 std::shared_ptr<SessionMember> member, const std::string& source);
   void LeaveSession(const std::shared_ptr<Session>& session, uint32_t rank, uint16_t stream, bool clean,
                     const Status& why);
   asio::io_context& NextContext();
   ReducerStats& reducer_stats() { return *reducer_stats_; }
   void ConnectionClosed() { connections_active_.fetch_sub(1, std::memory_order_relaxed); }
+  // Logs a refused connection, rate-limited (kind: "protocol", "timeout", ...).
+  void LogRefusal(std::string_view kind, std::string line);
 
  private:
   explicit ReducerServer(ServerConfig config);
   Status Listen();
   void Accept();
+  void Admit(asio::ip::tcp::socket socket);
   void ArmSweep();
+  void EndPendingLocked(const protocol::SessionId& id);
 
   ServerConfig config_;
+  HandshakeConfig handshake_config_;
+  const std::shared_ptr<Admission> admission_;
+  RefusalLog refusal_log_;
   std::shared_ptr<MemoryBudget> budget_;
   const std::shared_ptr<ReducerStats> reducer_stats_ = std::make_shared<ReducerStats>();
   std::vector<std::unique_ptr<asio::io_context>> contexts_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::unique_ptr<asio::steady_timer> sweep_;
+  std::unique_ptr<asio::steady_timer> accept_pause_;  // after accept() ran out of descriptors
   std::vector<std::thread> threads_;
   std::atomic<size_t> next_context_{0};
   uint16_t port_ = 0;
@@ -110,6 +129,8 @@ class ReducerServer {
   mutable std::mutex mu_;
   std::condition_variable sessions_changed_;
   std::map<protocol::SessionId, std::shared_ptr<Session>> sessions_;  // guarded by mu_
+  // Sessions not yet joined by every rank -> the source that opened them.
+  std::map<protocol::SessionId, std::string> pending_;            // guarded by mu_
   uint64_t sessions_started_ = 0;                                 // guarded by mu_
   uint64_t sessions_failed_ = 0;                                  // guarded by mu_
   std::deque<SessionSnapshot> ended_;                             // guarded by mu_; newest first

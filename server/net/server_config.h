@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "server/core/admission.h"
+
 namespace rs::server {
 
 struct ServerConfig {
@@ -17,6 +19,11 @@ struct ServerConfig {
   std::string job_token;  // empty: no authentication
   std::chrono::milliseconds op_timeout{30'000};
   std::chrono::milliseconds join_timeout{60'000};
+  // Hostile or broken clients: a connection must finish its handshake
+  // within handshake_timeout; connections, handshakes and sessions waiting
+  // for their ranks are bounded in all and per source address.
+  std::chrono::milliseconds handshake_timeout{10'000};
+  AdmissionLimits limits;
 };
 
 }  // namespace rs::server

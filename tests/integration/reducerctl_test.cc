@@ -34,6 +34,25 @@ TEST(ReducerctlTest, PlanReproducesTheFieldSizingExample) {
   EXPECT_TRUE(Contains(r, "\"speedup\":1.5,")) << r.output;
 }
 
+// The cloud sizing again with the reducers' cores: 16 n1-highcpu-16 are
+// needed for their NICs, 3 would do for their CPU at the measured rate.
+TEST(ReducerctlTest, PlanCountsTheReducersCpu) {
+  CommandResult r = RunCommand(
+      {kCtl, "plan", "--workers", "5", "--worker-gbps", "100", "--reducer-gbps", "32", "--reducer-cores", "16"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(Contains(r, "16 reducers (NIC: 16")) << r.output;
+  EXPECT_TRUE(Contains(r, "CPU: 3")) << r.output;
+  r = RunCommand({kCtl, "plan", "--workers", "8", "--worker-gbps", "100", "--reducer-gbps", "100", "--reducer-cores",
+                  "4", "--gb-per-core-second", "1.8", "--reducers", "8", "--json"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(Contains(r, "\"cpu_bound\":true")) << r.output;
+  EXPECT_TRUE(Contains(r, "\"algbw_gbps\":57.6,")) << r.output;
+  r = RunCommand({kCtl, "plan", "--workers", "5", "--worker-gbps", "100", "--reducer-gbps", "32",
+                  "--gb-per-core-second", "0"});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(Contains(r, "--gb-per-core-second")) << r.output;
+}
+
 TEST(ReducerctlTest, MalformedFlagsAreUsageErrors) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {kCtl},

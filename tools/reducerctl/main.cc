@@ -61,6 +61,15 @@ int main(int argc, char** argv) {
   plan->add_option("--reducer-gbps", plan_input.reducer_gbps, "Each reducer machine's NIC bandwidth, Gbit/s")
       ->required();
   plan->add_option("--reducers", plan_input.reducers, "Evaluate this many reducers instead of the recommended count");
+  plan->add_option("--reducer-cores", plan_input.reducer_cores,
+                   "Each reducer machine's CPU cores (vCPUs); with it the plan also counts the reducers the CPU needs");
+  plan->add_option("--gb-per-core-second", plan_input.gb_per_core_second,
+                   "A reducer core's rate: GB of worker input reduced per CPU-second, kernel included "
+                   "(measured: bench/cpu_per_byte.sh)")
+      ->capture_default_str();
+  plan->add_option("--worker-gb-per-core-second", plan_input.worker_gb_per_core_second,
+                   "The client library's rate on a worker node, GB per CPU-second")
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);

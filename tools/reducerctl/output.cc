@@ -123,30 +123,60 @@ std::string RenderDrain(const v1::DrainResponse& d) {
 
 std::string RenderPlan(const Plan& p) {
   const PlanInput& in = p.input;
+  const bool cores = in.reducer_cores > 0;
   Table t;
   t.AddRow({"workers", Count(in.workers) + " x " + Format("%g", in.worker_gbps) + " Gbps = " +
                            Format("%g", p.worker_total_gbps) + " Gbps"});
+  std::string limit;
+  if (p.cpu_bound) {
+    limit = " (their cores are too few for the workers' total: the reducers' CPU is the bottleneck)";
+  } else if (p.reducer_bound) {
+    limit = " (less than the workers': the reducers are the bottleneck)";
+  }
   t.AddRow({"reducers", Count(p.reducers) + " x " + Format("%g", in.reducer_gbps) + " Gbps = " +
-                            Format("%g", p.reducer_total_gbps) + " Gbps" +
-                            (p.reducer_bound ? " (less than the workers': the reducers are the bottleneck)" : "")});
-  t.AddRow({"recommended", Count(p.recommended_reducers) + " reducers (the fewest with total >= the workers' total)"});
+                            Format("%g", p.reducer_total_gbps) + " Gbps" + limit});
+  if (cores) {
+    t.AddRow({"recommended", Count(p.recommended_reducers) + " reducers (NIC: " + Count(p.nic_reducers) +
+                                 ", the fewest with total >= the workers' total; CPU: " + Count(p.cpu_reducers) +
+                                 ", the fewest with the cores to reduce it)"});
+  } else {
+    t.AddRow({"recommended", Count(p.recommended_reducers) + " reducers (the fewest with total >= the workers' total)"});
+  }
   t.AddRow({"algbw", Gbps(p.algbw_gbps) + " per worker" + (p.reducer_bound ? "" : " (the line rate)")});
   t.AddRow({"ring algbw", Gbps(p.ring_algbw_gbps) + " per worker, for comparison"});
   t.AddRow({"speedup", Format("%.2fx", p.speedup) + " over a ring all-reduce"});
+  std::string cpu = Format("%.3g", p.reducer_cores_per_worker) + " cores per worker node at its line rate (" +
+                    Format("%.3g", in.worker_gbps / 8) + " GB/s / " + Format("%.3g", in.gb_per_core_second) +
+                    " GB per core-second), " + Format("%.3g", p.reducer_cores_needed) + " in all";
+  if (cores) {
+    cpu += "; " + Count(p.reducers) + " x " + Format("%g", in.reducer_cores) + " = " +
+           Format("%g", p.reducer_cores_total) + " cores";
+  } else {
+    cpu += " (--reducer-cores sizes the fleet for it)";
+  }
+  t.AddRow({"reducer CPU", cpu});
+  t.AddRow({"worker CPU", Format("%.3g", p.worker_cores) + " cores of each worker node for the client library (" +
+                              Format("%.3g", in.worker_gb_per_core_second) + " GB per core-second)"});
   t.AddRow({"connections", "each reducer serves all " + Count(in.workers) +
                                " workers (fewer, larger reducers mean fewer connections)"});
   return t.Render();
 }
 
 std::string PlanJson(const Plan& p) {
-  char buf[512];
+  char buf[1024];
   std::snprintf(buf, sizeof(buf),
                 "{\"workers\":%u,\"worker_gbps\":%.10g,\"reducer_gbps\":%.10g,\"reducers\":%u,"
                 "\"recommended_reducers\":%u,\"worker_total_gbps\":%.10g,\"reducer_total_gbps\":%.10g,"
-                "\"algbw_gbps\":%.10g,\"ring_algbw_gbps\":%.10g,\"speedup\":%.10g,\"reducer_bound\":%s}\n",
+                "\"algbw_gbps\":%.10g,\"ring_algbw_gbps\":%.10g,\"speedup\":%.10g,\"reducer_bound\":%s,"
+                "\"reducer_cores\":%.10g,\"gb_per_core_second\":%.10g,\"worker_gb_per_core_second\":%.10g,"
+                "\"nic_reducers\":%u,\"cpu_reducers\":%u,\"reducer_cores_per_worker\":%.10g,"
+                "\"reducer_cores_needed\":%.10g,\"reducer_cores_total\":%.10g,\"worker_cores\":%.10g,"
+                "\"cpu_bound\":%s}\n",
                 p.input.workers, p.input.worker_gbps, p.input.reducer_gbps, p.reducers, p.recommended_reducers,
                 p.worker_total_gbps, p.reducer_total_gbps, p.algbw_gbps, p.ring_algbw_gbps, p.speedup,
-                p.reducer_bound ? "true" : "false");
+                p.reducer_bound ? "true" : "false", p.input.reducer_cores, p.input.gb_per_core_second,
+                p.input.worker_gb_per_core_second, p.nic_reducers, p.cpu_reducers, p.reducer_cores_per_worker,
+                p.reducer_cores_needed, p.reducer_cores_total, p.worker_cores, p.cpu_bound ? "true" : "false");
   return buf;
 }
 

@@ -1,17 +1,24 @@
 // `reducerctl plan`: how many reducers a job needs and what it gains, from
-// the number of worker nodes and the NIC bandwidths. Pure functions.
+// the number of worker nodes, the NIC bandwidths and, optionally, the
+// reducers' CPU cores. Pure functions.
 //
-// The model (see docs/control-plane.md): with reducers every worker node
-// sends each byte of a gradient once and receives the sum once, so a node's
-// all-reduce runs at its line rate B unless the reducers, which together
-// must take in n * S bytes per S-byte all-reduce, are the bottleneck:
+// The model (see docs/control-plane.md and docs/performance.md): with
+// reducers every worker node sends each byte of a gradient once and receives
+// the sum once, so a node's all-reduce runs at its line rate B unless the
+// reducers, which together must take in n * S bytes per S-byte all-reduce,
+// are the bottleneck, by their NICs or by their CPUs:
 //
-//   algbw(reducers) = min(B, K * R / n)        K reducers of R Gbps each
-//   algbw(ring)     = B * n / (2 (n - 1))       peer-to-peer ring
-//   recommended K   = ceil(n * B / R)           the fewest with K*R >= n*B
+//   algbw(reducers) = min(B, K * R / n, K * C * G * 8 / n)   K reducers of R Gbps, C cores
+//   algbw(ring)     = B * n / (2 (n - 1))                      peer-to-peer ring
+//   NIC count       = ceil(n * B / R)          the fewest with K*R >= n*B
+//   CPU count       = ceil(n * B / 8 / (C * G)) the fewest whose cores reduce n*B
+//   recommended K   = the larger of the two (the NIC count without C)
 //
-// which gives the speedup 2(n-1)/n over a ring when K is at least the
-// recommended count (1.5x at 4 nodes, 1.75x at 8, towards 2x).
+// G is the reduction rate per core: GB of worker input a reducer takes in,
+// reduces and sends back per CPU-second, its kernel's TCP work included.
+// The default is measured (kReducerGbPerCoreSecond); measure your machines
+// with bench/cpu_per_byte.sh. The speedup over a ring is 2(n-1)/n when K is
+// at least the recommended count (1.5x at 4 nodes, 1.75x at 8, towards 2x).
 #pragma once
 
 #include <cstdint>
@@ -20,11 +27,25 @@
 
 namespace rs::reducerctl {
 
+// GB of worker input per CPU-second, measured on loopback with
+// bench/cpu_per_byte.sh (4 ranks, 2 reducers, 64 MiB float32 sum, the
+// client's defaults; docs/performance.md has the table and the conditions).
+// Reducer: reducerd's user + system time, 0.44-0.48 s/GB, plus half the
+// machine's irq + softirq time (the packet work charged to no process, split
+// between the two ends), 0.09-0.12 s/GB: about 0.55 s/GB.
+inline constexpr double kReducerGbPerCoreSecond = 1.8;
+// Worker: the client library's user + system time without the benchmark's
+// checks, 0.70 s/GB, plus the other half of the irq + softirq: about 0.8 s/GB.
+inline constexpr double kWorkerGbPerCoreSecond = 1.25;
+
 struct PlanInput {
   uint32_t workers = 0;        // worker nodes (one NIC each, or their sum)
   double worker_gbps = 0;      // each worker node's NIC, Gbit/s
   double reducer_gbps = 0;     // each reducer machine's NIC, Gbit/s
   uint32_t reducers = 0;       // evaluate this many; 0: the recommended count
+  double reducer_cores = 0;    // each reducer machine's cores (vCPUs); 0: CPU not sized
+  double gb_per_core_second = kReducerGbPerCoreSecond;          // G, the reducers' rate
+  double worker_gb_per_core_second = kWorkerGbPerCoreSecond;    // the client library's rate
 };
 
 struct Plan {
@@ -36,10 +57,19 @@ struct Plan {
   double algbw_gbps = 0;           // predicted, per worker, with the reducers
   double ring_algbw_gbps = 0;      // a ring all-reduce on the same workers
   double speedup = 0;              // algbw / ring
-  bool reducer_bound = false;      // K * R < n * B: the reducers limit algbw
+  bool reducer_bound = false;      // the reducers (NICs or cores) limit algbw below B
+  // The CPU side.
+  uint32_t nic_reducers = 0;              // the fewest with K * R >= n * B
+  uint32_t cpu_reducers = 0;              // the fewest whose cores reduce n * B; 0 without reducer_cores
+  double reducer_cores_per_worker = 0;    // reducer cores one worker node keeps busy at B
+  double reducer_cores_needed = 0;        // n times that
+  double reducer_cores_total = 0;         // K * C
+  double worker_cores = 0;                // cores of each worker node the client library uses at B
+  bool cpu_bound = false;                 // the reducers' cores, not their NICs, limit algbw
 };
 
-// Errors name the flag: --workers below 2, a bandwidth not above zero.
+// Errors name the flag: --workers below 2, a bandwidth or rate not above
+// zero, negative cores.
 StatusOr<Plan> ComputePlan(const PlanInput& input);
 
 }  // namespace rs::reducerctl

@@ -47,7 +47,8 @@ TEST(MetricsCollectorTest, EveryFamilyIsNamedReducerWhatUnitAndHasHelp) {
        {"reducer_bytes_received_total", "reducer_bytes_sent_total", "reducer_operations_completed_total",
         "reducer_pieces_completed_total", "reducer_piece_latency_seconds", "reducer_straggler_wait_seconds",
         "reducer_straggler_last_arrivals_total", "reducer_sessions_active", "reducer_memory_budget_in_use_bytes",
-        "reducer_connections_active", "reducer_errors_total"}) {
+        "reducer_connections_active", "reducer_errors_total", "reducer_connections_refused_total",
+        "reducer_handshakes_refused_total", "reducer_handshakes_timed_out_total", "reducer_sessions_pending"}) {
     EXPECT_TRUE(seen.count(required)) << required;
   }
 }
@@ -83,6 +84,31 @@ TEST(MetricsCollectorTest, TotalsAndHistogramsComeFromTheSnapshot) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+TEST(MetricsCollectorTest, RefusedAndTimedOutHandshakesAreExportedByLimitAndKind) {
+  server::ServerStats stats;
+  stats.admission.refused[static_cast<size_t>(Limit::kMaxHandshakesPerSource)] = 5;
+  stats.admission.handshakes_refused[static_cast<size_t>(Code::kProtocol)] = 7;
+  stats.admission.handshakes_timed_out = 3;
+  stats.admission.handshakes = 2;
+  const auto families = BuildMetricFamilies(stats, {}, MetricsLimits{});
+  std::map<std::string, double> refused;
+  for (const auto& m : Find(families, "reducer_connections_refused_total")->metric) {
+    refused[m.label.at(0).value] = m.counter.value;
+  }
+  EXPECT_EQ(refused, (std::map<std::string, double>{{"max_connections", 0},
+                                                    {"max_connections_per_source", 0},
+                                                    {"max_handshakes_per_source", 5},
+                                                    {"max_pending_sessions", 0},
+                                                    {"max_pending_sessions_per_source", 0}}));
+  double protocol = -1;
+  for (const auto& m : Find(families, "reducer_handshakes_refused_total")->metric) {
+    if (m.label.at(0).value == "protocol") protocol = m.counter.value;
+  }
+  EXPECT_EQ(protocol, 7.0);
+  EXPECT_EQ(Find(families, "reducer_handshakes_timed_out_total")->metric.at(0).counter.value, 3.0);
+  EXPECT_EQ(Find(families, "reducer_handshakes_in_progress")->metric.at(0).gauge.value, 2.0);
 }
 
 TEST(MetricsCollectorTest, PerSessionSeriesAreBoundedBySessionsAndRanks) {

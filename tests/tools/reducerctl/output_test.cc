@@ -54,6 +54,24 @@ TEST(OutputTest, PlanJsonCarriesTheNumbers) {
   EXPECT_NE(RenderPlan(*plan).find("1.60x over a ring"), std::string::npos);
 }
 
+TEST(OutputTest, PlanShowsTheCpuSide) {
+  PlanInput in{5, 100, 32, 0};
+  in.reducer_cores = 16;
+  auto plan = ComputePlan(in);
+  ASSERT_TRUE(plan.ok());
+  const std::string text = RenderPlan(*plan);
+  EXPECT_NE(text.find("16 reducers (NIC: 16, "), std::string::npos) << text;
+  EXPECT_NE(text.find("CPU: 3, "), std::string::npos) << text;
+  EXPECT_NE(text.find("16 x 16 = 256 cores"), std::string::npos) << text;
+  const std::string json = PlanJson(*plan);
+  EXPECT_NE(json.find("\"cpu_reducers\":3,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"nic_reducers\":16,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"cpu_bound\":false}"), std::string::npos) << json;
+  // Without --reducer-cores the CPU is reported, not sized.
+  const std::string plain = RenderPlan(*ComputePlan({5, 100, 32, 0}));
+  EXPECT_NE(plain.find("--reducer-cores sizes the fleet"), std::string::npos) << plain;
+}
+
 TEST(OutputTest, DurationsReadLikeAClock) {
   EXPECT_EQ(FormatSeconds(4.5), "4.5s");
   EXPECT_EQ(FormatSeconds(723), "12m03s");

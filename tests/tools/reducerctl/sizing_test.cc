@@ -48,7 +48,78 @@ TEST(SizingTest, AnExactFitIsNotRoundedUp) {
   EXPECT_EQ(MustPlan(2, 10, 100).recommended_reducers, 1u);  // never zero
 }
 
+PlanInput WithCores(uint32_t workers, double worker_gbps, double reducer_gbps, double cores, double rate,
+                    uint32_t reducers = 0) {
+  PlanInput in{workers, worker_gbps, reducer_gbps, reducers};
+  in.reducer_cores = cores;
+  in.gb_per_core_second = rate;
+  return in;
+}
+
+// The cloud sizing (5 x 100 Gbps -> 16 n1-highcpu-16 at 32 Gbps) is NIC-bound
+// at the measured reduction rate: 62.5 GB/s of input needs 35 cores, 3 such
+// machines, and 16 are needed for their NICs.
+TEST(SizingTest, CloudReducersAreNicBoundAtTheMeasuredRate) {
+  auto p = ComputePlan(WithCores(5, 100, 32, 16, kReducerGbPerCoreSecond));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->nic_reducers, 16u);
+  EXPECT_EQ(p->cpu_reducers, 3u);
+  EXPECT_EQ(p->recommended_reducers, 16u);
+  EXPECT_FALSE(p->cpu_bound);
+  EXPECT_FALSE(p->reducer_bound);
+  EXPECT_DOUBLE_EQ(p->algbw_gbps, 100);
+  EXPECT_DOUBLE_EQ(p->reducer_cores_per_worker, 12.5 / kReducerGbPerCoreSecond);
+  EXPECT_DOUBLE_EQ(p->reducer_cores_needed, 5 * 12.5 / kReducerGbPerCoreSecond);
+  EXPECT_DOUBLE_EQ(p->reducer_cores_total, 16 * 16);
+  EXPECT_DOUBLE_EQ(p->worker_cores, 12.5 / kWorkerGbPerCoreSecond);
+}
+
+// Small reducer machines: the cores, not the NICs, set the count, and fewer
+// reducers than that limit algbw by their CPU.
+TEST(SizingTest, FewCoresMakeTheCpuCountWin) {
+  auto p = ComputePlan(WithCores(8, 100, 100, 4, 1.8));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->nic_reducers, 8u);
+  EXPECT_EQ(p->cpu_reducers, 14u);  // ceil(100 GB/s / 7.2 GB/s per reducer)
+  EXPECT_EQ(p->recommended_reducers, 14u);
+  EXPECT_FALSE(p->reducer_bound);
+  auto eight = ComputePlan(WithCores(8, 100, 100, 4, 1.8, 8));
+  ASSERT_TRUE(eight.ok());
+  EXPECT_TRUE(eight->cpu_bound);
+  EXPECT_TRUE(eight->reducer_bound);
+  EXPECT_DOUBLE_EQ(eight->algbw_gbps, 8 * 4 * 1.8 * 8 / 8.0);  // 57.6 Gbps
+  EXPECT_DOUBLE_EQ(eight->speedup, eight->algbw_gbps / eight->ring_algbw_gbps);
+  // NIC-short and CPU-rich: the NICs are the limit, not the cores.
+  auto nic = ComputePlan(WithCores(8, 100, 100, 64, 1.8, 4));
+  ASSERT_TRUE(nic.ok());
+  EXPECT_FALSE(nic->cpu_bound);
+  EXPECT_TRUE(nic->reducer_bound);
+  EXPECT_DOUBLE_EQ(nic->algbw_gbps, 50);
+}
+
+TEST(SizingTest, CpuCountFitsExactlyAndIsOffWithoutCores) {
+  auto exact = ComputePlan(WithCores(4, 80, 400, 10, 2));  // 40 GB/s over 20 cores of 2 GB/s each
+  ASSERT_TRUE(exact.ok());
+  EXPECT_EQ(exact->cpu_reducers, 2u);
+  EXPECT_EQ(exact->recommended_reducers, 2u);
+  const Plan without = MustPlan(5, 100, 32);
+  EXPECT_EQ(without.cpu_reducers, 0u);
+  EXPECT_EQ(without.recommended_reducers, without.nic_reducers);
+  EXPECT_DOUBLE_EQ(without.reducer_cores_per_worker, 12.5 / kReducerGbPerCoreSecond);  // reported anyway
+  EXPECT_FALSE(without.cpu_bound);
+}
+
 TEST(SizingTest, BadInputNamesTheFlag) {
+  for (auto [input, flag] : {std::pair{WithCores(4, 100, 32, -1, 1.8), "--reducer-cores"},
+                             std::pair{WithCores(4, 100, 32, 16, 0), "--gb-per-core-second"}}) {
+    auto p = ComputePlan(input);
+    ASSERT_FALSE(p.ok()) << flag;
+    EXPECT_NE(p.status().message().find(flag), std::string::npos) << p.status().message();
+  }
+  PlanInput worker_rate{4, 100, 32, 0};
+  worker_rate.worker_gb_per_core_second = -2;
+  EXPECT_NE(ComputePlan(worker_rate).status().message().find("--worker-gb-per-core-second"), std::string::npos);
+
   auto p = ComputePlan({1, 100, 32, 0});
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("--workers must be at least 2"), std::string::npos);
