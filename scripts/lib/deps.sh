@@ -27,6 +27,8 @@ RS_TEST_PACKAGES=(
   # driven by docker-compose through its API socket, a base image made by
   # debootstrap (see tests/support/containers.sh), curl for the socket
   podman runc netavark aardvark-dns catatonit iptables docker-compose debootstrap curl
+  # the deployment specs' test (tests/deploy): Kubernetes' API schemas, YAML
+  python3-kubernetes python3-yaml
   # the fuzzing stage: clang with libFuzzer and its sanitizer runtimes
   clang-14 libclang-rt-14-dev
 )
