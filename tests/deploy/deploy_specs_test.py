@@ -368,11 +368,13 @@ class KubernetesTest(unittest.TestCase):
         reducer = pod["spec"]["containers"][0]
         data_port = next(p["containerPort"] for p in reducer["ports"] if p["name"] == "data")
         self.assertEqual(env_of(reducer)["REDUCER_LISTEN"], f"0.0.0.0:{data_port}")
-        # The image's health check and the probes talk to the gRPC port.
-        grpc_port = next(p["containerPort"] for p in reducer["ports"] if p["name"] == "grpc")
+        # The image's health check and the probes reach the gRPC control
+        # plane inside the pod, which is all it listens on (Drain has no
+        # authentication).
         image = dockerfile_env("reducer-base")
-        self.assertTrue(image["REDUCER_GRPC_LISTEN"].endswith(f":{grpc_port}"))
-        self.assertEqual(image["REDUCERCTL_TARGET"], f"127.0.0.1:{grpc_port}")
+        self.assertTrue(image["REDUCER_GRPC_LISTEN"].startswith("127.0.0.1:"))
+        self.assertEqual(image["REDUCERCTL_TARGET"], image["REDUCER_GRPC_LISTEN"])
+        self.assertNotIn("REDUCER_GRPC_LISTEN", env_of(reducer))
         self.assertEqual(reducer["readinessProbe"]["exec"]["command"], ["reducerctl", "health"])
         self.assertEqual(pod["spec"]["securityContext"]["runAsUser"], 10001, "the image's user")
 
