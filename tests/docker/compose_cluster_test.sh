@@ -45,6 +45,7 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT  # run cleanup on CTest's timeout or Ctrl-C too
 
 # --- images -----------------------------------------------------------------
 rs_ct_base_image

@@ -17,6 +17,9 @@ source "$here/../support/containers.sh"
 ls "$debs"/*.deb >/dev/null || { echo "no .deb in $debs (the packages_build test makes them)" >&2; exit 1; }
 rs_ct_init "$scratch"
 rs_ct_base_image
-podman run --rm --name "rs-packages-test-$$" \
+name=rs-packages-test-$$
+trap 'podman rm -f -t 0 "$name" >/dev/null 2>&1 || true' EXIT
+trap 'exit 143' TERM INT
+podman run --rm --name "$name" \
   -v "$debs:/debs:ro" -v "$tool:/tools/rs_dlopen_plugin:ro" -v "$here/in_clean_root.sh:/tools/in_clean_root.sh:ro" \
   docker.io/library/debian:bookworm-slim /tools/in_clean_root.sh

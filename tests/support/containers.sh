@@ -118,6 +118,7 @@ rs_ct_base_image() {
 
 rs_ct_service_start() {
   local sock=$RS_CT_DIR/podman.sock
+  rm -f "$sock"  # left by a run that was killed
   podman system service --time=0 "unix://$sock" >"$RS_CT_DIR/service.log" 2>&1 &
   RS_CT_SERVICE_PID=$!
   export DOCKER_HOST=unix://$sock
