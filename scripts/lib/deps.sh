@@ -11,6 +11,9 @@ RS_BUILD_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # control plane: gRPC + protobuf, the standard health.proto, prometheus-cpp
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto prometheus-cpp-dev
+  # the .deb packages (`ninja packages`): cpack's dependency scan runs file and
+  # dpkg-shlibdeps (dpkg-dev, with build-essential)
+  file
 )
 
 # What only the test suite needs on top (used by scripts/run_tests.sh).
