@@ -34,7 +34,7 @@ rs_ct_init() {
   mkdir -p "$RS_CT_DIR"
   [ "$(id -u)" -eq 0 ] || rs_ct_skip "containers need root here (rootful podman); run as root"
   local tool
-  for tool in podman runc netavark docker-compose debootstrap iptables; do
+  for tool in podman runc netavark docker-compose debootstrap iptables curl; do
     command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/lib/podman/$tool" ] ||
       rs_ct_skip "$tool is not installed (scripts/lib/deps.sh's test packages: run scripts/run_tests.sh as root)"
   done
