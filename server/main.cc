@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   }
   rs::server::ConfigureLogging(options->log_level, options->log_format);
   for (const std::string& notice : options->notices) spdlog::warn("{}", notice);
+  if (!options->listen_origin.empty()) spdlog::info("listening address from {}", options->listen_origin);
   const auto fds = rs::server::ReserveFileDescriptors(options->net.limits.max_connections);
   if (!fds.warning.empty()) spdlog::warn("{}", fds.warning);
   options->net.limits.max_connections = fds.max_connections;

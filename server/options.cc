@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/cli_parse.h"
+#include "common/cluster_spec.h"
 #include "common/units.h"
 #include "protocol/auth.h"
 #include "server/reducerd_settings.h"
@@ -37,13 +38,53 @@ Status Assign(StatusOr<U> value, T* dest) {
   return Status::Ok();
 }
 
+// The data-plane address: --listen or REDUCER_LISTEN when given. Otherwise,
+// on Vertex AI, a replica of the reducers' pool (workerpool2) listens on all
+// interfaces at the port of its own CLUSTER_SPEC entry, where the workers
+// will look for it (Vertex lists every replica as host:2222); a replica of
+// another pool keeps the default, with a warning. A CLUSTER_SPEC that cannot
+// be read is an error then: listening on a guess would leave every worker
+// waiting for the join timeout.
+Status ResolveListen(const Settings& s, Options* out) {
+  const SettingValue& listen = s.Get("--listen");
+  std::string text = listen.text;
+  std::string source = listen.source;
+  const SettingValue& spec_text = s.Get("CLUSTER_SPEC");
+  if (listen.is_default && !spec_text.text.empty()) {
+    StatusOr<ClusterSpec> spec = ClusterSpec::Parse(spec_text.text);
+    if (!spec.ok()) return spec.status();
+    const std::string task =
+        spec->task_type + (spec->task_index < 0 ? " (no task.index)" : "[" + std::to_string(spec->task_index) + "]");
+    if (spec->task_type == ClusterSpec::kReducerPool) {
+      const std::string* self = spec->Self();
+      if (self == nullptr) {
+        const std::vector<std::string>* pool = spec->Pool(ClusterSpec::kReducerPool);
+        const size_t n = pool ? pool->size() : 0;
+        return Status(Code::kInvalidArgument, "CLUSTER_SPEC: this replica is " + task + " but cluster.workerpool2 has " +
+                                                  std::to_string(n) + (n == 1 ? " entry" : " entries") +
+                                                  ", so its port is unknown; give --listen or REDUCER_LISTEN");
+      }
+      StatusOr<HostPort> own = ParseHostPort(*self);
+      if (!own.ok()) return own.status().Prefixed("CLUSTER_SPEC: cluster." + task);
+      text = "0.0.0.0:" + std::to_string(own->port);
+      source = "CLUSTER_SPEC";
+      out->listen_origin = "CLUSTER_SPEC " + task + " (" + *self + ")";
+    } else {
+      out->notices.push_back("CLUSTER_SPEC: this replica is " +
+                             (spec->task_type.empty() ? std::string("not named (no task)") : task) +
+                             ", not a reducer (workerpool2); listening on the default " + text);
+    }
+  }
+  StatusOr<HostPort> hp = ParseHostPort(text);
+  if (!hp.ok()) return hp.status().Prefixed(source);
+  out->net.listen_host = hp->host;
+  out->net.listen_port = hp->port;
+  return Status::Ok();
+}
+
 StatusOr<Options> Validate(const Settings& s) {
   Options out;
-  const SettingValue& listen = s.Get("--listen");
-  auto hp = ParseHostPort(listen.text);
-  if (!hp.ok()) return hp.status().Prefixed(listen.source);
-  out.net.listen_host = hp->host;
-  out.net.listen_port = hp->port;
+  RS_RETURN_IF_ERROR(ResolveListen(s, &out));
 
   if (s.IsSet("--io-threads")) {
     RS_RETURN_IF_ERROR(Assign(s.Int("--io-threads", 1, 256), &out.net.io_threads));
@@ -86,7 +127,7 @@ StatusOr<Options> Validate(const Settings& s) {
   out.port_file = s.Get("--port-file").text;
   out.grpc_port_file = s.Get("--grpc-port-file").text;
   out.metrics_port_file = s.Get("--metrics-port-file").text;
-  out.notices = s.notices();
+  out.notices.insert(out.notices.begin(), s.notices().begin(), s.notices().end());
   return out;
 }
 

@@ -2,6 +2,8 @@
 // (for containers), and is validated once into an immutable Options value.
 // The flags, variables, defaults and old names come from the registry in
 // reducerd_settings.h; this is the only place reducerd reads the environment.
+// On Vertex AI (CLUSTER_SPEC, worker pool 2) the listening port comes from
+// this replica's own entry, so the reducer container needs no arguments.
 #pragma once
 
 #include <chrono>
@@ -25,8 +27,12 @@ struct Options {
   std::string port_file;
   std::string grpc_port_file;
   std::string metrics_port_file;
-  // One line per deprecated name in use, for main() to log once it has a
-  // logger.
+  // Where the data-plane address came from when it was not a flag, a
+  // variable or the default (on Vertex AI: "CLUSTER_SPEC workerpool2[1]
+  // (host:2222)"), for main() to log; empty otherwise.
+  std::string listen_origin;
+  // One line per deprecated name in use or setting ignored, for main() to
+  // log as a warning once it has a logger.
   std::vector<std::string> notices;
 };
 

@@ -6,6 +6,10 @@ const std::vector<SettingInfo>& ReducerdSettings() {
   static const std::vector<SettingInfo> kSettings = {
       {"--listen", "REDUCER_LISTEN", "HOST:PORT", "0.0.0.0:7450", "",
        "data-plane address; port 0 picks a free one and prints it"},
+      {"", "CLUSTER_SPEC", "", "", "",
+       "Vertex AI's cluster JSON (Vertex sets it). In `workerpool2` the reducer listens on `0.0.0.0` and the "
+       "port of its own entry (`task.type`, `task.index`), so the container needs no arguments; `--listen` and "
+       "`REDUCER_LISTEN` still win"},
       {"--io-threads", "REDUCER_IO_THREADS", "N", "", "half the cores, 1 to 8",
        "I/O threads (1 to 256); each owns its connections and reduces the pieces they complete",
        {{"--threads", ""}}, {{"REDUCER_THREADS", ""}}},

@@ -11,6 +11,9 @@ RS_BUILD_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # control plane: gRPC + protobuf, the standard health.proto, prometheus-cpp
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto prometheus-cpp-dev
+  # the .deb packages (`ninja packages`): cpack's dependency scan runs file and
+  # dpkg-shlibdeps (dpkg-dev, with build-essential)
+  file
 )
 
 # What only the test suite needs on top (used by scripts/run_tests.sh).
@@ -23,6 +26,12 @@ RS_TEST_PACKAGES=(
   # the network-namespace harness (bench/netns) and its smoke test: ip/tc, the
   # ring peer (torch.distributed gloo), the plot, the line rate
   iproute2 python3-torch python3-matplotlib iperf3
+  # images and the compose cluster (tests/docker, tests/packaging): podman
+  # driven by docker-compose through its API socket, a base image made by
+  # debootstrap (see tests/support/containers.sh), curl for the socket
+  podman runc netavark aardvark-dns catatonit iptables docker-compose debootstrap curl
+  # the deployment specs' test (tests/deploy): Kubernetes' API schemas, YAML
+  python3-kubernetes python3-yaml
   # the fuzzing stage: clang with libFuzzer and its sanitizer runtimes
   clang-14 libclang-rt-14-dev
 )

@@ -148,6 +148,80 @@ TEST(ReducerdOptions, BadValuesNameTheFlagOrVariableAndTheFormat) {
   EXPECT_EQ(o->drain_timeout.count(), 0);
 }
 
+// CLUSTER_SPEC as Vertex AI sets it on every replica of a custom job: four
+// pools (the chief, GPU workers, reducers, an evaluator), each replica listed
+// as host:2222, and this replica's own pool and index in "task".
+std::string VertexSpec(const std::string& type, int index) {
+  return R"({"cluster": {
+    "workerpool0": ["cmle-training-workerpool0-7f3a9c-0:2222"],
+    "workerpool1": ["cmle-training-workerpool1-7f3a9c-0:2222", "cmle-training-workerpool1-7f3a9c-1:2222"],
+    "workerpool2": ["cmle-training-workerpool2-7f3a9c-0:2222", "cmle-training-workerpool2-7f3a9c-1:2223",
+                    "cmle-training-workerpool2-7f3a9c-2:2222"],
+    "workerpool3": ["cmle-training-workerpool3-7f3a9c-0:2222"]},
+  "environment": "cloud",
+  "task": {"type": ")" + type + R"(", "index": )" + std::to_string(index) + R"(, "trial": ""},
+  "job": {"worker_pool_specs": [{"machine_spec": {"machine_type": "n1-highcpu-16"}, "replica_count": 3}]}})";
+}
+
+TEST(ReducerdOptions, VertexReducerListensOnItsOwnEntrysPort) {
+  StatusOr<Options> o = Parse({}, {{"CLUSTER_SPEC", VertexSpec("workerpool2", 1)}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.listen_host, "0.0.0.0");
+  EXPECT_EQ(o->net.listen_port, 2223);
+  EXPECT_EQ(o->listen_origin, "CLUSTER_SPEC workerpool2[1] (cmle-training-workerpool2-7f3a9c-1:2223)");
+  EXPECT_TRUE(o->notices.empty());
+
+  o = Parse({}, {{"CLUSTER_SPEC", VertexSpec("workerpool2", 2)}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.listen_port, 2222);
+}
+
+TEST(ReducerdOptions, ListenFlagOrVariableWinsOverClusterSpec) {
+  StatusOr<Options> o = Parse({"--listen", "127.0.0.1:9000"}, {{"CLUSTER_SPEC", VertexSpec("workerpool2", 1)}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.listen_port, 9000);
+  EXPECT_EQ(o->listen_origin, "");
+  o = Parse({}, {{"REDUCER_LISTEN", "127.0.0.1:9001"}, {"CLUSTER_SPEC", VertexSpec("workerpool2", 1)}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.listen_port, 9001);
+  // Given an address, the reducer does not need the spec at all: a broken
+  // one does not stop it.
+  o = Parse({"--listen", "127.0.0.1:9000"}, {{"CLUSTER_SPEC", "{not json"}});
+  EXPECT_TRUE(o.ok()) << o.status().ToString();
+}
+
+TEST(ReducerdOptions, ClusterSpecOfAnotherPoolKeepsTheDefaultWithANotice) {
+  for (const char* pool : {"workerpool0", "workerpool1", "workerpool3"}) {
+    StatusOr<Options> o = Parse({}, {{"CLUSTER_SPEC", VertexSpec(pool, 0)}});
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    EXPECT_EQ(o->net.listen_port, 7450) << pool;
+    ASSERT_EQ(o->notices.size(), 1u) << pool;
+    EXPECT_EQ(o->notices[0], std::string("CLUSTER_SPEC: this replica is ") + pool +
+                                 "[0], not a reducer (workerpool2); listening on the default 0.0.0.0:7450");
+  }
+}
+
+TEST(ReducerdOptions, UnusableClusterSpecIsAnErrorNamingIt) {
+  struct Case {
+    std::string spec;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {"{\"cluster\": ", "CLUSTER_SPEC"},
+      {VertexSpec("workerpool2", 3),
+       "CLUSTER_SPEC: this replica is workerpool2[3] but cluster.workerpool2 has 3 entries, so its port is unknown; "
+       "give --listen or REDUCER_LISTEN"},
+      {R"({"cluster": {"workerpool2": ["r0"]}, "task": {"type": "workerpool2", "index": 0}})",
+       "CLUSTER_SPEC: cluster.workerpool2[0]: "},
+  };
+  for (const Case& c : cases) {
+    StatusOr<Options> o = Parse({}, {{"CLUSTER_SPEC", c.spec}});
+    ASSERT_FALSE(o.ok()) << c.spec;
+    EXPECT_EQ(o.status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(o.status().message().rfind(c.expected, 0), 0u) << o.status().message();
+  }
+}
+
 TEST(ReducerdOptions, UnknownFlagIsAUsageError) {
   StatusOr<Options> o = Parse({"--no-such-flag", "1"});
   ASSERT_FALSE(o.ok());
@@ -175,7 +249,10 @@ TEST(ReducerdOptions, EverySettingIsDocumentedWithTheConvention) {
     const std::string name = s.flag.empty() ? s.env : s.flag;
     EXPECT_NE(s.tables, 0u) << name << " is in no table";
     EXPECT_GT(s.doc.size(), 15u) << name << " has no real description";
-    EXPECT_EQ(s.env.rfind("REDUCER_", 0), 0u) << name;
+    // CLUSTER_SPEC is Vertex AI's name, read as it is set there.
+    if (s.env != "CLUSTER_SPEC") {
+      EXPECT_EQ(s.env.rfind("REDUCER_", 0), 0u) << name;
+    }
     for (const char* suffix : {"_MS", "_BYTES", "-ms", "-bytes"}) {
       for (const std::string& n : {s.flag, s.env}) {
         EXPECT_FALSE(n.size() >= std::string(suffix).size() &&

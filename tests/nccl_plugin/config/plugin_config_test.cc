@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -135,6 +136,30 @@ TEST(CollNetConfig, ClusterSpecWorkerpool2) {
   EXPECT_EQ(cfg->reducers[1].host, "r1");
   EXPECT_EQ(cfg->reducers[1].port, 2223);
   EXPECT_EQ(cfg->source, "CLUSTER_SPEC workerpool2");
+}
+
+// Vertex AI's shape: four pools (chief, GPU workers, reducers, evaluator),
+// every replica as host:2222, this replica's own pool and index in "task".
+// Whichever GPU replica reads it, the reducers are exactly workerpool2's
+// entries, in their order: not the chief, the other workers or the evaluator.
+TEST(CollNetConfig, VertexClusterSpecGivesExactlyThePool2Reducers) {
+  const std::vector<std::string> pool2 = {"cmle-training-workerpool2-7f3a9c-0:2222",
+                                          "cmle-training-workerpool2-7f3a9c-1:2222",
+                                          "cmle-training-workerpool2-7f3a9c-2:2222"};
+  for (const char* task : {R"("type": "workerpool0", "index": 0)", R"("type": "workerpool1", "index": 1)"}) {
+    const std::string spec = std::string(R"({"cluster": {
+      "workerpool0": ["cmle-training-workerpool0-7f3a9c-0:2222"],
+      "workerpool1": ["cmle-training-workerpool1-7f3a9c-0:2222", "cmle-training-workerpool1-7f3a9c-1:2222"],
+      "workerpool2": [")") + pool2[0] + R"(", ")" + pool2[1] + R"(", ")" + pool2[2] + R"("],
+      "workerpool3": ["cmle-training-workerpool3-7f3a9c-0:2222"]},
+      "environment": "cloud", "task": {)" + task + R"(, "trial": ""}, "job": {"worker_pool_specs": []}})";
+    StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"CLUSTER_SPEC", spec}}));
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    std::vector<std::string> found;
+    for (const client::Endpoint& e : cfg->reducers) found.push_back(e.ToString());
+    EXPECT_EQ(found, pool2) << task;
+    EXPECT_EQ(cfg->source, "CLUSTER_SPEC workerpool2");
+  }
 }
 
 TEST(CollNetConfig, ClusterSpecWithoutReducersIsOff) {
