@@ -10,6 +10,7 @@
 #include "common/cluster_spec.h"
 #include "common/units.h"
 #include "protocol/auth.h"
+#include "protocol/wire.h"
 #include "server/reducerd_settings.h"
 
 namespace rs::server {
@@ -139,7 +140,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv, const EnvLookup& env) {
       "all-reduce; it sums them in rank order and sends the result back to every worker.\n"
       "Every flag can also be set through the environment variable shown with it (the flag wins).\n"
       "Sizes take units (4096, 64KiB, 16M, 1G); durations must (500ms, 30s, 2m)."};
-  app.set_version_flag("--version", "reducerd 0.1.0 (protocol 1)");
+  app.set_version_flag("--version", "reducerd 0.1.0 (protocol " + std::to_string(protocol::kProtocolVersion) + ")");
   SettingFlags flags(app, ReducerdSettings());
   RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
   return Validate(Settings::Resolve(ReducerdSettings(), flags.Given(), env));

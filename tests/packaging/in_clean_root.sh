@@ -12,13 +12,13 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends /debs/*.deb systemd >/dev/null
 
 step "reducerd --help, reducerctl"
-reducerd --help | head -3
+reducerd --help | sed -n 1,3p  # reads it all: head would end reducerd with SIGPIPE
 reducerd --version
 reducerctl plan --workers 2 --worker-gbps 100 --reducer-gbps 32 | grep -q 'recommended  7 reducers'
 
 if ls /debs/reduction-server-trainer_*.deb >/dev/null 2>&1; then
   step "rs-train"
-  rs-train --help | head -2
+  rs-train --help | sed -n 1,2p
 fi
 
 step "the plugin, loaded by name from the loader path"
