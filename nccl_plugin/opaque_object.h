@@ -6,10 +6,13 @@
 // being reinterpreted. Contexts are looked up instead (opaque_registry.h).
 // Pointers must go out through ToOpaque, so that they point at this base.
 //
-// Thread-safety: the magic is immutable; As/ToOpaque are reentrant.
+// Thread-safety: the magic is immutable; As/Cast/ToOpaque are reentrant.
 #pragma once
 
 #include <cstdint>
+#include <string>
+
+#include "common/status.h"
 
 namespace rs::plugin {
 
@@ -28,6 +31,14 @@ class OpaqueObject {
     auto* object = static_cast<OpaqueObject*>(opaque);
     if (object->magic_ != kMagic) return nullptr;
     return dynamic_cast<T*>(object);
+  }
+
+  // As<T>, or kInternal saying the call got something that is not `what`
+  // (e.g. "a recv comm") of this plugin.
+  template <typename T>
+  static StatusOr<T*> Cast(void* opaque, const char* what) {
+    if (T* object = As<T>(opaque)) return object;
+    return Status(Code::kInternal, std::string("called with something that is not ") + what + " of this plugin");
   }
 
  protected:

@@ -49,49 +49,34 @@ RS_EXPORT const abi::NetV11 ncclNetPlugin_v11 = {
     .setNetAttr = nullptr,     // no hints taken
 };
 
-RS_EXPORT const abi::NetV8 ncclNetPlugin_v8 = {
-    .name = abi::kPluginName,
-    .init = abi::NetInit,
-    .devices = abi::NetDevices,
-    .getProperties = abi::NetGetProperties<abi::PropertiesV8>,
-    .listen = abi::NetListen,
-    .connect = abi::NetConnect,
-    .accept = abi::NetAccept,
-    .regMr = abi::NetRegMr<size_t>,
-    .regMrDmaBuf = abi::NetRegMrDmaBuf,
-    .deregMr = abi::NetDeregMr,
-    .isend = abi::NetIsend,
-    .irecv = abi::NetIrecv,
-    .iflush = abi::NetIflush,
-    .test = abi::NetTest,
-    .closeSend = abi::NetCloseSend,
-    .closeRecv = abi::NetCloseRecv,
-    .closeListen = abi::NetCloseListen,
-    .getDeviceMr = nullptr,
-    .irecvConsumed = nullptr,
-};
+// v8 and v7 differ only in the properties struct and regMr's size type.
+template <typename Table, typename Properties, typename Size>
+constexpr Table LegacyNetTable() {
+  return Table{
+      .name = abi::kPluginName,
+      .init = abi::NetInit,
+      .devices = abi::NetDevices,
+      .getProperties = abi::NetGetProperties<Properties>,
+      .listen = abi::NetListen,
+      .connect = abi::NetConnect,
+      .accept = abi::NetAccept,
+      .regMr = abi::NetRegMr<Size>,
+      .regMrDmaBuf = abi::NetRegMrDmaBuf,
+      .deregMr = abi::NetDeregMr,
+      .isend = abi::NetIsend,
+      .irecv = abi::NetIrecv,
+      .iflush = abi::NetIflush,
+      .test = abi::NetTest,
+      .closeSend = abi::NetCloseSend,
+      .closeRecv = abi::NetCloseRecv,
+      .closeListen = abi::NetCloseListen,
+      .getDeviceMr = nullptr,
+      .irecvConsumed = nullptr,
+  };
+}
 
-RS_EXPORT const abi::NetV7 ncclNetPlugin_v7 = {
-    .name = abi::kPluginName,
-    .init = abi::NetInit,
-    .devices = abi::NetDevices,
-    .getProperties = abi::NetGetProperties<abi::PropertiesV7>,
-    .listen = abi::NetListen,
-    .connect = abi::NetConnect,
-    .accept = abi::NetAccept,
-    .regMr = abi::NetRegMr<int>,
-    .regMrDmaBuf = abi::NetRegMrDmaBuf,
-    .deregMr = abi::NetDeregMr,
-    .isend = abi::NetIsend,
-    .irecv = abi::NetIrecv,
-    .iflush = abi::NetIflush,
-    .test = abi::NetTest,
-    .closeSend = abi::NetCloseSend,
-    .closeRecv = abi::NetCloseRecv,
-    .closeListen = abi::NetCloseListen,
-    .getDeviceMr = nullptr,
-    .irecvConsumed = nullptr,
-};
+RS_EXPORT const abi::NetV8 ncclNetPlugin_v8 = LegacyNetTable<abi::NetV8, abi::PropertiesV8, size_t>();
+RS_EXPORT const abi::NetV7 ncclNetPlugin_v7 = LegacyNetTable<abi::NetV7, abi::PropertiesV7, int>();
 
 RS_EXPORT const abi::CollNetV11 ncclCollNetPlugin_v11 = {
     .name = abi::kPluginName,

@@ -8,9 +8,7 @@
 namespace rs::plugin {
 
 StatusOr<CollListenComm*> CollListenComm::FromOpaque(void* opaque) {
-  auto* listen = OpaqueObject::As<CollListenComm>(opaque);
-  if (listen == nullptr) return Status(Code::kInternal, "not a CollNet listen comm of this plugin");
-  return listen;
+  return OpaqueObject::Cast<CollListenComm>(opaque, "a CollNet listen comm");
 }
 
 StatusOr<CollRequest*> CollRequest::FromOpaque(void* opaque) {
@@ -47,9 +45,7 @@ CollComm::CollComm(std::unique_ptr<client::Client> client, std::string what)
 CollComm::~CollComm() = default;
 
 StatusOr<CollComm*> CollComm::FromOpaque(void* opaque) {
-  auto* comm = OpaqueObject::As<CollComm>(opaque);
-  if (comm == nullptr) return Status(Code::kInternal, "not a CollNet comm of this plugin");
-  return comm;
+  return OpaqueObject::Cast<CollComm>(opaque, "a CollNet comm");
 }
 
 StatusOr<CollRegistration*> CollComm::RegMr(void* data, size_t size) {

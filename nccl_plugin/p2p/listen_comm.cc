@@ -31,11 +31,7 @@ ListenComm::ListenComm(Socket sock, SockAddr bound, const P2pConfig& config, uin
     : sock_(std::move(sock)), bound_(bound), config_(config), nonce_(nonce) {}
 
 StatusOr<ListenComm*> ListenComm::FromOpaque(void* opaque) {
-  ListenComm* comm = OpaqueObject::As<ListenComm>(opaque);
-  if (comm == nullptr) {
-    return Status(Code::kInternal, "called with something that is not a listen comm of this plugin");
-  }
-  return comm;
+  return OpaqueObject::Cast<ListenComm>(opaque, "a listen comm");
 }
 
 StatusOr<std::unique_ptr<RecvComm>> ListenComm::Accept() {

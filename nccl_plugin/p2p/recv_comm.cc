@@ -15,11 +15,7 @@ StatusOr<std::unique_ptr<RecvComm>> RecvComm::Create(Socket control, std::vector
 RecvComm::RecvComm(Socket control, std::string what) : control_(std::move(control), std::move(what)), pool_(this) {}
 
 StatusOr<RecvComm*> RecvComm::FromOpaque(void* opaque) {
-  RecvComm* comm = OpaqueObject::As<RecvComm>(opaque);
-  if (comm == nullptr) {
-    return Status(Code::kInternal, "called with something that is not a recv comm of this plugin");
-  }
-  return comm;
+  return OpaqueObject::Cast<RecvComm>(opaque, "a recv comm");
 }
 
 StatusOr<Request*> RecvComm::Irecv(void* data, size_t size, int tag) {

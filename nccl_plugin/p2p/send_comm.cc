@@ -15,11 +15,7 @@ StatusOr<std::unique_ptr<SendComm>> SendComm::Create(Socket control, std::vector
 SendComm::SendComm(Socket control, std::string what) : control_(std::move(control), std::move(what)), pool_(this) {}
 
 StatusOr<SendComm*> SendComm::FromOpaque(void* opaque) {
-  SendComm* comm = OpaqueObject::As<SendComm>(opaque);
-  if (comm == nullptr) {
-    return Status(Code::kInternal, "called with something that is not a send comm of this plugin");
-  }
-  return comm;
+  return OpaqueObject::Cast<SendComm>(opaque, "a send comm");
 }
 
 StatusOr<Request*> SendComm::Isend(const void* data, size_t size, int tag) {
