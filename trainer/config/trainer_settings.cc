@@ -7,8 +7,8 @@ const std::vector<SettingInfo>& TrainerSettings() {
   // from CLUSTER_SPEC, the rendezvous from CLUSTER_SPEC or nowhere); the
   // default column says what they come to.
   static const std::vector<SettingInfo> kSettings = {
-      {"--rank", "RANK", "N", "", "`0`", "This process's rank, 0 to world-1 (torchrun, Vertex AI)"},
-      {"--world", "WORLD_SIZE", "N", "", "`1`", "Number of ranks (torchrun, Vertex AI)"},
+      {"--rank", "RANK", "N", "", "0", "This process's rank, 0 to world-1 (torchrun, Vertex AI)"},
+      {"--world", "WORLD_SIZE", "N", "", "1", "Number of ranks (torchrun, Vertex AI)"},
       {"--local-rank", "LOCAL_RANK", "N", "0", "",
        "Rank within this machine; the GPU backend uses GPU `LOCAL_RANK` modulo the GPUs it sees"},
       {"--master-addr", "MASTER_ADDR", "HOST", "", "none",

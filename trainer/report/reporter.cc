@@ -146,8 +146,8 @@ void Reporter::Summary(const TrainSummary& s) {
          (f.epochs_installed == 1 ? " change of reducers" : " changes of reducers") + " survived (epoch " +
          std::to_string(f.epoch) + "), " + std::to_string(f.live_reducers) + " of " + std::to_string(f.reducers) +
          " reducers live at the end, " + std::to_string(f.operations_redone) +
-         " all-reduces redone on the survivors, up to " + FormatBytes(f.retained_peak_bytes) +
-         " of gradients kept for it");
+         " all-reduces redone on the survivors, gradient copies held: " + FormatBytes(f.retained_peak_bytes) +
+         " at most");
   }
 }
 
