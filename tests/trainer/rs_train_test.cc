@@ -274,6 +274,20 @@ TEST_F(RsTrainTest, RanksWithOtherSettingsAreStoppedAtTheRendezvous) {
   }
 }
 
+TEST_F(RsTrainTest, RanksThatDisagreeOnFailoverAreStoppedAtTheRendezvous) {
+  std::vector<std::string> args = kSmallModel;
+  args.insert(args.end(), {"--steps", "5"});
+  auto rank0 = StartRank(0, 2, args);
+  args.insert(args.end(), {"--failover", "0"});
+  auto rank1 = StartRank(1, 2, args);
+  for (ChildProcess* p : {rank0.get(), rank1.get()}) {
+    EXPECT_EQ(p->Wait(seconds(60)), 1) << p->Output();
+    EXPECT_NE(p->Output().find("'failover=0 min_reducers=1' where rank 0 has 'failover=1 min_reducers=1'"),
+              std::string::npos)
+        << p->Output();
+  }
+}
+
 TEST_F(RsTrainTest, UsageErrorsExitTwoNamingTheProblem) {
   ChildProcess bad_flag({RS_TRAIN_BIN, "--no-such-flag"});
   EXPECT_EQ(bad_flag.Wait(seconds(30)), 2);

@@ -307,7 +307,7 @@ StatusOr<TrainOptions> ParseOptions(int argc, char** argv, const EnvLookup& env,
   app.add_option("--rendezvous-timeout", raw.rendezvous_timeout, "How long rank 0 waits for every rank")
       ->capture_default_str();
   SettingFlags settings(app, TrainerSettings());
-  app.footer(app.get_footer() + kHelpFooter);
+  app.footer(app.get_footer() + "\n" + kHelpFooter);
   RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
 
   if (raw.backend == "cpu") {
