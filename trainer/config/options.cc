@@ -72,8 +72,8 @@ Status ResolveMaster(const Settings& s, const ClusterSpec* spec, TrainOptions* o
   const SettingValue& addr = s.Get("--master-addr");
   const SettingValue& port = s.Get("--master-port");
   if (addr.is_default != port.is_default) {
-    return Status(Code::kInvalidArgument, (addr.is_default ? port.source : addr.source) + " is set but " +
-                                              (addr.is_default ? "MASTER_ADDR (--master-addr)" : "MASTER_PORT (--master-port)") +
+    const char* missing = addr.is_default ? "MASTER_ADDR (--master-addr)" : "MASTER_PORT (--master-port)";
+    return Status(Code::kInvalidArgument, (addr.is_default ? port.source : addr.source) + " is set but " + missing +
                                               " is not; the rendezvous needs both");
   }
   if (!addr.is_default) {
@@ -151,8 +151,7 @@ Status ResolveClient(const Settings& s, TrainOptions* o) {
   RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, uint64_t{1} << 40), &o->send_window));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &o->op_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &o->connect_timeout));
-  RS_RETURN_IF_ERROR(
-      Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &o->liveness_timeout));
+  RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &o->liveness_timeout));
   if (o->liveness_timeout.count() != 0 && o->liveness_timeout < milliseconds(100)) {
     return Status(Code::kInvalidArgument, Show(s.Get("--liveness-timeout")) + ": use 0 (off) or at least 100ms");
   }

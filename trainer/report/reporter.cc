@@ -97,20 +97,20 @@ void Reporter::Check(uint64_t step, uint64_t hash) {
 void Reporter::Summary(const TrainSummary& s) {
   if (json_) {
     nlohmann::ordered_json j{{"event", "summary"},
-                                {"rank", rank_},
-                                {"steps", s.steps},
-                                {"timed_steps", s.timed_steps},
-                                {"first_loss", s.first_loss},
-                                {"last_loss", s.last_loss},
-                                {"wall_s", s.wall_s},
-                                {"step_ms", s.step_s * 1e3},
-                                {"allreduce_ms", s.allreduce_s * 1e3},
-                                {"algbw_gbs", s.algbw / 1e9},
-                                {"comm_wait_share", s.comm_wait_share},
-                                {"grad_bytes", s.grad_bytes},
-                                {"checks", s.checks},
-                                {"verified", s.verified},
-                                {"hash", HexHash(s.final_hash)}};
+                             {"rank", rank_},
+                             {"steps", s.steps},
+                             {"timed_steps", s.timed_steps},
+                             {"first_loss", s.first_loss},
+                             {"last_loss", s.last_loss},
+                             {"wall_s", s.wall_s},
+                             {"step_ms", s.step_s * 1e3},
+                             {"allreduce_ms", s.allreduce_s * 1e3},
+                             {"algbw_gbs", s.algbw / 1e9},
+                             {"comm_wait_share", s.comm_wait_share},
+                             {"grad_bytes", s.grad_bytes},
+                             {"checks", s.checks},
+                             {"verified", s.verified},
+                             {"hash", HexHash(s.final_hash)}};
     if (s.failover) {
       const FailoverReport& f = *s.failover;
       j["failover"] = nlohmann::ordered_json{{"epoch", f.epoch},
