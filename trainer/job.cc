@@ -35,7 +35,7 @@ StatusOr<RendezvousBlob> RandomBlob() {
 StatusOr<protocol::SessionId> CpuSession(const TrainOptions& o, std::string* how) {
   protocol::SessionId id{};
   if (o.world > 1 && o.master_host.empty()) {
-    *how = "session '" + o.session + "' (" + std::string(EnvInfo(EnvKey::kSession).name) + ")";
+    *how = "session '" + o.session + "' (" + o.session_source + ")";
     return protocol::SessionIdFromName(o.session);
   }
   StatusOr<RendezvousBlob> mine = RandomBlob();
@@ -71,19 +71,31 @@ StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(const TrainOptions& o, const M
     c.job_token = o.job_token;
     c.streams_per_reducer = o.streams;
     c.io_threads = o.io_threads;
-    c.max_piece_bytes = o.piece_bytes;
+    c.max_piece_bytes = o.max_piece;
+    c.min_piece_bytes = o.min_piece;
     c.send_window_bytes = o.send_window;
     c.connect_timeout = o.connect_timeout;
     c.op_timeout = o.op_timeout;
-    // A failure reaches the user once, as rs-train's own error line.
+    c.liveness_timeout = o.liveness_timeout;
+    c.crc = o.crc;
+    c.failover = o.failover;
+    c.min_reducers = o.min_reducers;
+    c.retention_bytes = o.retention;
+    // A failure reaches the user once, as rs-train's own error line; the
+    // warnings (a reducer lost, an epoch installed, a reducer back) as they happen.
     c.log = [rank = o.rank](client::LogLevel level, const std::string& message) {
-      if (level == client::LogLevel::kWarn) std::fprintf(stderr, "rs-train: rank %u: %s\n", rank, message.c_str());
+      if (level != client::LogLevel::kWarn) return;
+      const std::string own = "rank " + std::to_string(rank) + ": ";  // the client names the rank too
+      const bool named = message.compare(0, own.size(), own) == 0;
+      std::fprintf(stderr, "rs-train: %s%s\n", own.c_str(), message.c_str() + (named ? own.size() : 0));
     };
     StatusOr<std::unique_ptr<client::Client>> cl = client::Client::Create(c);
     if (!cl.ok()) return cl.status().Prefixed("joining the reducers");
     b.client = std::move(cl).value();
+    b.failover = o.failover;
+    b.reducers = o.reducers.size();
     b.transport = std::to_string(o.reducers.size()) + (o.reducers.size() == 1 ? " reducer" : " reducers") + " (" +
-                  o.reducers_source + ")";
+                  o.reducers_source + "), failover " + (o.failover ? "on" : "off");
   }
   StatusOr<std::unique_ptr<CpuBackend>> backend = CpuBackend::Create(std::move(b));
   if (!backend.ok()) return backend.status();
@@ -135,6 +147,7 @@ Status RunJob(const TrainOptions& o, Reporter& reporter, const GpuHooks* gpu) {
   TrainLoop loop(o, plan, data, **backend, reporter, reference.get());
   StatusOr<TrainSummary> summary = loop.Run();
   if (!summary.ok()) return summary.status();
+  summary->failover = (*backend)->Failover();
   reporter.Summary(*summary);
   return Status::Ok();
 }

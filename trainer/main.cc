@@ -4,7 +4,6 @@
 #include <cstdio>
 
 #include "trainer/backend/gpu_loader.h"
-#include "trainer/config/env_registry.h"
 #include "trainer/config/options.h"
 #include "trainer/job.h"
 #include "trainer/report/reporter.h"
@@ -16,12 +15,15 @@ int main(int argc, char** argv) {
 #else
   constexpr bool kGpuBuilt = false;
 #endif
-  rs::StatusOr<TrainOptions> options = ParseOptions(argc, argv, TrainerEnv::Process(), kGpuBuilt);
+  rs::StatusOr<TrainOptions> options = ParseOptions(argc, argv, rs::ProcessEnv(), kGpuBuilt);
   if (!options.ok()) {
     if (options.status().code() == rs::Code::kCancelled) return 0;  // --help
     std::fprintf(stderr, "rs-train: %s\nrs-train --help lists the flags and environment variables\n",
                  options.status().message().c_str());
     return 2;
+  }
+  for (const std::string& notice : options->notices) {
+    std::fprintf(stderr, "rs-train: rank %u: warning: %s\n", options->rank, notice.c_str());
   }
   Reporter reporter(stdout, stderr, options->json, options->rank);
   rs::StatusOr<GpuHooks> gpu = rs::Status(rs::Code::kInvalidArgument, "not asked for");

@@ -54,9 +54,7 @@ json Reducerd() {
 json Trainer() {
   char name[] = "rs-train";
   char* argv[] = {name, nullptr};
-  const rs::trainer::TrainerEnv env =
-      rs::trainer::TrainerEnv::FromLookup([](const char* n) { return std::getenv(n); });
-  rs::StatusOr<rs::trainer::TrainOptions> o = rs::trainer::ParseOptions(1, argv, env, /*gpu_built=*/false);
+  rs::StatusOr<rs::trainer::TrainOptions> o = rs::trainer::ParseOptions(1, argv, rs::ProcessEnv(), /*gpu_built=*/false);
   if (!o.ok()) return {{"error", o.status().message()}};
   return {{"reducers", Endpoints(o->reducers)},
           {"rank", o->rank},

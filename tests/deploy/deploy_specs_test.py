@@ -73,8 +73,11 @@ class Registries:
         self.reducerd = set(re.findall(r"^\| [^|]* \| `([A-Z][A-Z0-9_]*)` \|", table, re.M))
         self.plugin = set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", run([ARGS.plugin_table]).stdout, re.M))
         help_text = run([ARGS.rs_train, "--help"]).stdout
-        env_part = help_text.split("\nEnvironment", 1)[1]
-        self.trainer = set(re.findall(r"^  ([A-Z][A-Z0-9_]*)(?: \(--[a-z-]+\))?$", env_part, re.M))
+        # Flags name their variable as "[env NAME]"; the "Environment only:"
+        # list has "  NAME: meaning" lines.
+        self.trainer = set(re.findall(r"\[env ([A-Z][A-Z0-9_]*)\]", help_text))
+        env_only = help_text.split("\nEnvironment only:", 1)[1] if "\nEnvironment only:" in help_text else ""
+        self.trainer |= set(re.findall(r"^  ([A-Z][A-Z0-9_]*):", env_only, re.M))
         self.reducerctl = set(re.findall(r"\(Env:([A-Z_]+)\)", run([ARGS.reducerctl, "--help"]).stdout))
         with open(path("README.md")) as f:
             readme = f.read()

@@ -69,7 +69,7 @@ for dtype in float32 bfloat16; do
   ranks=()
   for r in $(seq 0 $((world - 1))); do
     RANK=$r NCCL_HOSTID=node$r timeout 900 "$train" --backend gpu --steps "$steps" --width "$width" \
-      --bucket-mb "$bucket_mb" --grad-dtype "$dtype" --log-every 10 --timeout 120s >"$logs/$dtype-rank$r.log" 2>&1 &
+      --bucket-mb "$bucket_mb" --grad-dtype "$dtype" --log-every 10 --op-timeout 120s >"$logs/$dtype-rank$r.log" 2>&1 &
     ranks+=($!)
   done
   for p in "${ranks[@]}"; do wait "$p" || status=1; done

@@ -1,11 +1,14 @@
 // rs-train as users run it: one process per rank, configured from the
 // environment a launcher sets, against real reducerd processes on
 // 127.0.0.1. 4 ranks x 2 reducers train, the loss falls, the weights are
-// identical on every rank, --verify matches bit for bit; a killed reducer or
-// rank ends every other rank with an error naming it, within the timeout.
+// identical on every rank, --verify matches bit for bit; a reducer killed
+// mid-training is survived with failover (the default), bit for bit, and
+// ends every rank naming it without; a killed rank ends every other rank
+// with an error naming it, within the timeout.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -141,12 +144,75 @@ TEST_F(RsTrainTest, TheEnvironmentAloneIsEnough) {
 // A run that would go on for hours, until something breaks it.
 std::vector<std::string> EndlessArgs() {
   std::vector<std::string> args = kSmallModel;
-  args.insert(args.end(), {"--steps", "100000000", "--json", "--log-every", "1", "--timeout", "20s"});
+  args.insert(args.end(), {"--steps", "100000000", "--json", "--log-every", "1", "--op-timeout", "20s"});
   return args;
 }
 
-TEST_F(RsTrainTest, AKilledReducerEndsEveryRankNamingIt) {
-  auto ranks = StartRanks(4, EndlessArgs());
+TEST_F(RsTrainTest, AKilledReducerIsSurvivedBitForBitWithFailover) {
+  // 4 ranks x 2 reducers, failover on by default. To kill the reducer while
+  // all-reduces are certainly in flight (not after the last step), rank 3 is
+  // stopped first: the others then wait inside their next step's
+  // all-reduces for its pieces, and the new epoch cannot be installed before
+  // rank 3 runs again and reports.
+  std::vector<std::string> args = kSmallModel;
+  args.insert(args.end(), {"--steps", "40", "--verify", "--json", "--log-every", "1", "--check-every", "5"});
+  auto ranks = StartRanks(4, args);
+  ASSERT_TRUE(ranks[0]->WaitForOutput("\"step\":5,", seconds(120))) << ranks[0]->Output();
+  ASSERT_EQ(kill(ranks[3]->pid(), SIGSTOP), 0);
+  const std::string victim = reducers_[1]->endpoint().ToString();
+  reducers_[1].reset();  // SIGKILL
+  ASSERT_EQ(kill(ranks[3]->pid(), SIGCONT), 0);
+  std::vector<std::string> hashes;
+  for (uint32_t r = 0; r < 4; ++r) {
+    ASSERT_EQ(ranks[r]->Wait(seconds(180)), 0) << "rank " << r << ":\n" << ranks[r]->Output();
+    const auto summary = Events(ranks[r]->Output(), "summary");
+    ASSERT_EQ(summary.size(), 1u) << ranks[r]->Output();
+    EXPECT_EQ(summary[0]["steps"], 40) << "rank " << r;
+    EXPECT_EQ(summary[0]["checks"], 9) << "before step 1, then every 5 steps";
+    hashes.push_back(summary[0]["hash"]);
+    // Each rank went on with the one reducer left, in a new epoch.
+    const nlohmann::json f = summary[0]["failover"];
+    EXPECT_GE(f["epoch"].get<int>(), 1) << "rank " << r << ":\n" << ranks[r]->Output();
+    EXPECT_EQ(f["live_reducers"], 1) << "rank " << r;
+    EXPECT_EQ(f["reducers"], 2) << "rank " << r;
+    // ... and said so when it happened, naming the reducer left.
+    EXPECT_NE(ranks[r]->Output().find("installed: reducers "), std::string::npos) << ranks[r]->Output();
+  }
+  for (uint32_t r = 1; r < 4; ++r) EXPECT_EQ(hashes[r], hashes[0]) << "rank " << r;
+  // The same parameters as the single-process reference at every step, the
+  // redone all-reduces included.
+  const nlohmann::json s = Events(ranks[0]->Output(), "summary")[0];
+  EXPECT_TRUE(s["verified"].get<bool>()) << ranks[0]->Output();
+  // The rank that noticed first (the others may learn it from the coordinator) names the lost reducer.
+  std::string all;
+  for (const auto& rank : ranks) all += rank->Output();
+  EXPECT_NE(all.find(victim), std::string::npos) << all;
+  EXPECT_NE(all.find("; failing over to the other reducers"), std::string::npos) << all;
+}
+
+TEST_F(RsTrainTest, TheTextSummarySaysItFailedOver) {
+  // The same fault, read the way a person reads it: rank 0's summary line.
+  std::vector<std::string> args = kSmallModel;
+  args.insert(args.end(), {"--steps", "30", "--log-every", "1"});
+  auto ranks = StartRanks(2, args);
+  ASSERT_TRUE(ranks[0]->WaitForOutput("step      5/30", seconds(120))) << ranks[0]->Output();
+  ASSERT_EQ(kill(ranks[1]->pid(), SIGSTOP), 0);
+  reducers_[0].reset();  // the coordinator: the survivor takes over
+  ASSERT_EQ(kill(ranks[1]->pid(), SIGCONT), 0);
+  for (uint32_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(ranks[r]->Wait(seconds(180)), 0) << "rank " << r << ":\n" << ranks[r]->Output();
+  }
+  const std::string out = ranks[0]->Output();
+  EXPECT_NE(out.find("checks: parameters identical on every rank"), std::string::npos) << out;
+  EXPECT_NE(out.find("  failover: 1 change of reducers survived (epoch 1), 1 of 2 reducers live at the end, "),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(RsTrainTest, WithoutFailoverAKilledReducerEndsEveryRankNamingIt) {
+  std::vector<std::string> args = EndlessArgs();
+  args.insert(args.end(), {"--failover", "0"});
+  auto ranks = StartRanks(4, args);
   ASSERT_TRUE(ranks[0]->WaitForOutput("\"step\":5,", seconds(120))) << ranks[0]->Output();
   const std::string victim = reducers_[1]->endpoint().ToString();
   reducers_[1].reset();  // SIGKILL
@@ -157,6 +223,31 @@ TEST_F(RsTrainTest, AKilledReducerEndsEveryRankNamingIt) {
     const int code = ranks[r]->Wait(seconds(40));
     EXPECT_EQ(code, 1) << "rank " << r << " (-1: still running):\n" << ranks[r]->Output();
     EXPECT_NE(ranks[r]->Output().find(victim), std::string::npos) << "rank " << r << ":\n" << ranks[r]->Output();
+  }
+}
+
+TEST_F(RsTrainTest, OldSettingNamesStillWorkAndSayWhatReplacesThem) {
+  // A launcher written for the old names: --piece-bytes, REDUCER_OP_TIMEOUT_MS.
+  std::vector<std::string> args = kSmallModel;
+  args.insert(args.end(), {"--steps", "3", "--piece-bytes", "64K"});
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (uint32_t r = 0; r < 2; ++r) {
+    std::vector<std::string> argv = {"/usr/bin/env", "REDUCER_OP_TIMEOUT_MS=30000", "RANK=" + std::to_string(r),
+                                     "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                                     "MASTER_PORT=" + std::to_string(master_port_), "REDUCER_ADDRS=" + addrs_,
+                                     "REDUCER_JOB_TOKEN_FILE=" + token_file_, RS_TRAIN_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ranks.push_back(std::make_unique<ChildProcess>(argv));
+  }
+  for (uint32_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(ranks[r]->Wait(seconds(180)), 0) << "rank " << r << ":\n" << ranks[r]->Output();
+    const std::string out = ranks[r]->Output();
+    const std::string notice =
+        "rs-train: rank " + std::to_string(r) + ": warning: --piece-bytes is deprecated; use --max-piece instead";
+    ASSERT_NE(out.find(notice), std::string::npos) << out;
+    EXPECT_EQ(out.find(notice), out.rfind(notice)) << "reported once:\n" << out;
+    EXPECT_NE(out.find("REDUCER_OP_TIMEOUT_MS is deprecated; use REDUCER_OP_TIMEOUT instead"), std::string::npos)
+        << out;
   }
 }
 
@@ -183,17 +274,42 @@ TEST_F(RsTrainTest, RanksWithOtherSettingsAreStoppedAtTheRendezvous) {
   }
 }
 
+TEST_F(RsTrainTest, RanksThatDisagreeOnFailoverAreStoppedAtTheRendezvous) {
+  std::vector<std::string> args = kSmallModel;
+  args.insert(args.end(), {"--steps", "5"});
+  auto rank0 = StartRank(0, 2, args);
+  args.insert(args.end(), {"--failover", "0"});
+  auto rank1 = StartRank(1, 2, args);
+  for (ChildProcess* p : {rank0.get(), rank1.get()}) {
+    EXPECT_EQ(p->Wait(seconds(60)), 1) << p->Output();
+    EXPECT_NE(p->Output().find("'failover=0 min_reducers=1' where rank 0 has 'failover=1 min_reducers=1'"),
+              std::string::npos)
+        << p->Output();
+  }
+}
+
 TEST_F(RsTrainTest, UsageErrorsExitTwoNamingTheProblem) {
   ChildProcess bad_flag({RS_TRAIN_BIN, "--no-such-flag"});
   EXPECT_EQ(bad_flag.Wait(seconds(30)), 2);
   EXPECT_NE(bad_flag.Output().find("--no-such-flag"), std::string::npos) << bad_flag.Output();
   ChildProcess bad_env({"/usr/bin/env", "RANK=first", "WORLD_SIZE=2", RS_TRAIN_BIN});
   EXPECT_EQ(bad_env.Wait(seconds(30)), 2);
-  EXPECT_NE(bad_env.Output().find("RANK='first' is not an integer"), std::string::npos) << bad_env.Output();
+  EXPECT_NE(bad_env.Output().find("RANK: 'first' is not a whole number"), std::string::npos) << bad_env.Output();
+  ChildProcess bad_value({"/usr/bin/env", "REDUCER_FAILOVER=maybe", RS_TRAIN_BIN});
+  EXPECT_EQ(bad_value.Wait(seconds(30)), 2);
+  EXPECT_NE(bad_value.Output().find("rs-train: REDUCER_FAILOVER: 'maybe' is not a whole number"), std::string::npos)
+      << bad_value.Output();
+  ChildProcess no_unit({RS_TRAIN_BIN, "--op-timeout", "90"});
+  EXPECT_EQ(no_unit.Wait(seconds(30)), 2);
+  EXPECT_NE(no_unit.Output().find("--op-timeout: '90' has no unit"), std::string::npos) << no_unit.Output();
   ChildProcess help({RS_TRAIN_BIN, "--help"});
   EXPECT_EQ(help.Wait(seconds(30)), 0);
   EXPECT_NE(help.Output().find("REDUCER_ADDRS"), std::string::npos) << help.Output();
   EXPECT_NE(help.Output().find("--bucket-mb"), std::string::npos) << help.Output();
+  for (const char* name : {"--max-piece", "REDUCER_MAX_PIECE", "--failover", "REDUCER_FAILOVER", "--op-timeout",
+                           "--piece-bytes", "a lost reducer"}) {
+    EXPECT_NE(help.Output().find(name), std::string::npos) << name << " missing from --help:\n" << help.Output();
+  }
 }
 
 TEST_F(RsTrainTest, GpuBackendWithoutAGpuFailsAtOnceSayingWhy) {

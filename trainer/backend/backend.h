@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,16 @@ struct CommTiming {
   double span_s = 0;   // from the first bucket's all-reduce start to the last one's end
   double wait_s = 0;   // time the step was blocked on communication after backward finished
   uint64_t bytes = 0;  // bytes this rank all-reduced (as sent: bfloat16 counts 2 per element)
+};
+
+// What reducer failover did (client::ClientStats), for the summary.
+struct FailoverReport {
+  uint32_t epoch = 0;               // 0: no reducer was lost or taken back
+  size_t live_reducers = 0;
+  size_t reducers = 0;              // in the list the run started with
+  uint64_t epochs_installed = 0;    // reducer losses and returns survived
+  uint64_t operations_redone = 0;   // all-reduces sent again to the survivors
+  size_t retained_peak_bytes = 0;   // most memory held for copies of inputs
 };
 
 class Backend {
@@ -55,6 +66,9 @@ class Backend {
   // travel the same path as the gradients.
   virtual Status AllReduceSum(std::vector<uint64_t>* values) = 0;
   virtual Status AllReduceSum(std::vector<double>* values) = 0;
+  // With reducer failover on (CPU backend with reducers): what it did so
+  // far. Empty otherwise (the GPU backend's plugin logs its own).
+  virtual std::optional<FailoverReport> Failover() const { return std::nullopt; }
 };
 
 }  // namespace rs::trainer

@@ -36,6 +36,13 @@ std::string CpuBackend::Describe() const {
          " gradients, " + opts_.transport;
 }
 
+std::optional<FailoverReport> CpuBackend::Failover() const {
+  if (!opts_.failover) return std::nullopt;
+  const client::ClientStats st = opts_.client->stats();
+  return FailoverReport{st.epoch, st.live_reducers, opts_.reducers, st.epochs_installed, st.operations_redone,
+                        st.retained_peak_bytes};
+}
+
 Status CpuBackend::SetBatch(const Batch& batch) {
   batch_ = batch;
   return Status::Ok();

@@ -28,6 +28,8 @@ struct CpuBackendOptions {
   // reducer, normally fires first).
   std::chrono::milliseconds op_timeout{90'000};
   std::unique_ptr<client::Client> client;
+  bool failover = false;  // the client's failover is on (Failover() reports its stats)
+  size_t reducers = 0;    // the reducers it started with
   std::string transport;  // for Describe(), e.g. "2 reducers (REDUCER_ADDRS)"
 };
 
@@ -44,6 +46,7 @@ class CpuBackend final : public Backend {
   Status GetParameters(std::vector<float>* out) override;
   Status AllReduceSum(std::vector<uint64_t>* values) override;
   Status AllReduceSum(std::vector<double>* values) override;
+  std::optional<FailoverReport> Failover() const override;
 
  private:
   explicit CpuBackend(CpuBackendOptions options);

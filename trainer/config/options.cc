@@ -1,101 +1,46 @@
 #include "trainer/config/options.h"
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <optional>
 
 #include "common/cli_parse.h"
 #include "common/cluster_spec.h"
 #include "common/units.h"
 #include "protocol/auth.h"
+#include "trainer/config/trainer_settings.h"
 
 namespace rs::trainer {
 namespace {
 
-constexpr int64_t kMaxMs = 24LL * 3600 * 1000;
+using std::chrono::milliseconds;
+constexpr milliseconds kMaxTimeout = std::chrono::hours(24);
 
-// A setting's text and where it came from ("--rank" or "RANK").
-struct Setting {
-  std::string text;
-  std::string source;
-  bool from_env = false;
-};
-
-// The flags as CLI11 leaves them: text, validated afterwards.
+// The trainer's flags without a variable, as CLI11 leaves them: text,
+// validated afterwards.
 struct RawFlags {
-  std::string backend = "cpu", rank, world, local_rank, master_addr, master_port, reducers, token_file, session;
-  std::string streams, piece_bytes, send_window, io_threads, timeout, connect_timeout, rendezvous_timeout = "120s";
-  std::string grad_dtype = "float32";
+  std::string backend = "cpu", rendezvous_timeout = "120s", grad_dtype = "float32";
 };
 
-class Resolver {
- public:
-  Resolver(const CLI::App& app, const TrainerEnv& env) : app_(app), env_(env) {}
-
-  // The flag if given, else its variable if set.
-  std::optional<Setting> Pick(const std::string& flag, const std::string& value, EnvKey key) const {
-    if (app_.count(flag) > 0) return Setting{value, flag, false};
-    if (env_.IsSet(key)) return Setting{env_.Get(key), env_.Name(key), true};
-    return std::nullopt;
-  }
-
- private:
-  const CLI::App& app_;
-  const TrainerEnv& env_;
-};
-
-std::string Show(const Setting& s) {
-  return s.from_env ? s.source + "='" + s.text + "'" : s.source + " '" + s.text + "'";
-}
-
-StatusOr<int64_t> ParseInt(const Setting& s, int64_t min, int64_t max) {
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s.text.c_str(), &end, 10);
-  if (s.text.empty() || *end != '\0' || errno == ERANGE) {
-    return Status(Code::kInvalidArgument, Show(s) + " is not an integer");
-  }
-  if (v < min || v > max) {
-    return Status(Code::kInvalidArgument,
-                  Show(s) + " is outside [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  }
-  return static_cast<int64_t>(v);
-}
-
-// Durations: "30s", "500ms", "2m"; a variable named *_MS holds milliseconds.
-StatusOr<std::chrono::milliseconds> ParseTimeout(const Setting& s) {
-  if (s.from_env) {
-    StatusOr<int64_t> ms = ParseInt(s, 1, kMaxMs);
-    if (!ms.ok()) return ms.status();
-    return std::chrono::milliseconds(*ms);
-  }
-  StatusOr<std::chrono::milliseconds> d = ParseDuration(s.text);
-  if (!d.ok()) return d.status().Prefixed(s.source);
-  if (d->count() <= 0 || d->count() > kMaxMs) {
-    return Status(Code::kInvalidArgument, Show(s) + " must be between 1 ms and 24 h");
-  }
-  return *d;
-}
-
-Status ReadToken(const std::optional<Setting>& file, const TrainerEnv& env, std::string* token) {
-  if (file && (!file->from_env || !env.IsSet(EnvKey::kJobToken))) {
-    StatusOr<std::string> t = protocol::ReadTokenFile(file->text);
-    if (!t.ok()) return t.status().Prefixed(file->source);
-    *token = std::move(t).value();
-  } else if (env.IsSet(EnvKey::kJobToken)) {
-    *token = env.Get(EnvKey::kJobToken);
-  }
+// Stores a parsed value, or passes its error on.
+template <typename T, typename U>
+Status Assign(StatusOr<U> value, T* dest) {
+  if (!value.ok()) return value.status();
+  *dest = static_cast<T>(*value);
   return Status::Ok();
+}
+
+// "--rank 4" or "RANK=4", for messages about a value that parsed.
+std::string Show(const SettingValue& v) {
+  return v.source.rfind("--", 0) == 0 ? v.source + " " + v.text : v.source + "=" + v.text;
 }
 
 // Rank and world from the flags or variables, else from CLUSTER_SPEC's
 // task: workerpool0 is rank 0, workerpool1[i] rank 1 + i.
-Status ResolveRanks(const Resolver& r, const RawFlags& raw, const ClusterSpec* spec, TrainOptions* o) {
-  std::optional<Setting> rank = r.Pick("--rank", raw.rank, EnvKey::kRank);
-  std::optional<Setting> world = r.Pick("--world", raw.world, EnvKey::kWorldSize);
-  if (!rank && !world && spec != nullptr && !spec->task_type.empty()) {
+Status ResolveRanks(const Settings& s, const ClusterSpec* spec, TrainOptions* o) {
+  const SettingValue& rank = s.Get("--rank");
+  const SettingValue& world = s.Get("--world");
+  if (rank.is_default && world.is_default && spec != nullptr && !spec->task_type.empty()) {
     const auto* chief = spec->Pool(ClusterSpec::kChiefPool);
     const auto* workers = spec->Pool(ClusterSpec::kWorkerPool);
     const size_t n_chief = chief ? chief->size() : 0, n_workers = workers ? workers->size() : 0;
@@ -114,40 +59,29 @@ Status ResolveRanks(const Resolver& r, const RawFlags& raw, const ClusterSpec* s
                                                                                : n_chief + spec->task_index);
     return Status::Ok();
   }
-  if (world) {
-    StatusOr<int64_t> w = ParseInt(*world, 1, protocol::kMaxWorld);
-    if (!w.ok()) return w.status();
-    o->world = static_cast<uint32_t>(*w);
-  }
-  if (rank) {
-    StatusOr<int64_t> v = ParseInt(*rank, 0, protocol::kMaxWorld - 1);
-    if (!v.ok()) return v.status();
-    o->rank = static_cast<uint32_t>(*v);
-  }
+  if (!world.is_default) RS_RETURN_IF_ERROR(Assign(s.Int("--world", 1, protocol::kMaxWorld), &o->world));
+  if (!rank.is_default) RS_RETURN_IF_ERROR(Assign(s.Int("--rank", 0, protocol::kMaxWorld - 1), &o->rank));
   if (o->rank >= o->world) {
-    return Status(Code::kInvalidArgument, (rank ? Show(*rank) : std::string("rank 0")) + " is not below " +
-                                              (world ? Show(*world) : std::string("a world size of 1")));
+    return Status(Code::kInvalidArgument, (rank.is_default ? std::string("rank 0") : Show(rank)) + " is not below " +
+                                              (world.is_default ? std::string("a world size of 1") : Show(world)));
   }
   return Status::Ok();
 }
 
-Status ResolveMaster(const Resolver& r, const RawFlags& raw, const TrainerEnv& env, const ClusterSpec* spec,
-                     TrainOptions* o) {
-  std::optional<Setting> addr = r.Pick("--master-addr", raw.master_addr, EnvKey::kMasterAddr);
-  std::optional<Setting> port = r.Pick("--master-port", raw.master_port, EnvKey::kMasterPort);
-  if (addr.has_value() != port.has_value()) {
-    return Status(Code::kInvalidArgument, (addr ? addr->source : port->source) + " is set but " +
-                                              (addr ? "MASTER_PORT (--master-port)" : "MASTER_ADDR (--master-addr)") +
+Status ResolveMaster(const Settings& s, const ClusterSpec* spec, TrainOptions* o) {
+  const SettingValue& addr = s.Get("--master-addr");
+  const SettingValue& port = s.Get("--master-port");
+  if (addr.is_default != port.is_default) {
+    const char* missing = addr.is_default ? "MASTER_ADDR (--master-addr)" : "MASTER_PORT (--master-port)";
+    return Status(Code::kInvalidArgument, (addr.is_default ? port.source : addr.source) + " is set but " + missing +
                                               " is not; the rendezvous needs both");
   }
-  if (addr) {
-    StatusOr<int64_t> p = ParseInt(*port, 1, 65535);
-    if (!p.ok()) return p.status();
-    o->master_host = addr->text;
-    o->master_port = static_cast<uint16_t>(*p);
-    o->master_source = addr->source + ":" + port->source;
+  if (!addr.is_default) {
+    RS_RETURN_IF_ERROR(Assign(s.Int("--master-port", 1, 65535), &o->master_port));
+    o->master_host = addr.text;
+    o->master_source = addr.source + ":" + port.source;
     // torchrun's agent serves its own store on MASTER_PORT.
-    if (port->from_env && env.Get(EnvKey::kTorchAgentStore) == "True") {
+    if (port.source == "MASTER_PORT" && s.Get("TORCHELASTIC_USE_AGENT_STORE").text == "True") {
       if (o->master_port == 65535)
         return Status(Code::kInvalidArgument, "MASTER_PORT=65535 leaves no port for the rendezvous");
       ++o->master_port;
@@ -170,12 +104,12 @@ Status ResolveMaster(const Resolver& r, const RawFlags& raw, const TrainerEnv& e
   return Status::Ok();
 }
 
-Status ResolveReducers(const Resolver& r, const RawFlags& raw, const ClusterSpec* spec, TrainOptions* o) {
-  if (std::optional<Setting> list = r.Pick("--reducers", raw.reducers, EnvKey::kReducerAddrs)) {
-    StatusOr<std::vector<client::Endpoint>> eps = client::ParseEndpoints(list->text);
-    if (!eps.ok()) return eps.status().Prefixed(list->source);
+Status ResolveReducers(const Settings& s, const ClusterSpec* spec, TrainOptions* o) {
+  if (const SettingValue& list = s.Get("--reducers"); !list.is_default) {
+    StatusOr<std::vector<client::Endpoint>> eps = client::ParseEndpoints(list.text);
+    if (!eps.ok()) return eps.status().Prefixed(list.source);
     o->reducers = std::move(eps).value();
-    o->reducers_source = list->source;
+    o->reducers_source = list.source;
     return Status::Ok();
   }
   const auto* pool = spec ? spec->Pool(ClusterSpec::kReducerPool) : nullptr;
@@ -191,41 +125,45 @@ Status ResolveReducers(const Resolver& r, const RawFlags& raw, const ClusterSpec
   return Status::Ok();
 }
 
-Status ResolveClient(const Resolver& r, const RawFlags& raw, TrainOptions* o) {
-  if (auto s = r.Pick("--streams", raw.streams, EnvKey::kStreams)) {
-    StatusOr<int64_t> v = ParseInt(*s, 1, protocol::kMaxStreams);
-    if (!v.ok()) return v.status();
-    o->streams = static_cast<int>(*v);
+// The token file named by the flag, else the token, else the file named by
+// the variable.
+Status ReadToken(const Settings& s, std::string* token) {
+  const SettingValue& file = s.Get("--job-token-file");
+  const SettingValue& value = s.Get("REDUCER_JOB_TOKEN");
+  if (!file.is_default && (file.source != "REDUCER_JOB_TOKEN_FILE" || value.is_default)) {
+    StatusOr<std::string> t = protocol::ReadTokenFile(file.text);
+    if (!t.ok()) return t.status().Prefixed(file.source);
+    *token = std::move(t).value();
+  } else if (!value.is_default) {
+    *token = value.text;
   }
-  if (auto s = r.Pick("--io-threads", raw.io_threads, EnvKey::kIoThreads)) {
-    StatusOr<int64_t> v = ParseInt(*s, 1, 64);
-    if (!v.ok()) return v.status();
-    o->io_threads = static_cast<int>(*v);
+  return Status::Ok();
+}
+
+// The client's settings, named and bounded as in reducer-bench and the NCCL plugin.
+Status ResolveClient(const Settings& s, TrainOptions* o) {
+  o->session = s.Get("--session").text;
+  o->session_source = s.Get("--session").is_default ? "REDUCER_SESSION" : s.Get("--session").source;
+  RS_RETURN_IF_ERROR(Assign(s.Int("--streams", 1, protocol::kMaxStreams), &o->streams));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--io-threads", 1, 64), &o->io_threads));
+  RS_RETURN_IF_ERROR(Assign(s.Size("--max-piece", 4096, uint64_t{1} << 30), &o->max_piece));
+  RS_RETURN_IF_ERROR(Assign(s.Size("--min-piece", 1, uint64_t{1} << 30), &o->min_piece));
+  RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, uint64_t{1} << 40), &o->send_window));
+  RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &o->op_timeout));
+  RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &o->connect_timeout));
+  RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &o->liveness_timeout));
+  if (o->liveness_timeout.count() != 0 && o->liveness_timeout < milliseconds(100)) {
+    return Status(Code::kInvalidArgument, Show(s.Get("--liveness-timeout")) + ": use 0 (off) or at least 100ms");
   }
-  if (auto s = r.Pick("--piece-bytes", raw.piece_bytes, EnvKey::kPieceBytes)) {
-    StatusOr<uint64_t> v = ParseSize(s->text);
-    if (!v.ok()) return v.status().Prefixed(s->source);
-    if (*v < 4096 || *v > (uint64_t{1} << 30)) {
-      return Status(Code::kInvalidArgument, Show(*s) + " must be between 4 KiB and 1 GiB");
-    }
-    o->piece_bytes = *v;
+  RS_RETURN_IF_ERROR(Assign(s.Int("--crc", 0, 1), &o->crc));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--failover", 0, 1), &o->failover));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--min-reducers", 1, protocol::kMaxWorld), &o->min_reducers));
+  if (!o->reducers.empty() && o->min_reducers > o->reducers.size()) {
+    return Status(Code::kInvalidArgument, Show(s.Get("--min-reducers")) + " is more than the " +
+                                              std::to_string(o->reducers.size()) + " reducers of " +
+                                              o->reducers_source);
   }
-  if (auto s = r.Pick("--send-window", raw.send_window, EnvKey::kSendWindow)) {
-    StatusOr<uint64_t> v = ParseSize(s->text);
-    if (!v.ok()) return v.status().Prefixed(s->source);
-    o->send_window = *v;
-  }
-  if (auto s = r.Pick("--timeout", raw.timeout, EnvKey::kOpTimeoutMs)) {
-    StatusOr<std::chrono::milliseconds> v = ParseTimeout(*s);
-    if (!v.ok()) return v.status();
-    o->op_timeout = *v;
-  }
-  if (auto s = r.Pick("--connect-timeout", raw.connect_timeout, EnvKey::kConnectTimeoutMs)) {
-    StatusOr<std::chrono::milliseconds> v = ParseTimeout(*s);
-    if (!v.ok()) return v.status();
-    o->connect_timeout = *v;
-  }
-  if (auto s = r.Pick("--session", raw.session, EnvKey::kSession)) o->session = s->text;
+  RS_RETURN_IF_ERROR(Assign(s.Size("--retention", uint64_t{1} << 20, uint64_t{1} << 40), &o->retention));
   return Status::Ok();
 }
 
@@ -260,16 +198,37 @@ Status CheckCombination(const TrainOptions& o, bool gpu_built) {
   return Status::Ok();
 }
 
-std::string EnvHelp() {
-  std::string out = "Environment (a flag wins over its variable):\n";
-  for (const EnvVarInfo& v : EnvVars()) {
-    out += std::string("  ") + v.name + (v.flag[0] ? std::string(" (") + v.flag + ")" : "") + "\n      " + v.doc + "\n";
+// The CPU backend's client settings: a flag for one of them under --backend
+// gpu would be silently ignored (the NCCL plugin reads the variables).
+constexpr const char* kCpuClientFlags[] = {"--streams",     "--max-piece",        "--min-piece", "--send-window",
+                                           "--io-threads",  "--liveness-timeout", "--crc",       "--failover",
+                                           "--min-reducers", "--retention"};
+
+Status CheckGpuFlags(const Settings& s) {
+  for (const char* flag : kCpuClientFlags) {
+    const SettingValue& v = s.Get(flag);
+    if (!v.is_default && v.source.rfind("--", 0) == 0) {
+      std::string env;
+      for (const SettingInfo& info : TrainerSettings()) {
+        if (info.flag == flag) env = info.env;
+      }
+      return Status(Code::kInvalidArgument, v.source + " is for --backend cpu; under --backend gpu the NCCL plugin "
+                                            "reads " + env + " from the environment instead");
+    }
   }
-  out +=
-      "Exit status: 0 trained and every check passed; 1 training failed (a lost reducer or rank, a\n"
-      "check that failed); 2 bad flags or environment.\n";
-  return out;
+  return Status::Ok();
 }
+
+constexpr char kHelpFooter[] =
+    "Sizes take units (4096, 64KiB, 1MiB); durations must (500ms, 30s, 2m). Old names still work\n"
+    "and are reported once as deprecated.\n"
+    "Failures: with --failover 1 (the default) a lost reducer (killed, frozen, cut off) is survived:\n"
+    "the ranks agree on the remaining reducers, redo what was in flight and train on with the same\n"
+    "bits; rank 0's summary says so (epoch, live reducers, operations redone). With --failover 0, or\n"
+    "below --min-reducers, it ends every rank naming the reducer. A lost rank always ends the run,\n"
+    "naming it.\n"
+    "Exit status: 0 trained and every check passed; 1 training failed (a lost rank, too few reducers,\n"
+    "a check that failed); 2 bad flags or environment.\n";
 
 }  // namespace
 
@@ -289,24 +248,29 @@ std::string TrainOptions::AgreedSettings() const {
       "check_every=" + std::to_string(check_every),
       "log_every=" + std::to_string(log_every),
       "reducers=" + reducer_list,
-      "streams=" + std::to_string(streams) + " piece_bytes=" + std::to_string(piece_bytes),
+      // The client's settings that the reducers or the failover protocol
+      // compare across ranks: caught here, by name, before any traffic.
+      "streams=" + std::to_string(streams),
+      "max_piece=" + std::to_string(max_piece) + " min_piece=" + std::to_string(min_piece),
+      "failover=" + std::to_string(failover) + " min_reducers=" + std::to_string(min_reducers),
+      "crc=" + std::to_string(crc),
   };
   std::string out;
   for (const std::string& l : lines) out += l + "\n";
   return out;
 }
 
-StatusOr<TrainOptions> ParseOptions(int argc, char** argv, const TrainerEnv& env, bool gpu_built) {
+StatusOr<TrainOptions> ParseOptions(int argc, char** argv, const EnvLookup& env, bool gpu_built) {
   CLI::App app{
       "rs-train: data-parallel training of a multi-layer perceptron on synthetic data, the way PyTorch DDP\n"
       "does it: gradients in buckets, each bucket all-reduced as soon as backward has produced it, then\n"
       "averaged and applied with SGD + momentum. One process per rank. The CPU backend all-reduces\n"
       "through the reducers with the client library; the GPU backend (CUDA, cuBLAS) through NCCL, and\n"
-      "so through the reducer NCCL plugin when it is loaded. Every few steps the ranks compare a\n"
-      "checksum of their parameters; --verify also checks, bit for bit, every step against a\n"
-      "single-process reference. Rank 0 prints progress and a summary."};
+      "so through the reducer NCCL plugin when it is loaded (which reads the REDUCER_* variables\n"
+      "itself). Every few steps the ranks compare a checksum of their parameters; --verify also\n"
+      "checks, bit for bit, every step against a single-process reference. Rank 0 prints progress\n"
+      "and a summary. Flags shown with an environment variable take their value from it when absent."};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.footer(EnvHelp());
   TrainOptions o;
   RawFlags raw;
   app.add_option("--backend", raw.backend, std::string("cpu or gpu") + (gpu_built ? "" : " (not built here)"))
@@ -339,23 +303,10 @@ StatusOr<TrainOptions> ParseOptions(int argc, char** argv, const TrainerEnv& env
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
       ->capture_default_str();
   app.add_flag("--json", o.json, "Machine-readable output: one JSON object per line");
-  app.add_option("--rank", raw.rank, "This process's rank [RANK]");
-  app.add_option("--world", raw.world, "Number of ranks [WORLD_SIZE]");
-  app.add_option("--local-rank", raw.local_rank, "Rank on this machine, picks the GPU [LOCAL_RANK]");
-  app.add_option("--master-addr", raw.master_addr, "Rank 0's host for the rendezvous [MASTER_ADDR]");
-  app.add_option("--master-port", raw.master_port, "Rendezvous port [MASTER_PORT]");
   app.add_option("--rendezvous-timeout", raw.rendezvous_timeout, "How long rank 0 waits for every rank")
       ->capture_default_str();
-  app.add_option("--session", raw.session, "Session name when there is no rendezvous [REDUCER_SESSION]");
-  app.add_option("--reducers", raw.reducers, "Reducers HOST:PORT,... [REDUCER_ADDRS, CLUSTER_SPEC]");
-  app.add_option("--job-token-file", raw.token_file, "File with the job token [REDUCER_JOB_TOKEN_FILE]");
-  app.add_option("--streams", raw.streams, "TCP streams per reducer (default 2) [REDUCER_STREAMS]");
-  app.add_option("--piece-bytes", raw.piece_bytes, "Largest piece per reducer (default 1M) [REDUCER_PIECE_BYTES]");
-  app.add_option("--send-window", raw.send_window,
-                 "Bytes in flight per stream, 0: no limit (default 4M) [REDUCER_SEND_WINDOW]");
-  app.add_option("--io-threads", raw.io_threads, "Client I/O threads (default 1) [REDUCER_IO_THREADS]");
-  app.add_option("--timeout", raw.timeout, "An all-reduce with no result this long fails the run (default 90s)");
-  app.add_option("--connect-timeout", raw.connect_timeout, "Bound on joining the reducers (default 60s)");
+  SettingFlags settings(app, TrainerSettings());
+  app.footer(app.get_footer() + "\n" + kHelpFooter);
   RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
 
   if (raw.backend == "cpu") {
@@ -371,31 +322,32 @@ StatusOr<TrainOptions> ParseOptions(int argc, char** argv, const TrainerEnv& env
   }
   o.grad_dtype = *dtype;
   RS_RETURN_IF_ERROR(MlpLayout::Create(o.shape).status());
+  {
+    StatusOr<milliseconds> t = ParseDuration(raw.rendezvous_timeout);
+    if (!t.ok()) return t.status().Prefixed("--rendezvous-timeout");
+    if (t->count() <= 0 || *t > kMaxTimeout) {
+      return Status(Code::kInvalidArgument, "--rendezvous-timeout must be between 1ms and 24h");
+    }
+    o.rendezvous_timeout = *t;
+  }
 
+  const Settings s = Settings::Resolve(TrainerSettings(), settings.Given(), env);
   std::optional<ClusterSpec> spec;
-  if (env.IsSet(EnvKey::kClusterSpec)) {
-    StatusOr<ClusterSpec> parsed = ClusterSpec::Parse(env.Get(EnvKey::kClusterSpec));
+  if (const SettingValue& json = s.Get("CLUSTER_SPEC"); !json.is_default) {
+    StatusOr<ClusterSpec> parsed = ClusterSpec::Parse(json.text);
     if (!parsed.ok()) return parsed.status();
     spec = std::move(parsed).value();
   }
   const ClusterSpec* spec_ptr = spec ? &*spec : nullptr;
-  const Resolver r(app, env);
-  RS_RETURN_IF_ERROR(ResolveRanks(r, raw, spec_ptr, &o));
-  if (auto s = r.Pick("--local-rank", raw.local_rank, EnvKey::kLocalRank)) {
-    StatusOr<int64_t> v = ParseInt(*s, 0, 1 << 16);
-    if (!v.ok()) return v.status();
-    o.local_rank = static_cast<int>(*v);
-  }
-  RS_RETURN_IF_ERROR(ResolveMaster(r, raw, env, spec_ptr, &o));
-  {
-    StatusOr<std::chrono::milliseconds> t = ParseTimeout(Setting{raw.rendezvous_timeout, "--rendezvous-timeout"});
-    if (!t.ok()) return t.status();
-    o.rendezvous_timeout = *t;
-  }
-  RS_RETURN_IF_ERROR(ResolveReducers(r, raw, spec_ptr, &o));
-  RS_RETURN_IF_ERROR(ReadToken(r.Pick("--job-token-file", raw.token_file, EnvKey::kJobTokenFile), env, &o.job_token));
-  RS_RETURN_IF_ERROR(ResolveClient(r, raw, &o));
+  RS_RETURN_IF_ERROR(ResolveRanks(s, spec_ptr, &o));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--local-rank", 0, 1 << 16), &o.local_rank));
+  RS_RETURN_IF_ERROR(ResolveMaster(s, spec_ptr, &o));
+  RS_RETURN_IF_ERROR(ResolveReducers(s, spec_ptr, &o));
+  RS_RETURN_IF_ERROR(ReadToken(s, &o.job_token));
+  RS_RETURN_IF_ERROR(ResolveClient(s, &o));
+  if (o.backend == BackendKind::kGpu) RS_RETURN_IF_ERROR(CheckGpuFlags(s));
   RS_RETURN_IF_ERROR(CheckCombination(o, gpu_built));
+  o.notices = s.notices();
   return o;
 }
 

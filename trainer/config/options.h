@@ -1,8 +1,10 @@
 // rs-train's settings, parsed once from the command line and the
-// environment registry into an immutable struct: a flag wins over its
-// environment variable, which wins over the default. Every problem is a
-// usage error (kInvalidArgument, exit 2) naming the flag or variable:
-// "RANK='x' is not an integer", "RANK=4 is not below WORLD_SIZE=4".
+// environment (through the registry in trainer_settings.h) into an immutable
+// struct: a flag wins over an old flag, over its environment variable, over
+// an old variable, over the default. Every problem is a usage error
+// (kInvalidArgument, exit 2) naming the flag or variable: "RANK: 'x' is not
+// a whole number", "RANK=4 is not below WORLD_SIZE=4". Old names still work;
+// `notices` says which were used, for main() to print once.
 //
 // Thread-safety: TrainOptions is a value type; ParseOptions is reentrant.
 #pragma once
@@ -15,7 +17,7 @@
 #include "client/client.h"
 #include "common/dtype.h"
 #include "common/status.h"
-#include "trainer/config/env_registry.h"
+#include "common/settings.h"
 #include "trainer/ddp/sgd.h"
 #include "trainer/model/mlp_layout.h"
 
@@ -37,6 +39,7 @@ struct TrainOptions {
   std::string master_source;  // which flag or variable gave it, for messages
   std::chrono::milliseconds rendezvous_timeout{120'000};
   std::string session = "rs-train";
+  std::string session_source = "REDUCER_SESSION";  // where it came from, for messages
 
   // The reducers (CPU backend; the GPU backend's NCCL plugin reads its own).
   std::vector<client::Endpoint> reducers;
@@ -44,10 +47,17 @@ struct TrainOptions {
   std::string job_token;
   int streams = 2;
   int io_threads = 1;
-  uint64_t piece_bytes = 1 << 20;
+  uint64_t max_piece = 1 << 20;
+  uint64_t min_piece = 64 << 10;
   uint64_t send_window = 4 << 20;
   std::chrono::milliseconds op_timeout{90'000};
   std::chrono::milliseconds connect_timeout{60'000};
+  // Reliability (docs/reliability.md), CPU backend.
+  std::chrono::milliseconds liveness_timeout{5'000};  // 0: off
+  bool crc = false;
+  bool failover = true;
+  uint32_t min_reducers = 1;
+  uint64_t retention = 256 << 20;
 
   // Model, data and training.
   MlpShape shape;
@@ -63,6 +73,9 @@ struct TrainOptions {
   bool verify = false;
   uint64_t log_every = 10;
   bool json = false;
+  // One line per deprecated name in use ("REDUCER_PIECE_BYTES is deprecated;
+  // use REDUCER_MAX_PIECE instead").
+  std::vector<std::string> notices;
 
   size_t bucket_bytes() const { return static_cast<size_t>(bucket_mb * 1024 * 1024); }
   // Everything the ranks must agree on, one "name=value" per line; the
@@ -70,8 +83,9 @@ struct TrainOptions {
   std::string AgreedSettings() const;
 };
 
-// gpu_built: whether this binary has the GPU backend. --help prints the
-// usage and returns kCancelled.
-StatusOr<TrainOptions> ParseOptions(int argc, char** argv, const TrainerEnv& env, bool gpu_built);
+// env: the environment (ProcessEnv(); tests pass a map). gpu_built: whether
+// this binary has the GPU backend. --help prints the usage and returns
+// kCancelled.
+StatusOr<TrainOptions> ParseOptions(int argc, char** argv, const EnvLookup& env, bool gpu_built);
 
 }  // namespace rs::trainer

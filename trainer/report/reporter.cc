@@ -96,22 +96,31 @@ void Reporter::Check(uint64_t step, uint64_t hash) {
 
 void Reporter::Summary(const TrainSummary& s) {
   if (json_) {
-    Line(nlohmann::ordered_json{{"event", "summary"},
-                                {"rank", rank_},
-                                {"steps", s.steps},
-                                {"timed_steps", s.timed_steps},
-                                {"first_loss", s.first_loss},
-                                {"last_loss", s.last_loss},
-                                {"wall_s", s.wall_s},
-                                {"step_ms", s.step_s * 1e3},
-                                {"allreduce_ms", s.allreduce_s * 1e3},
-                                {"algbw_gbs", s.algbw / 1e9},
-                                {"comm_wait_share", s.comm_wait_share},
-                                {"grad_bytes", s.grad_bytes},
-                                {"checks", s.checks},
-                                {"verified", s.verified},
-                                {"hash", HexHash(s.final_hash)}}
-             .dump());
+    nlohmann::ordered_json j{{"event", "summary"},
+                             {"rank", rank_},
+                             {"steps", s.steps},
+                             {"timed_steps", s.timed_steps},
+                             {"first_loss", s.first_loss},
+                             {"last_loss", s.last_loss},
+                             {"wall_s", s.wall_s},
+                             {"step_ms", s.step_s * 1e3},
+                             {"allreduce_ms", s.allreduce_s * 1e3},
+                             {"algbw_gbs", s.algbw / 1e9},
+                             {"comm_wait_share", s.comm_wait_share},
+                             {"grad_bytes", s.grad_bytes},
+                             {"checks", s.checks},
+                             {"verified", s.verified},
+                             {"hash", HexHash(s.final_hash)}};
+    if (s.failover) {
+      const FailoverReport& f = *s.failover;
+      j["failover"] = nlohmann::ordered_json{{"epoch", f.epoch},
+                                             {"live_reducers", f.live_reducers},
+                                             {"reducers", f.reducers},
+                                             {"epochs_installed", f.epochs_installed},
+                                             {"operations_redone", f.operations_redone},
+                                             {"retained_peak_bytes", f.retained_peak_bytes}};
+    }
+    Line(j.dump());
     return;
   }
   if (rank_ != 0) {
@@ -131,6 +140,15 @@ void Reporter::Summary(const TrainSummary& s) {
   Line("  checks: parameters identical on every rank at " + std::to_string(s.checks) + " checks (final " +
        HexHash(s.final_hash) + ")" +
        (s.verified ? "; --verify: every step matched the single-process reference bit for bit" : ""));
+  if (s.failover && s.failover->epochs_installed > 0) {
+    const FailoverReport& f = *s.failover;
+    Line("  failover: " + std::to_string(f.epochs_installed) +
+         (f.epochs_installed == 1 ? " change of reducers" : " changes of reducers") + " survived (epoch " +
+         std::to_string(f.epoch) + "), " + std::to_string(f.live_reducers) + " of " + std::to_string(f.reducers) +
+         " reducers live at the end, " + std::to_string(f.operations_redone) +
+         " all-reduces redone on the survivors, gradient copies held: " + FormatBytes(f.retained_peak_bytes) +
+         " at most");
+  }
 }
 
 void Reporter::Error(const Status& status) {

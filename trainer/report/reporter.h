@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "trainer/backend/backend.h"
 
 namespace rs::trainer {
 
@@ -58,6 +59,7 @@ struct TrainSummary {
   uint64_t checks = 0;      // cross-rank parameter checks passed
   bool verified = false;    // --verify ran and matched every step
   uint64_t final_hash = 0;
+  std::optional<FailoverReport> failover;  // with reducer failover on
 };
 
 class Reporter {

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "tests/support/test_cluster.h"
+#include "trainer/config/trainer_settings.h"
 
 namespace rs::trainer {
 namespace {
@@ -20,10 +22,11 @@ class OptionsTest : public ::testing::Test {
     args.insert(args.begin(), "rs-train");
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
-    const TrainerEnv env = TrainerEnv::FromLookup([this](const char* name) -> const char* {
+    const EnvLookup env = [this](const char* name) -> const char* {
+      asked_.insert(name);
       auto it = env_.find(name);
       return it == env_.end() ? nullptr : it->second.c_str();
-    });
+    };
     return ParseOptions(static_cast<int>(argv.size()), argv.data(), env, gpu_built);
   }
 
@@ -36,6 +39,7 @@ class OptionsTest : public ::testing::Test {
   }
 
   std::map<std::string, std::string> env_;
+  std::set<std::string> asked_;  // every variable ParseOptions looked at
 };
 
 TEST_F(OptionsTest, TheLaunchersEnvironmentAloneIsEnough) {
@@ -66,29 +70,31 @@ TEST_F(OptionsTest, FlagsWinOverTheEnvironment) {
           {"WORLD_SIZE", "4"},
           {"REDUCER_ADDRS", "10.0.0.5:7450"},
           {"REDUCER_STREAMS", "3"},
-          {"REDUCER_OP_TIMEOUT_MS", "5000"}};
-  auto o = Parse({"--rank", "3", "--reducers", "127.0.0.1:1,127.0.0.1:2", "--timeout", "2m", "--steps", "7"});
+          {"REDUCER_OP_TIMEOUT", "5s"}};
+  auto o = Parse({"--rank", "3", "--reducers", "127.0.0.1:1,127.0.0.1:2", "--op-timeout", "2m", "--steps", "7"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->rank, 3u);
   EXPECT_EQ(o->reducers.size(), 2u);
   EXPECT_EQ(o->streams, 3);                                      // from the environment
   EXPECT_EQ(o->op_timeout, std::chrono::milliseconds(120'000));  // the flag
   EXPECT_EQ(o->steps, 7u);
+  EXPECT_TRUE(o->notices.empty());
 }
 
 TEST_F(OptionsTest, MalformedEnvironmentNamesTheVariable) {
   env_ = {{"RANK", "two"}, {"WORLD_SIZE", "4"}, {"REDUCER_ADDRS", "10.0.0.5:7450"}};
-  EXPECT_EQ(UsageError({}), "RANK='two' is not an integer");
+  EXPECT_EQ(UsageError({}), "RANK: 'two' is not a whole number");
   env_ = {{"RANK", "4"}, {"WORLD_SIZE", "4"}, {"REDUCER_ADDRS", "10.0.0.5:7450"}};
-  EXPECT_EQ(UsageError({}), "RANK='4' is not below WORLD_SIZE='4'");
+  EXPECT_EQ(UsageError({}), "RANK=4 is not below WORLD_SIZE=4");
+  EXPECT_EQ(UsageError({"--world", "2"}), "RANK=4 is not below --world 2");
   env_ = {{"REDUCER_ADDRS", "10.0.0.5"}};
   EXPECT_NE(UsageError({}).find("REDUCER_ADDRS: reducer address '10.0.0.5' is not HOST:PORT"), std::string::npos);
   env_ = {{"MASTER_ADDR", "x"}};
   EXPECT_NE(UsageError({}).find("MASTER_PORT"), std::string::npos);
   env_ = {{"MASTER_ADDR", "x"}, {"MASTER_PORT", "99999"}};
-  EXPECT_EQ(UsageError({}), "MASTER_PORT='99999' is outside [1, 65535]");
+  EXPECT_EQ(UsageError({}), "MASTER_PORT: 99999 is outside [1, 65535]");
   env_ = {{"REDUCER_OP_TIMEOUT_MS", "soon"}};
-  EXPECT_EQ(UsageError({}), "REDUCER_OP_TIMEOUT_MS='soon' is not an integer");
+  EXPECT_EQ(UsageError({}).rfind("REDUCER_OP_TIMEOUT_MS: ", 0), 0u);
   env_ = {{"REDUCER_JOB_TOKEN_FILE", "/nonexistent/token"}};
   EXPECT_NE(UsageError({}).find("REDUCER_JOB_TOKEN_FILE"), std::string::npos);
   env_ = {{"CLUSTER_SPEC", "{not json"}};
@@ -101,7 +107,8 @@ TEST_F(OptionsTest, BadFlagsAreUsageErrors) {
   EXPECT_EQ(UsageError({"--grad-dtype", "int8"}), "--grad-dtype 'int8': use float32 or bfloat16");
   EXPECT_NE(UsageError({"--width", "0"}).find("width 0"), std::string::npos);
   EXPECT_NE(UsageError({"--bucket-mb", "0"}).find("--bucket-mb"), std::string::npos);
-  EXPECT_NE(UsageError({"--timeout", "-3s"}).find("--timeout"), std::string::npos);
+  EXPECT_NE(UsageError({"--op-timeout", "-3s"}).find("--op-timeout"), std::string::npos);
+  EXPECT_NE(UsageError({"--rendezvous-timeout", "0s"}).find("--rendezvous-timeout"), std::string::npos);
   EXPECT_NE(UsageError({"--world", "3"}).find("no reducers"), std::string::npos);
 }
 
@@ -113,6 +120,13 @@ TEST_F(OptionsTest, GpuSettingsAreCheckedUpFront) {
   auto o = Parse({"--backend", "gpu", "--world", "2"}, true);
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_TRUE(o->reducers.empty());  // the NCCL plugin finds the reducers itself
+  // The plugin reads the client's settings from the environment: a flag for
+  // one of them would be silently ignored, so it is refused.
+  EXPECT_EQ(UsageError({"--backend", "gpu", "--world", "2", "--max-piece", "2MiB"}, true),
+            "--max-piece is for --backend cpu; under --backend gpu the NCCL plugin reads REDUCER_MAX_PIECE from the "
+            "environment instead");
+  env_["REDUCER_FAILOVER"] = "0";  // the variable is the plugin's too: fine
+  EXPECT_TRUE(Parse({"--backend", "gpu", "--world", "2"}, true).ok());
 }
 
 TEST_F(OptionsTest, VertexClusterSpecGivesRanksReducersAndTheRendezvous) {
@@ -167,6 +181,119 @@ TEST_F(OptionsTest, TheTokenFileIsRead) {
   EXPECT_EQ(o->job_token, "from-env");
 }
 
+TEST_F(OptionsTest, OnlyTheRegisteredVariablesAreRead) {
+  env_ = {{"RANK", "0"}};
+  ASSERT_TRUE(Parse({}).ok());
+  std::set<std::string> registered;
+  for (const SettingInfo& s : TrainerSettings()) {
+    registered.insert(s.env);
+    for (const SettingAlias& a : s.old_envs) registered.insert(a.name);
+  }
+  for (const std::string& name : asked_) EXPECT_EQ(registered.count(name), 1u) << name << " is not in the registry";
+  EXPECT_EQ(asked_.count("REDUCER_FAILOVER"), 1u);
+  EXPECT_EQ(asked_.count("REDUCER_PIECE_BYTES"), 1u);
+}
+
+TEST_F(OptionsTest, TheClientAndReliabilitySettingsHaveTheirDefaults) {
+  auto o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->streams, 2);
+  EXPECT_EQ(o->max_piece, 1u << 20);
+  EXPECT_EQ(o->min_piece, 64u << 10);
+  EXPECT_EQ(o->send_window, 4u << 20);
+  EXPECT_EQ(o->op_timeout, std::chrono::seconds(90));
+  EXPECT_EQ(o->connect_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(o->liveness_timeout, std::chrono::seconds(5));
+  EXPECT_TRUE(o->failover);
+  EXPECT_FALSE(o->crc);
+  EXPECT_EQ(o->min_reducers, 1u);
+  EXPECT_EQ(o->retention, 256u << 20);
+  EXPECT_EQ(o->session, "rs-train");
+}
+
+TEST_F(OptionsTest, TheClientAndReliabilitySettingsTakeUnitsFromFlagsAndVariables) {
+  env_ = {{"REDUCER_ADDRS", "10.0.0.5:7450,10.0.0.6:7450,10.0.0.7:7450"},
+          {"REDUCER_MAX_PIECE", "256KiB"},
+          {"REDUCER_MIN_PIECE", "16K"},
+          {"REDUCER_OP_TIMEOUT", "2m"},
+          {"REDUCER_CONNECT_TIMEOUT", "1500ms"},
+          {"REDUCER_LIVENESS_TIMEOUT", "0"},
+          {"REDUCER_FAILOVER", "0"},
+          {"REDUCER_CRC", "1"},
+          {"REDUCER_MIN_REDUCERS", "2"},
+          {"REDUCER_RETENTION", "1GiB"},
+          {"REDUCER_IO_THREADS", "3"}};
+  auto o = Parse({"--send-window", "0", "--streams", "4"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->max_piece, 256u << 10);
+  EXPECT_EQ(o->min_piece, 16u << 10);
+  EXPECT_EQ(o->op_timeout, std::chrono::minutes(2));
+  EXPECT_EQ(o->connect_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(o->liveness_timeout, std::chrono::milliseconds(0));
+  EXPECT_FALSE(o->failover);
+  EXPECT_TRUE(o->crc);
+  EXPECT_EQ(o->min_reducers, 2u);
+  EXPECT_EQ(o->retention, uint64_t{1} << 30);
+  EXPECT_EQ(o->io_threads, 3);
+  EXPECT_EQ(o->send_window, 0u);
+  EXPECT_EQ(o->streams, 4);
+  o = Parse({"--failover", "1", "--max-piece", "2MiB", "--liveness-timeout", "10s"});  // flags win
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_TRUE(o->failover);
+  EXPECT_EQ(o->max_piece, 2u << 20);
+  EXPECT_EQ(o->liveness_timeout, std::chrono::seconds(10));
+}
+
+TEST_F(OptionsTest, DeprecatedNamesStillWorkAndAreReportedOnce) {
+  // The old variables, with their old meaning: a bare number is milliseconds.
+  env_ = {{"REDUCER_PIECE_BYTES", "256K"}, {"REDUCER_OP_TIMEOUT_MS", "5000"}, {"REDUCER_CONNECT_TIMEOUT_MS", "1500"}};
+  auto o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->max_piece, 256u << 10);
+  EXPECT_EQ(o->op_timeout, std::chrono::milliseconds(5000));
+  EXPECT_EQ(o->connect_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(o->notices, (std::vector<std::string>{
+                            "REDUCER_PIECE_BYTES is deprecated; use REDUCER_MAX_PIECE instead",
+                            "REDUCER_OP_TIMEOUT_MS is deprecated; use REDUCER_OP_TIMEOUT instead",
+                            "REDUCER_CONNECT_TIMEOUT_MS is deprecated; use REDUCER_CONNECT_TIMEOUT instead",
+                        }));
+  // The old flags.
+  env_.clear();
+  o = Parse({"--piece-bytes", "128K", "--timeout", "30s"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->max_piece, 128u << 10);
+  EXPECT_EQ(o->op_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(o->notices, (std::vector<std::string>{"--piece-bytes is deprecated; use --max-piece instead",
+                                                  "--timeout is deprecated; use --op-timeout instead"}));
+  // A new name beside an old one wins, and the notice says the old one was ignored.
+  env_ = {{"REDUCER_MAX_PIECE", "2MiB"}, {"REDUCER_PIECE_BYTES", "256K"}};
+  o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->max_piece, 2u << 20);
+  ASSERT_EQ(o->notices.size(), 1u);
+  EXPECT_EQ(o->notices[0],
+            "REDUCER_PIECE_BYTES is deprecated and was ignored: REDUCER_MAX_PIECE takes precedence (use "
+            "REDUCER_MAX_PIECE instead)");
+}
+
+TEST_F(OptionsTest, BadClientAndReliabilityValuesNameTheSettingAndTheFormat) {
+  env_ = {{"REDUCER_FAILOVER", "yes"}};
+  EXPECT_EQ(UsageError({}), "REDUCER_FAILOVER: 'yes' is not a whole number");
+  env_ = {{"REDUCER_FAILOVER", "2"}};
+  EXPECT_EQ(UsageError({}), "REDUCER_FAILOVER: 2 is outside [0, 1]");
+  env_ = {{"REDUCER_MAX_PIECE", "1K"}};
+  EXPECT_EQ(UsageError({}), "REDUCER_MAX_PIECE: '1K' is below the minimum, 4 KiB");
+  env_ = {{"REDUCER_OP_TIMEOUT", "90000"}};  // a bare number is refused under the new name
+  EXPECT_NE(UsageError({}).find("REDUCER_OP_TIMEOUT: '90000' has no unit"), std::string::npos);
+  env_ = {{"REDUCER_RETENTION", "lots"}};
+  EXPECT_EQ(UsageError({}).rfind("REDUCER_RETENTION: ", 0), 0u);
+  env_.clear();
+  EXPECT_EQ(UsageError({"--liveness-timeout", "50ms"}), "--liveness-timeout 50ms: use 0 (off) or at least 100ms");
+  EXPECT_EQ(UsageError({"--reducers", "h:1,h:2", "--min-reducers", "3"}),
+            "--min-reducers 3 is more than the 2 reducers of --reducers");
+  EXPECT_EQ(UsageError({"--crc", "on"}), "--crc: 'on' is not a whole number");
+}
+
 TEST_F(OptionsTest, AgreedSettingsCoverWhatRanksMustShare) {
   auto a = Parse({"--batch", "8"});
   auto b = Parse({"--batch", "16"});
@@ -176,6 +303,18 @@ TEST_F(OptionsTest, AgreedSettingsCoverWhatRanksMustShare) {
   auto c = Parse({"--batch", "8", "--verify"});  // only rank 0 does anything with it
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(a->AgreedSettings(), c->AgreedSettings());
+  // The client settings the reducers compare across ranks.
+  auto d = Parse({"--batch", "8", "--failover", "0"});
+  auto e = Parse({"--batch", "8", "--max-piece", "512KiB"});
+  auto f = Parse({"--batch", "8", "--crc", "1"});
+  ASSERT_TRUE(d.ok() && e.ok() && f.ok());
+  EXPECT_NE(d->AgreedSettings().find("failover=0 min_reducers=1\n"), std::string::npos) << d->AgreedSettings();
+  EXPECT_NE(e->AgreedSettings().find("max_piece=524288 min_piece=65536\n"), std::string::npos) << e->AgreedSettings();
+  for (const auto* other : {&d, &e, &f}) EXPECT_NE(a->AgreedSettings(), (*other)->AgreedSettings());
+  // Only this rank's own resources: may differ.
+  auto g = Parse({"--batch", "8", "--retention", "64MiB", "--io-threads", "2", "--op-timeout", "3m"});
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(a->AgreedSettings(), g->AgreedSettings());
 }
 
 }  // namespace

@@ -1,0 +1,28 @@
+// rs-train's settings registry (common/settings.h): every setting that has
+// an environment variable, with its flag, default, description and old
+// names. The launchers' variables (torchrun, Vertex AI: RANK, WORLD_SIZE,
+// LOCAL_RANK, MASTER_ADDR, MASTER_PORT, CLUSTER_SPEC) and the reducers'
+// (REDUCER_ADDRS, the job token, the client's settings, under the names
+// reducerd, reducer-bench and the NCCL plugin use: REDUCER_MAX_PIECE,
+// REDUCER_OP_TIMEOUT, REDUCER_FAILOVER, ...). This list feeds the command
+// line, the resolution of every value (options.cc), the deprecation notices,
+// --help and the README table (a test compares it); nothing else in the
+// trainer reads the environment. The trainer's own flags without a variable
+// (--steps, --batch, ...) are declared in options.cc.
+//
+// Thread-safety: immutable after the first call.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/settings.h"
+
+namespace rs::trainer {
+
+const std::vector<SettingInfo>& TrainerSettings();
+
+// The README's "Training: rs-train / Environment" table.
+std::string TrainerSettingsTable();
+
+}  // namespace rs::trainer
