@@ -36,4 +36,22 @@ Status SetTcpLiveness(int fd, std::chrono::milliseconds timeout) {
   return Status::Ok();
 }
 
+void ReceiveLowWater::Expect(size_t remaining) {
+  const size_t want = remaining < kMinBytes ? 1 : std::min(remaining, kMaxBytes);
+  if (want != current_) Apply(want);
+}
+
+void ReceiveLowWater::Reset() {
+  if (current_ != 1) Apply(1);
+}
+
+void ReceiveLowWater::Apply(size_t bytes) {
+  if (fd_ < 0 || failed_) return;
+  if (!Set(fd_, SOL_SOCKET, SO_RCVLOWAT, static_cast<int>(bytes), "SO_RCVLOWAT").ok()) {
+    failed_ = true;  // not supported here: reads still work, only wake more often
+    return;
+  }
+  current_ = bytes;
+}
+
 }  // namespace rs
