@@ -228,6 +228,7 @@ void ReducerStream::ArmLiveness() {
 }
 
 void ReducerStream::OnLivenessTick() {
+  if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
   const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
   if (verdict.silent) {
     Lose(Status(Code::kPeerFailed, "reducer " + params_.endpoint.ToString() + " sent nothing for " +

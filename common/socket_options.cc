@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -43,6 +44,15 @@ void ReceiveLowWater::Expect(size_t remaining) {
 
 void ReceiveLowWater::Reset() {
   if (current_ != 1) Apply(1);
+}
+
+bool ReceiveLowWater::ArrivedSinceLastAsked() {
+  if (fd_ < 0 || current_ == 1) return false;  // no mark: every arrival wakes the reader
+  int queued = 0;
+  if (ioctl(fd_, FIONREAD, &queued) != 0) return false;
+  const bool changed = queued != queued_;
+  queued_ = queued;
+  return changed;
 }
 
 void ReceiveLowWater::Apply(size_t bytes) {

@@ -43,12 +43,17 @@ class ReceiveLowWater {
   void Expect(size_t remaining);
   // The read is over: back to waking for any byte.
   void Reset();
+  // While a mark is set the reader is not woken as bytes trickle in, so its
+  // liveness check cannot see them: true when the bytes waiting in the
+  // socket changed since the last call (a slow link still counts as alive).
+  bool ArrivedSinceLastAsked();
 
  private:
   void Apply(size_t bytes);
   int fd_ = -1;
   size_t current_ = 1;
   bool failed_ = false;
+  int queued_ = 0;  // at the last ArrivedSinceLastAsked
 };
 
 }  // namespace rs

@@ -310,6 +310,7 @@ void Connection::ArmLiveness() {
 }
 
 void Connection::OnLivenessTick() {
+  if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
   const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
   if (verdict.silent) {
     // The session tells every rank, this one included (if it still listens).
