@@ -63,11 +63,16 @@ Status Validate(const RawFlags& raw, const Settings& s, Options* out) {
                                               std::to_string(out->world));
   }
   out->session = s.Get("--session").text;
-  RS_RETURN_IF_ERROR(Assign(s.Int("--streams", 1, 64), &out->streams));
+  // Left unset, the client chooses these three (client/transport_plan.h).
+  if (s.IsSet("--streams")) RS_RETURN_IF_ERROR(Assign(s.Int("--streams", 1, 64), &out->streams.emplace()));
   RS_RETURN_IF_ERROR(Assign(s.Int("--io-threads", 1, 64), &out->io_threads));
-  RS_RETURN_IF_ERROR(Assign(s.Size("--max-piece", 4096, 1ull << 30), &out->max_piece));
+  if (s.IsSet("--max-piece")) {
+    RS_RETURN_IF_ERROR(Assign(s.Size("--max-piece", 4096, 1ull << 30), &out->max_piece.emplace()));
+  }
   RS_RETURN_IF_ERROR(Assign(s.Size("--min-piece", 1, 1ull << 30), &out->min_piece));
-  RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, 1ull << 40), &out->send_window));
+  if (s.IsSet("--send-window")) {
+    RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, 1ull << 40), &out->send_window.emplace()));
+  }
   RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &out->op_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &out->connect_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &out->liveness));
@@ -119,14 +124,16 @@ const std::vector<SettingInfo>& BenchSettings() {
        "Session name; ranks with the same name form one all-reduce group"},
       {"--job-token-file", "REDUCER_JOB_TOKEN_FILE", "FILE", "", "", "File holding the job token"},
       {"", "REDUCER_JOB_TOKEN", "", "", "", "The job token itself, used when no token file is given"},
-      {"--streams", "REDUCER_STREAMS", "N", "2", "", "TCP streams to each reducer (1-64)"},
-      {"--max-piece", "REDUCER_MAX_PIECE", "SIZE", "1MiB", "",
+      {"--streams", "REDUCER_STREAMS", "N", "", "auto: 1",
+       "TCP streams to each reducer (1-64; the same on every rank)"},
+      {"--max-piece", "REDUCER_MAX_PIECE", "SIZE", "", "auto: 512KiB / reducers, 64KiB-512KiB",
        "Largest piece of an operation sent to one reducer (the same on every rank)",
        {{"--piece-bytes", ""}}, {{"REDUCER_PIECE_BYTES", ""}}},
       {"--min-piece", "REDUCER_MIN_PIECE", "SIZE", "64KiB", "",
        "Below this an operation is not split further to reach every reducer"},
-      {"--send-window", "REDUCER_SEND_WINDOW", "SIZE", "4MiB", "",
-       "Bytes of pieces a stream may have sent without their results back; 0: no limit"},
+      {"--send-window", "REDUCER_SEND_WINDOW", "SIZE", "", "auto: 4 pieces or 2 pieces + 2 x BDP",
+       "Bytes of pieces a stream may have sent without their results back; 0: no limit. Unset: 4 pieces, "
+       "or 2 pieces + twice the stream's bandwidth-delay product as TCP measures it, whichever is more"},
       {"--io-threads", "REDUCER_IO_THREADS", "N", "1", "", "Client I/O threads (1-64)"},
       {"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "90s", "",
        "An operation with no answer from a reducer for this long fails; keep it above the reducers' "

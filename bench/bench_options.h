@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,11 @@ struct Options {
   int iters = 20;
   int warmup = 5;
   bool check = true;
-  int streams = 2;
-  uint64_t max_piece = 1 << 20;
+  // Unset: the client chooses (client/transport_plan.h).
+  std::optional<int> streams;
+  std::optional<uint64_t> max_piece;
   uint64_t min_piece = 64 << 10;
-  uint64_t send_window = 4 << 20;
+  std::optional<uint64_t> send_window;  // 0: no limit
   int io_threads = 1;
   int inflight = 1;
   std::chrono::milliseconds op_timeout{90'000};

@@ -68,10 +68,12 @@ class Report {
     for (const auto& r : o_.reducers) list += (list.empty() ? "" : ",") + r.ToString();
     std::printf("# reducer-bench: %u ranks, %zu reducers (%s), session '%s'\n", o_.world, o_.reducers.size(),
                 list.c_str(), o_.session.c_str());
-    std::printf("# %d stream(s) per reducer, pieces up to %s, send window %s, %d operation(s) in flight, "
+    const std::string streams = o_.streams ? std::to_string(*o_.streams) : "auto";
+    const std::string piece = o_.max_piece ? FormatBytes(*o_.max_piece) : "auto";
+    const std::string window = !o_.send_window ? "auto" : *o_.send_window ? FormatBytes(*o_.send_window) : "unlimited";
+    std::printf("# %s stream(s) per reducer, pieces up to %s, send window %s, %d operation(s) in flight, "
                 "%d I/O thread(s)\n",
-                o_.streams, FormatBytes(o_.max_piece).c_str(),
-                o_.send_window ? FormatBytes(o_.send_window).c_str() : "unlimited", o_.inflight, o_.io_threads);
+                streams.c_str(), piece.c_str(), window.c_str(), o_.inflight, o_.io_threads);
     std::printf("# iters %d, warmup %d, check %s, job token %s\n", o_.iters, o_.warmup, o_.check ? "on" : "off",
                 o_.job_token.empty() ? "none" : "set");
     std::printf("# liveness timeout %lld ms, CRC32C %s, failover %s\n", static_cast<long long>(o_.liveness.count()),
@@ -140,6 +142,17 @@ class Report {
   double algbw_sum_ = 0;
 };
 
+// What the client chose (or was told): the automatic window moves with the
+// path, so it is reported as the streams' range at the end of the run.
+void PrintTransport(const client::ClientStats& st) {
+  auto window = [](size_t w) { return w ? FormatBytes(w) : std::string("unlimited"); };
+  std::printf("# Transport      : %d stream(s) per reducer, pieces of %s, send window %s", st.streams_per_reducer,
+              FormatBytes(st.piece_bytes).c_str(), window(st.send_window_min).c_str());
+  if (st.send_window_max != st.send_window_min) std::printf(" to %s", window(st.send_window_max).c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
 class Bench {
  public:
   // Allocates every buffer up front, so a rank without the memory fails
@@ -191,7 +204,11 @@ class Bench {
 
   // Runs the sweep; returns the process exit status.
   int Run() {
-    if (workload_) return workload_->Run(*client_);
+    if (workload_) {
+      const int rc = workload_->Run(*client_);
+      if (o_.rank == 0) PrintTransport(client_->stats());
+      return rc;
+    }
     report_.TableHeader();
     for (DataType dtype : o_.dtypes) {
       for (uint64_t size : Sizes(o_)) {
@@ -207,6 +224,7 @@ class Bench {
       }
     }
     const bool right = report_.Finish(input_bytes_);
+    if (o_.rank == 0) PrintTransport(client_->stats());
     if (o_.rank == 0 && o_.failover) {
       const client::ClientStats st = client_->stats();
       std::printf("# Failover       : epoch %u, %zu of %zu reducers live, %llu operations redone, retained peak %s\n",

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,11 +45,16 @@ struct ClientOptions {
   uint32_t rank = 0;
   uint32_t world = 1;
   std::string job_token;  // empty: no authentication
-  int streams_per_reducer = 2;
+  // Streams, piece size and send window: unset (nullopt) means the client
+  // chooses (transport_plan.h): 1 stream per reducer, 512 KiB / reducers
+  // per piece (64 KiB to 512 KiB), a window of 4 pieces or more on paths
+  // with a large bandwidth-delay product. A value given here always wins.
+  std::optional<int> streams_per_reducer;  // must be the same on every rank
   int io_threads = 1;
   // Upper bound for one piece; the reducers may announce a smaller one.
-  // Must be the same on every rank (a difference is reported as a mismatch).
-  size_t max_piece_bytes = 1 << 20;
+  // Must be the same on every rank (a difference is reported as a mismatch):
+  // the automatic one depends only on the number of reducers.
+  std::optional<size_t> max_piece_bytes;
   // Below this an operation is not split further to reach every reducer.
   size_t min_piece_bytes = 64 << 10;
   // Connecting, authenticating and waiting for every rank to join.
@@ -91,7 +97,8 @@ struct ClientOptions {
   // rank's copy is in, so a stream that runs ahead of the others only fills
   // the reducer's memory while taking link share from the streams the
   // reducer waits for; the window keeps a worker's streams in step.
-  size_t send_window_bytes = 4 << 20;
+  // Unset: chosen per stream from what TCP measures on it (transport_plan.h).
+  std::optional<size_t> send_window_bytes;
   // Optional. Called on the client's I/O threads (never under the client's
   // lock, so it may call the client); must not block. Whatever it throws is
   // caught (the message then goes to stderr).
@@ -107,6 +114,11 @@ struct ClientStats {
   size_t retained_bytes = 0;        // copies kept for failover now
   size_t retained_peak_bytes = 0;
   uint64_t retention_waits = 0;     // operations that waited for retention memory
+  // The transport in use (the user's settings or the automatic ones).
+  int streams_per_reducer = 0;
+  size_t piece_bytes = 0;
+  size_t send_window_min = 0;       // the streams' send windows now (0: no limit)
+  size_t send_window_max = 0;
 };
 
 // One all-reduce in flight. Keep send and recv buffers alive until Done().

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "client/transport_plan.h"
+
 namespace rs::client {
 namespace {
 
@@ -39,11 +41,14 @@ Status ClientImpl::Connect() {
     return Status(Code::kInvalidArgument, "world size " + std::to_string(opts_.world) + " exceeds the protocol's " +
                                               std::to_string(protocol::kMaxWorld));
   }
-  if (opts_.streams_per_reducer < 1 || opts_.streams_per_reducer > protocol::kMaxStreams) {
+  const uint32_t reducers = static_cast<uint32_t>(opts_.reducers.size());
+  streams_ = opts_.streams_per_reducer.value_or(AutoStreams(reducers));
+  piece_request_ = opts_.max_piece_bytes.value_or(AutoPieceBytes(reducers));
+  if (streams_ < 1 || streams_ > protocol::kMaxStreams) {
     return Status(Code::kInvalidArgument,
                   "streams per reducer must be 1 to " + std::to_string(protocol::kMaxStreams));
   }
-  if (opts_.max_piece_bytes < 4096) return Status(Code::kInvalidArgument, "piece size must be at least 4 KiB");
+  if (piece_request_ < 4096) return Status(Code::kInvalidArgument, "piece size must be at least 4 KiB");
   if (opts_.liveness_timeout.count() < 0 || opts_.liveness_timeout > std::chrono::hours(24)) {
     return Status(Code::kInvalidArgument, "liveness timeout must be 0 (off) to 24 h");
   }
@@ -88,7 +93,7 @@ Status ClientImpl::Connect() {
     Fail(st);
     return st;
   }
-  piece_bytes_ = std::min<uint64_t>(opts_.max_piece_bytes, max_piece_bytes_);
+  piece_bytes_ = std::min<uint64_t>(piece_request_, max_piece_bytes_);
   connected_ = true;
   lock.unlock();
   sweep_ = std::make_unique<asio::steady_timer>(*contexts_[0]);
@@ -101,7 +106,7 @@ void ClientImpl::OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline)
   ++slot.generation;
   slot.ready_streams = 0;
   slot.streams.clear();
-  for (int s = 0; s < opts_.streams_per_reducer; ++s) {
+  for (int s = 0; s < streams_; ++s) {
     StreamParams params;
     params.endpoint = opts_.reducers[reducer];
     params.id = StreamId{reducer, slot.generation};
@@ -109,11 +114,12 @@ void ClientImpl::OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline)
     params.hello.rank = opts_.rank;
     params.hello.world = opts_.world;
     params.hello.stream = static_cast<uint16_t>(s);
-    params.hello.streams = static_cast<uint16_t>(opts_.streams_per_reducer);
+    params.hello.streams = static_cast<uint16_t>(streams_);
     params.hello.flags = opts_.failover ? static_cast<uint32_t>(protocol::kHelloFailover) : 0u;
     params.token = opts_.job_token;
     params.connect_deadline = deadline;
     params.send_window_bytes = opts_.send_window_bytes;
+    params.piece_bytes = piece_request_;
     params.liveness_timeout = opts_.liveness_timeout;
     params.crc = opts_.crc;
     auto stream =
@@ -169,6 +175,15 @@ ClientStats ClientImpl::stats() const {
   out.live_reducers = membership_ ? membership_->live().Count() : slots_.size();
   out.retained_bytes = retention_.in_use();
   out.retained_peak_bytes = retention_.peak();
+  out.streams_per_reducer = streams_;
+  out.piece_bytes = piece_bytes_;
+  for (const Slot& slot : slots_) {
+    for (const auto& stream : slot.streams) {
+      const size_t w = stream->send_window();
+      out.send_window_min = out.send_window_min == 0 ? w : std::min(out.send_window_min, w);
+      out.send_window_max = std::max(out.send_window_max, w);
+    }
+  }
   return out;
 }
 
@@ -185,7 +200,7 @@ std::vector<protocol::PieceSpan> ClientImpl::PartitionLocked(uint64_t seq, uint6
   params.max_piece_bytes = piece_bytes_;
   params.min_piece_bytes = opts_.min_piece_bytes;
   params.reducers = static_cast<uint32_t>(live.size());
-  params.streams = static_cast<uint32_t>(opts_.streams_per_reducer);
+  params.streams = static_cast<uint32_t>(streams_);
   params.seq = seq;
   std::vector<protocol::PieceSpan> pieces = protocol::Partition(params);
   for (protocol::PieceSpan& p : pieces) p.reducer = live[p.reducer];  // the epoch's k-th live reducer

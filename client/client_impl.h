@@ -121,6 +121,8 @@ class ClientImpl final : public Client, public StreamOwner {
   std::unique_ptr<asio::steady_timer> sweep_;
   size_t next_context_ = 0;  // round-robin for new streams; mu_
   size_t piece_bytes_ = 0;   // fixed once ready
+  int streams_ = 1;          // per reducer: the user's or the automatic one, set by Connect
+  size_t piece_request_ = 0; // the user's piece size or the automatic one, set by Connect
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/socket_options.h"
+#include "common/tcp_path.h"
 #include "protocol/auth.h"
 #include "protocol/crc32c.h"
 
@@ -17,8 +18,10 @@ ReducerStream::ReducerStream(asio::io_context& io, StreamParams params, StreamOw
       liveness_timer_(io),
       params_(std::move(params)),
       owner_(owner),
+      window_(params_.send_window_bytes, params_.piece_bytes),
       liveness_(params_.liveness_timeout) {
   params_.hello.liveness_ms = static_cast<uint32_t>(params_.liveness_timeout.count());
+  window_now_ = window_.bytes();
 }
 
 std::string ReducerStream::Name() const {
@@ -48,6 +51,7 @@ void ReducerStream::Connect() {
                               }
                               asio::error_code ignored;
                               self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+                              self->low_water_ = ReceiveLowWater(self->socket_.native_handle());
                               // Best effort: the heartbeats work without it.
                               (void)SetTcpLiveness(self->socket_.native_handle(), self->params_.liveness_timeout);
                               auto nonce = protocol::RandomNonce();
@@ -80,10 +84,11 @@ void ReducerStream::RetryConnect(const std::string& why) {
 
 template <typename Handler>
 void ReducerStream::Read(asio::mutable_buffer buffer, Handler&& handler) {
-  asio::async_read(socket_, buffer, protocol::CountProgress{&received_progress_},
+  asio::async_read(socket_, buffer, protocol::CountProgress{&received_progress_, &low_water_, buffer.size()},
                    [self = shared_from_this(), handler = std::forward<Handler>(handler)](
                        const asio::error_code& ec, size_t bytes) mutable {
                      if (bytes > 0) ++self->received_progress_;
+                     self->low_water_.Reset();
                      handler(self, ec);
                    });
 }
@@ -223,6 +228,7 @@ void ReducerStream::ArmLiveness() {
 }
 
 void ReducerStream::OnLivenessTick() {
+  if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
   const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
   if (verdict.silent) {
     Lose(Status(Code::kPeerFailed, "reducer " + params_.endpoint.ToString() + " sent nothing for " +
@@ -298,6 +304,7 @@ Status ReducerStream::CheckResultCrc(const uint8_t* data) const {
 void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, bool claimed, const asio::error_code& ec) {
   // The window reopens by what this result answered, even for a dropped one.
   unanswered_bytes_ -= std::min<uint64_t>(unanswered_bytes_, result_header_.PayloadBytes());
+  SampleWindow();
   if (!writing_ && !queue_.empty() && state_ != State::kClosed && !write_failed_) WriteNext();
   if (op) {
     if (claimed && !ec) {
@@ -454,7 +461,7 @@ void ReducerStream::WriteNext() {
 // the send window has room (the first piece always, so nothing can stall).
 size_t ReducerStream::BatchSize() const {
   constexpr size_t kMaxBatch = 16;
-  const uint64_t window = params_.send_window_bytes;
+  const uint64_t window = window_.bytes();
   uint64_t unanswered = unanswered_bytes_;
   size_t n = 0;
   for (; n < std::min(queue_.size(), kMaxBatch); ++n) {
@@ -465,6 +472,15 @@ size_t ReducerStream::BatchSize() const {
     }
   }
   return n;
+}
+
+void ReducerStream::SampleWindow() {
+  const auto now = Clock::now();
+  if (!window_.WantSample(now)) return;
+  if (std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle())) {
+    window_.OnSample({std::chrono::microseconds(path->min_rtt_us), path->delivery_rate_bps}, now);
+    window_now_.store(window_.bytes(), std::memory_order_relaxed);
+  }
 }
 
 void ReducerStream::Fail(const Status& status) {

@@ -22,8 +22,10 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,8 @@
 
 #include "client/client.h"
 #include "client/operation.h"
+#include "client/transport_plan.h"
+#include "common/socket_options.h"
 #include "protocol/liveness.h"
 #include "protocol/membership.h"
 #include "protocol/wire.h"
@@ -71,7 +75,8 @@ struct StreamParams {
   protocol::Hello hello;  // session, rank, world, stream, streams, flags
   std::string token;
   Clock::time_point connect_deadline;
-  size_t send_window_bytes = 0;  // ClientOptions::send_window_bytes
+  std::optional<size_t> send_window_bytes;  // ClientOptions::send_window_bytes (nullopt: automatic)
+  size_t piece_bytes = 0;                   // the session's piece size, for the automatic window
   std::chrono::milliseconds liveness_timeout{0};  // 0: off
   bool crc = false;  // CRC32C on pieces sent and results received
 };
@@ -110,6 +115,8 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void Abort(const Status& why);
 
   const StreamId& id() const { return params_.id; }
+  // The send window now (0: no limit); any thread.
+  size_t send_window() const { return window_now_.load(std::memory_order_relaxed); }
   std::string Name() const;  // "reducer 10.0.0.5:7450 (stream 1)"
 
  private:
@@ -133,6 +140,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void WriteUrgent(std::vector<uint8_t> frame);   // ahead of queued pieces
   void WriteNext();
   size_t BatchSize() const;
+  void SampleWindow();  // the automatic window follows the path (transport_plan.h)
   void Fail(const Status& status);  // fatal for the session
   void Lose(const Status& status);  // the connection is gone
   void Shutdown();
@@ -172,6 +180,9 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   bool close_after_write_ = false;
   bool write_failed_ = false;
 
+  ReceiveLowWater low_water_;  // reset after every read
+  SendWindow window_;          // sampled from TCP_INFO as results arrive
+  std::atomic<size_t> window_now_{0};
   protocol::LivenessMonitor liveness_;
   uint64_t received_progress_ = 0;  // read completions, partial ones included
   uint64_t sent_progress_ = 0;      // write completions, partial ones included

@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -34,6 +35,33 @@ Status SetTcpLiveness(int fd, std::chrono::milliseconds timeout) {
   RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_KEEPCNT, 3, "TCP_KEEPCNT"));
 #endif
   return Status::Ok();
+}
+
+void ReceiveLowWater::Expect(size_t remaining) {
+  const size_t want = remaining < kMinBytes ? 1 : std::min(remaining, kMaxBytes);
+  if (want != current_) Apply(want);
+}
+
+void ReceiveLowWater::Reset() {
+  if (current_ != 1) Apply(1);
+}
+
+bool ReceiveLowWater::ArrivedSinceLastAsked() {
+  if (fd_ < 0 || current_ == 1) return false;  // no mark: every arrival wakes the reader
+  int queued = 0;
+  if (ioctl(fd_, FIONREAD, &queued) != 0) return false;
+  const bool changed = queued != queued_;
+  queued_ = queued;
+  return changed;
+}
+
+void ReceiveLowWater::Apply(size_t bytes) {
+  if (fd_ < 0 || failed_) return;
+  if (!Set(fd_, SOL_SOCKET, SO_RCVLOWAT, static_cast<int>(bytes), "SO_RCVLOWAT").ok()) {
+    failed_ = true;  // not supported here: reads still work, only wake more often
+    return;
+  }
+  current_ = bytes;
 }
 
 }  // namespace rs

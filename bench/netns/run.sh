@@ -30,7 +30,8 @@ WARMUP=${WARMUP:-2}
 DEFAULT_PHASES="iperf ours gloo"
 PHASES=${PHASES:-$DEFAULT_PHASES}
 IPERF_SECONDS=${IPERF_SECONDS:-5}
-DEFAULT_BENCH_ARGS="--streams 1 --max-piece 128K --send-window 512K --inflight 1"
+# The client's own defaults (client/transport_plan.h) for streams, pieces and window.
+DEFAULT_BENCH_ARGS="--inflight 1"
 BENCH_ARGS=${BENCH_ARGS-$DEFAULT_BENCH_ARGS}
 DEFAULT_REDUCERD_ARGS="--memory-limit 512MiB"
 REDUCERD_ARGS=${REDUCERD_ARGS-$DEFAULT_REDUCERD_ARGS}

@@ -44,8 +44,9 @@ void CollNet::LogSummary() const {
     return;
   }
   std::string first = cfg.reducers.front().host + ":" + std::to_string(cfg.reducers.front().port);
-  RS_PLOG_INFO("CollNet: %zu reducer(s) from %s (first %s), %d stream(s) each, job token %s",
-               cfg.reducers.size(), cfg.source.c_str(), first.c_str(), cfg.streams_per_reducer,
+  const std::string streams = cfg.streams_per_reducer ? std::to_string(*cfg.streams_per_reducer) : "auto";
+  RS_PLOG_INFO("CollNet: %zu reducer(s) from %s (first %s), %s stream(s) each, job token %s",
+               cfg.reducers.size(), cfg.source.c_str(), first.c_str(), streams.c_str(),
                cfg.job_token.empty() ? "not set" : "set");
 }
 

@@ -112,9 +112,8 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   cfg.job_token = std::move(token).value();
 
   struct IntSetting { EnvKey key; int64_t min; int64_t max; int64_t* out; };
-  int64_t streams = 0, io_threads = 0;
+  int64_t io_threads = 0;
   const IntSetting ints[] = {
-      {EnvKey::kStreams, 1, 64, &streams},
       {EnvKey::kIoThreads, 1, 64, &io_threads},
   };
   for (const IntSetting& s : ints) {
@@ -122,17 +121,24 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
     if (!v.ok()) return v.status();
     *s.out = *v;
   }
-  StatusOr<uint64_t> piece = env.GetSize(EnvKey::kMaxPiece, 4096, uint64_t{1} << 30);
-  if (!piece.ok()) return piece.status();
+  // Streams and piece size left unset are the client's to choose.
+  if (env.IsSet(EnvKey::kStreams)) {
+    StatusOr<int64_t> streams = env.GetInt(EnvKey::kStreams, 1, 64);
+    if (!streams.ok()) return streams.status();
+    cfg.streams_per_reducer = static_cast<int>(*streams);
+  }
+  if (env.IsSet(EnvKey::kMaxPiece)) {
+    StatusOr<uint64_t> piece = env.GetSize(EnvKey::kMaxPiece, 4096, uint64_t{1} << 30);
+    if (!piece.ok()) return piece.status();
+    cfg.max_piece_bytes = static_cast<size_t>(*piece);
+  }
   StatusOr<uint64_t> min_piece = env.GetSize(EnvKey::kMinPiece, 1, uint64_t{1} << 30);
   if (!min_piece.ok()) return min_piece.status();
   StatusOr<std::chrono::milliseconds> op = env.GetDuration(EnvKey::kOpTimeout, kMinTimeout, kMaxTimeout);
   if (!op.ok()) return op.status();
   StatusOr<std::chrono::milliseconds> connect = env.GetDuration(EnvKey::kConnectTimeout, kMinTimeout, kMaxTimeout);
   if (!connect.ok()) return connect.status();
-  cfg.streams_per_reducer = static_cast<int>(streams);
   cfg.io_threads = static_cast<int>(io_threads);
-  cfg.max_piece_bytes = static_cast<size_t>(*piece);
   cfg.min_piece_bytes = static_cast<size_t>(*min_piece);
   cfg.op_timeout = *op;
   cfg.connect_timeout = *connect;

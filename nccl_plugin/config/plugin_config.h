@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,9 @@ struct CollNetConfig {
   std::string off_reason;
   bool off_is_warning = false;  // off because of a problem, not by choice
   std::string job_token;  // empty: no authentication
-  int streams_per_reducer = 2;
+  std::optional<int> streams_per_reducer;  // unset: the client chooses (client/transport_plan.h)
   int io_threads = 1;
-  size_t max_piece_bytes = 1 << 20;
+  std::optional<size_t> max_piece_bytes;   // unset: the client chooses
   size_t min_piece_bytes = 64 << 10;
   std::chrono::milliseconds op_timeout{90'000};
   std::chrono::milliseconds connect_timeout{60'000};

@@ -44,6 +44,7 @@ Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admi
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+  low_water_ = ReceiveLowWater(socket_.native_handle());
 }
 
 Connection::~Connection() { server_.ConnectionClosed(); }
@@ -93,16 +94,20 @@ size_t Connection::ReadProgress::operator()(const asio::error_code& ec, size_t t
     ++*counter;
     if (crc != nullptr) crc->Advance(transferred);
   }
-  return ec ? 0 : 64 * 1024;
+  if (ec) return 0;
+  if (low_water != nullptr && transferred < total) low_water->Expect(total - transferred);
+  // With a CRC to compute, a chunk at a time while it is still in cache.
+  return crc != nullptr ? 64 * 1024 : protocol::kMaxTransferBytes;
 }
 
 template <typename Handler>
 void Connection::Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc) {
   read_pending_ = true;
-  asio::async_read(socket_, buffer, ReadProgress{&received_progress_, crc},
+  asio::async_read(socket_, buffer, ReadProgress{&received_progress_, crc, &low_water_, buffer.size()},
                    [self = shared_from_this(), handler = std::forward<Handler>(handler)](
                        const asio::error_code& ec, size_t bytes) mutable {
                      self->read_pending_ = false;
+                     self->low_water_.Reset();
                      if (bytes > 0) ++self->received_progress_;
                      if (self->state_ == State::kClosing) {
                        self->piece_.reset();
@@ -305,6 +310,7 @@ void Connection::ArmLiveness() {
 }
 
 void Connection::OnLivenessTick() {
+  if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
   const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
   if (verdict.silent) {
     // The session tells every rank, this one included (if it still listens).

@@ -21,6 +21,7 @@
 
 #include <asio.hpp>
 
+#include "common/socket_options.h"
 #include "protocol/liveness.h"
 #include "protocol/wire.h"
 #include "server/core/admission.h"
@@ -66,9 +67,12 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
     void Advance(size_t transferred);
   };
   // A completion condition: counts progress for liveness and advances `crc`.
+  // Keeps the socket's receive low-water mark at what the read still needs.
   struct ReadProgress {
     uint64_t* counter;
     RunningCrc* crc;
+    ReceiveLowWater* low_water;
+    size_t total;
     size_t seen = 0;
     size_t operator()(const asio::error_code& ec, size_t transferred);
   };
@@ -131,6 +135,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   bool close_after_write_ = false;
   bool read_pending_ = false;
   std::array<uint8_t, 4096> drain_buf_{};
+  ReceiveLowWater low_water_;                  // reset after every read
 
   protocol::LivenessMonitor liveness_;
   uint64_t received_progress_ = 0;  // read completions, partial ones included

@@ -74,6 +74,21 @@ TEST(BenchOptions, OldTimeoutSetsBothLimits) {
   ASSERT_EQ(o->notices.size(), 1u);
 }
 
+// Streams, piece size and send window left unset are the client's to choose
+// (client/transport_plan.h); set, from a flag or a variable, they win.
+TEST(BenchOptions, TransportSettingsUnsetMeanAutomatic) {
+  StatusOr<Options> o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_FALSE(o->streams.has_value());
+  EXPECT_FALSE(o->max_piece.has_value());
+  EXPECT_FALSE(o->send_window.has_value());
+  o = Parse({"--streams", "2", "--send-window", "0"}, {{"REDUCER_MAX_PIECE", "1MiB"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->streams, 2);
+  EXPECT_EQ(o->max_piece, 1u << 20);
+  EXPECT_EQ(o->send_window, 0u);  // set to 0: no limit, not automatic
+}
+
 TEST(BenchOptions, NewNameWinsOverOld) {
   StatusOr<Options> o = Parse({"--piece-bytes", "64K", "--max-piece", "256K"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();

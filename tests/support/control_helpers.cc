@@ -84,7 +84,9 @@ std::vector<std::unique_ptr<client::Client>> JoinSession(const std::vector<clien
   std::vector<std::unique_ptr<client::Client>> clients(world);
   std::vector<Status> errors(world);
   RunRanks(world, [&](uint32_t rank) {
-    auto c = client::Client::Create(Options(reducers, name, rank, world));
+    client::ClientOptions o = Options(reducers, name, rank, world);
+    o.streams_per_reducer = 2;  // not the automatic 1: the counts then tell streams from ranks
+    auto c = client::Client::Create(std::move(o));
     if (c.ok()) {
       clients[rank] = std::move(c).value();
     } else {

@@ -144,11 +144,16 @@ Status ReadToken(const Settings& s, std::string* token) {
 Status ResolveClient(const Settings& s, TrainOptions* o) {
   o->session = s.Get("--session").text;
   o->session_source = s.Get("--session").is_default ? "REDUCER_SESSION" : s.Get("--session").source;
-  RS_RETURN_IF_ERROR(Assign(s.Int("--streams", 1, protocol::kMaxStreams), &o->streams));
+  // Unset transport settings are left to the client (client/transport_plan.h).
+  if (s.IsSet("--streams")) RS_RETURN_IF_ERROR(Assign(s.Int("--streams", 1, protocol::kMaxStreams), &o->streams.emplace()));
   RS_RETURN_IF_ERROR(Assign(s.Int("--io-threads", 1, 64), &o->io_threads));
-  RS_RETURN_IF_ERROR(Assign(s.Size("--max-piece", 4096, uint64_t{1} << 30), &o->max_piece));
+  if (s.IsSet("--max-piece")) {
+    RS_RETURN_IF_ERROR(Assign(s.Size("--max-piece", 4096, uint64_t{1} << 30), &o->max_piece.emplace()));
+  }
   RS_RETURN_IF_ERROR(Assign(s.Size("--min-piece", 1, uint64_t{1} << 30), &o->min_piece));
-  RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, uint64_t{1} << 40), &o->send_window));
+  if (s.IsSet("--send-window")) {
+    RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, uint64_t{1} << 40), &o->send_window.emplace()));
+  }
   RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &o->op_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &o->connect_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &o->liveness_timeout));
@@ -250,8 +255,8 @@ std::string TrainOptions::AgreedSettings() const {
       "reducers=" + reducer_list,
       // The client's settings that the reducers or the failover protocol
       // compare across ranks: caught here, by name, before any traffic.
-      "streams=" + std::to_string(streams),
-      "max_piece=" + std::to_string(max_piece) + " min_piece=" + std::to_string(min_piece),
+      "streams=" + (streams ? std::to_string(*streams) : std::string("auto")),
+      "max_piece=" + (max_piece ? std::to_string(*max_piece) : std::string("auto")) + " min_piece=" + std::to_string(min_piece),
       "failover=" + std::to_string(failover) + " min_reducers=" + std::to_string(min_reducers),
       "crc=" + std::to_string(crc),
   };

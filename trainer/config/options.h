@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,11 +46,11 @@ struct TrainOptions {
   std::vector<client::Endpoint> reducers;
   std::string reducers_source;
   std::string job_token;
-  int streams = 2;
+  std::optional<int> streams;  // unset: the client chooses (client/transport_plan.h)
   int io_threads = 1;
-  uint64_t max_piece = 1 << 20;
+  std::optional<uint64_t> max_piece;  // unset: the client chooses, alike on every rank
   uint64_t min_piece = 64 << 10;
-  uint64_t send_window = 4 << 20;
+  std::optional<uint64_t> send_window;  // unset: the client chooses
   std::chrono::milliseconds op_timeout{90'000};
   std::chrono::milliseconds connect_timeout{60'000};
   // Reliability (docs/reliability.md), CPU backend.

@@ -44,10 +44,12 @@ TEST(EnvRegistry, EveryVariableIsDocumentedOnceWithItsPrefix) {
 }
 
 TEST(EnvRegistry, UnsetAndEmptyMeanDefault) {
-  Env env = EnvOf({{"REDUCER_STREAMS", ""}});
+  Env env = EnvOf({{"REDUCER_IO_THREADS", ""}, {"REDUCER_STREAMS", ""}});
+  EXPECT_FALSE(env.IsSet(EnvKey::kIoThreads));
+  EXPECT_EQ(env.Get(EnvKey::kIoThreads), "1");
+  EXPECT_EQ(*env.GetInt(EnvKey::kIoThreads, 1, 64), 1);
+  // No default: unset, the client library chooses (client/transport_plan.h).
   EXPECT_FALSE(env.IsSet(EnvKey::kStreams));
-  EXPECT_EQ(env.Get(EnvKey::kStreams), "2");
-  EXPECT_EQ(*env.GetInt(EnvKey::kStreams, 1, 64), 2);
   EXPECT_EQ(env.Get(EnvKey::kReducerAddrs), "");
   EXPECT_FALSE(env.IsSet(EnvKey::kReducerAddrs));
 }
@@ -78,7 +80,8 @@ TEST(EnvRegistry, MarkdownTableListsEveryVariableWithDefault) {
   for (const EnvVarInfo& v : EnvVars()) {
     EXPECT_NE(table.find(std::string("| `") + v.name + "` |"), std::string::npos) << v.name;
   }
-  EXPECT_NE(table.find("| `REDUCER_MAX_PIECE` | `1MiB` |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `REDUCER_MIN_PIECE` | `64KiB` |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `REDUCER_MAX_PIECE` | (unset) |"), std::string::npos) << table;
   EXPECT_NE(table.find("Deprecated old name: `REDUCER_OP_TIMEOUT_MS`"), std::string::npos) << table;
 }
 

@@ -55,8 +55,9 @@ TEST(CollNetConfig, ReducerAddrs) {
   EXPECT_EQ(cfg->reducers[2].host, "::1");
   EXPECT_EQ(cfg->reducers[2].port, 9);
   EXPECT_EQ(cfg->source, "REDUCER_ADDRS");
-  EXPECT_EQ(cfg->streams_per_reducer, 2);
-  EXPECT_EQ(cfg->max_piece_bytes, 1u << 20);
+  // Unset: the client library chooses (client/transport_plan.h).
+  EXPECT_FALSE(cfg->streams_per_reducer.has_value());
+  EXPECT_FALSE(cfg->max_piece_bytes.has_value());
   EXPECT_EQ(cfg->op_timeout.count(), 90'000);
 }
 

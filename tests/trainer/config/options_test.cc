@@ -197,10 +197,10 @@ TEST_F(OptionsTest, OnlyTheRegisteredVariablesAreRead) {
 TEST_F(OptionsTest, TheClientAndReliabilitySettingsHaveTheirDefaults) {
   auto o = Parse({});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->streams, 2);
-  EXPECT_EQ(o->max_piece, 1u << 20);
+  EXPECT_FALSE(o->streams.has_value()) << "unset: the client chooses";
+  EXPECT_FALSE(o->max_piece.has_value());
   EXPECT_EQ(o->min_piece, 64u << 10);
-  EXPECT_EQ(o->send_window, 4u << 20);
+  EXPECT_FALSE(o->send_window.has_value());
   EXPECT_EQ(o->op_timeout, std::chrono::seconds(90));
   EXPECT_EQ(o->connect_timeout, std::chrono::seconds(60));
   EXPECT_EQ(o->liveness_timeout, std::chrono::seconds(5));

@@ -1,0 +1,50 @@
+#include "client/transport_plan.h"
+
+#include <algorithm>
+
+namespace rs::client {
+
+int AutoStreams(uint32_t /*reducers*/) { return 1; }
+
+size_t AutoPieceBytes(uint32_t reducers) {
+  constexpr size_t kRound = 512 << 10;
+  constexpr size_t kPage = 4 << 10;
+  const size_t per_reducer = kRound / std::max<uint32_t>(reducers, 1) / kPage * kPage;
+  return std::clamp<size_t>(per_reducer, 64 << 10, kRound);
+}
+
+size_t AutoSendWindow(size_t piece_bytes, uint64_t bandwidth_bytes_per_second, std::chrono::microseconds rtt) {
+  const size_t floor = 4 * piece_bytes;
+  if (bandwidth_bytes_per_second == 0 || rtt.count() <= 0) return std::min(floor, kMaxAutoWindow);
+  const double bdp = static_cast<double>(bandwidth_bytes_per_second) * static_cast<double>(rtt.count()) / 1e6;
+  const double want = 2.0 * static_cast<double>(piece_bytes) + 2.0 * bdp;
+  const double capped = std::min(want, static_cast<double>(kMaxAutoWindow));
+  return std::min(std::max(floor, static_cast<size_t>(capped)), kMaxAutoWindow);
+}
+
+SendWindow::SendWindow(std::optional<size_t> explicit_bytes, size_t piece_bytes)
+    : automatic_(!explicit_bytes.has_value()),
+      piece_bytes_(piece_bytes),
+      bytes_(explicit_bytes.value_or(AutoSendWindow(piece_bytes, 0, {}))) {}
+
+bool SendWindow::WantSample(std::chrono::steady_clock::time_point now) const {
+  return automatic_ && (!sampled_ || now - last_sample_ >= kSampleInterval);
+}
+
+void SendWindow::OnSample(const PathSample& sample, std::chrono::steady_clock::time_point now) {
+  if (!automatic_) return;
+  if (!sampled_) period_start_ = now;
+  sampled_ = true;
+  last_sample_ = now;
+  if (now - period_start_ >= kBandwidthPeriod) {
+    // A new period: what is older than two periods no longer counts.
+    bw_previous_ = now - period_start_ >= 2 * kBandwidthPeriod ? 0 : bw_current_;
+    bw_current_ = 0;
+    period_start_ = now;
+  }
+  bw_current_ = std::max(bw_current_, sample.delivery_bytes_per_second);
+  if (sample.min_rtt.count() > 0) rtt_ = sample.min_rtt;
+  bytes_ = AutoSendWindow(piece_bytes_, std::max(bw_current_, bw_previous_), rtt_);
+}
+
+}  // namespace rs::client

@@ -1,0 +1,82 @@
+// The client's transport settings when the user leaves them unset: streams
+// per reducer, piece size and send window, chosen by one small rule from what
+// the client knows (the reducer count) and what it measures on each stream
+// (the kernel's minimum round-trip time and delivery rate, TCP_INFO). A
+// setting the user gave always wins. docs/performance.md ("Defaults that
+// adapt") explains the rule and the measurements behind it.
+//
+// Streams and piece size must be the same on every rank (the reducers check
+// the first, the partition needs the second), so they depend only on inputs
+// every rank shares: the reducer list and the settings. The send window is a
+// rank's own affair (it only paces this rank's writes), so it follows each
+// stream's measured path, all the time.
+//
+// Pure functions and a value type: no I/O, no clock of their own. SendWindow
+// is not thread-safe: one per stream, used on the stream's I/O thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace rs::client {
+
+// One TCP stream per reducer: with a window and socket buffers that cover
+// the bandwidth-delay product it fills its share of the link, and more
+// streams only add flows that compete in the same queues (measured slower).
+int AutoStreams(uint32_t reducers);
+
+// About 512 KiB per round of pieces across all reducers (512 KiB / R, whole
+// 4 KiB pages, 64 KiB to 512 KiB): fill and drain of a large operation cost
+// about 2 R P / B, a fixed 1 MiB of link time whatever R is, and medium
+// operations still get several pieces per reducer.
+size_t AutoPieceBytes(uint32_t reducers);
+
+// What the kernel measured on one stream (0: not known yet).
+struct PathSample {
+  std::chrono::microseconds min_rtt{0};  // tcpi_min_rtt
+  uint64_t delivery_bytes_per_second = 0;  // tcpi_delivery_rate
+};
+
+// The send window of one stream: at least 4 pieces (keeps a rank's streams in
+// step; below it the flows that run ahead take link share from the ones the
+// reducers wait for), and 2 pieces + twice the stream's bandwidth-delay
+// product where that is more (a long round trip must not idle the stream:
+// a piece's answer needs the piece, the other ranks' copies and the result
+// to cross). At most kMaxAutoWindow.
+inline constexpr size_t kMaxAutoWindow = 64 << 20;
+size_t AutoSendWindow(size_t piece_bytes, uint64_t bandwidth_bytes_per_second, std::chrono::microseconds rtt);
+
+// The window one stream applies: a fixed one (the user's), or the automatic
+// one, updated from path samples. Bandwidth is the largest delivery rate seen
+// in the last 1 to 2 s (samples taken while this rank was idle or held back
+// by its window read low; the largest one is the path's), the round trip the
+// smallest the kernel has seen.
+class SendWindow {
+ public:
+  static constexpr std::chrono::milliseconds kBandwidthPeriod{1000};
+  static constexpr std::chrono::milliseconds kSampleInterval{5};
+
+  // explicit_bytes: the user's window (0: no limit), or nullopt: automatic.
+  SendWindow(std::optional<size_t> explicit_bytes, size_t piece_bytes);
+
+  size_t bytes() const { return bytes_; }  // 0: no limit
+  bool automatic() const { return automatic_; }
+  // Whether a sample is due (at most one per kSampleInterval).
+  bool WantSample(std::chrono::steady_clock::time_point now) const;
+  void OnSample(const PathSample& sample, std::chrono::steady_clock::time_point now);
+
+ private:
+  bool automatic_;
+  size_t piece_bytes_;
+  size_t bytes_;
+  std::chrono::microseconds rtt_{0};
+  uint64_t bw_current_ = 0;   // max over the period in progress
+  uint64_t bw_previous_ = 0;  // max over the one before
+  std::chrono::steady_clock::time_point period_start_{};
+  std::chrono::steady_clock::time_point last_sample_{};
+  bool sampled_ = false;
+};
+
+}  // namespace rs::client

@@ -1,0 +1,80 @@
+// ReceiveLowWater (common/socket_options.h) on a real loopback TCP pair: with
+// a mark set the reader is not woken before the bytes it needs are there, a
+// trickle below the mark still shows as arrival (for liveness), and Reset
+// makes any byte wake it again.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "common/socket_options.h"
+
+namespace rs {
+namespace {
+
+struct Pair {
+  int writer = -1, reader = -1;
+  Pair() {
+    const int listener = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(listener, 1) != 0 ||
+        getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      close(listener);
+      return;
+    }
+    writer = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(writer, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) reader = accept(listener, nullptr, nullptr);
+    close(listener);
+  }
+  ~Pair() {
+    if (writer >= 0) close(writer);
+    if (reader >= 0) close(reader);
+  }
+  bool Readable(int timeout_ms) const {
+    pollfd p{reader, POLLIN, 0};
+    return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN) != 0;
+  }
+  void Write(size_t bytes) const {
+    std::vector<char> data(bytes, 'x');
+    ASSERT_EQ(send(writer, data.data(), data.size(), 0), static_cast<ssize_t>(bytes));
+  }
+};
+
+TEST(ReceiveLowWater, WakesOnceTheReadHasWhatItNeeds) {
+  Pair p;
+  ASSERT_GE(p.reader, 0);
+  ReceiveLowWater mark(p.reader);
+  p.Write(40 << 10);
+  ASSERT_TRUE(p.Readable(5000));  // no mark yet: any byte wakes the reader
+  mark.Expect(64 << 10);           // the read in progress needs 64 KiB
+  EXPECT_FALSE(p.Readable(0)) << "woken with 40 KiB of the 64 KiB needed";
+  EXPECT_TRUE(mark.ArrivedSinceLastAsked()) << "the 40 KiB waiting below the mark must count as arrivals";
+  EXPECT_FALSE(mark.ArrivedSinceLastAsked()) << "nothing new arrived";
+  p.Write(24 << 10);
+  EXPECT_TRUE(p.Readable(5000));
+}
+
+TEST(ReceiveLowWater, SmallReadsAndResetWakeForAnyByte) {
+  Pair p;
+  ASSERT_GE(p.reader, 0);
+  ReceiveLowWater mark(p.reader);
+  mark.Expect(1 << 20);
+  p.Write(100);
+  EXPECT_FALSE(p.Readable(0));
+  mark.Reset();  // a header comes next: it must not wait for a megabyte
+  EXPECT_TRUE(p.Readable(5000));
+  mark.Expect(ReceiveLowWater::kMinBytes - 1);  // too small to be worth a mark
+  EXPECT_TRUE(p.Readable(0));
+  EXPECT_FALSE(mark.ArrivedSinceLastAsked()) << "without a mark every arrival wakes the reader anyway";
+}
+
+}  // namespace
+}  // namespace rs

@@ -1,0 +1,71 @@
+// The transport settings a user gets without setting any (client/
+// transport_plan.h), through real reducerd processes: every rank derives the
+// same streams and piece size from the reducer list, so a session forms and
+// its results are right; the send window starts at 4 pieces and only grows
+// from there; settings given explicitly are used as given.
+#include <gtest/gtest.h>
+
+#include "client/transport_plan.h"
+#include "tests/support/test_cluster.h"
+#include "tests/support/test_data.h"
+
+namespace rs::testing {
+namespace {
+
+constexpr uint32_t kWorld = 3;
+
+// Runs one float32 sum of `count` elements on every rank and checks it;
+// returns rank 0's stats afterwards.
+client::ClientStats RunOnce(const std::vector<client::Endpoint>& reducers, const std::string& session,
+                            const std::function<void(client::ClientOptions*)>& tweak, size_t count) {
+  std::vector<std::vector<uint8_t>> inputs;
+  for (uint32_t r = 0; r < kWorld; ++r) inputs.push_back(RandomInput(DataType::kFloat32, count, 40 + r));
+  const auto want = RankOrderReference(DataType::kFloat32, ReduceOp::kSum, count, inputs);
+  client::ClientStats stats;
+  RunRanks(kWorld, [&](uint32_t rank) {
+    client::ClientOptions o = Options(reducers, session, rank, kWorld, "");
+    tweak(&o);
+    auto c = client::Client::Create(std::move(o));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::vector<uint8_t> recv(inputs[rank].size());
+    auto op = (*c)->AllReduce(inputs[rank].data(), recv.data(), count, DataType::kFloat32, ReduceOp::kSum);
+    ASSERT_TRUE(op->Wait(std::chrono::seconds(60)).ok()) << op->status().ToString();
+    EXPECT_TRUE(recv == want) << "rank " << rank << ": result differs from the rank-order reduction";
+    if (rank == 0) stats = (*c)->stats();
+  });
+  return stats;
+}
+
+TEST(TransportDefaults, UnsetSettingsAreChosenAlikeOnEveryRank) {
+  ReducerProcess a, b;
+  ASSERT_TRUE(a.ok()) << a.Log();
+  ASSERT_TRUE(b.ok()) << b.Log();
+  const client::ClientStats st =
+      RunOnce({a.endpoint(), b.endpoint()}, "transport-auto", [](client::ClientOptions*) {}, 3'000'001);
+  EXPECT_EQ(st.streams_per_reducer, client::AutoStreams(2));
+  EXPECT_EQ(st.piece_bytes, client::AutoPieceBytes(2));
+  // At least 4 pieces (more only where TCP measured a long path).
+  EXPECT_GE(st.send_window_min, 4 * client::AutoPieceBytes(2));
+  EXPECT_LE(st.send_window_max, client::kMaxAutoWindow);
+}
+
+TEST(TransportDefaults, ExplicitSettingsWin) {
+  ReducerProcess a, b;
+  ASSERT_TRUE(a.ok()) << a.Log();
+  ASSERT_TRUE(b.ok()) << b.Log();
+  const client::ClientStats st = RunOnce(
+      {a.endpoint(), b.endpoint()}, "transport-explicit",
+      [](client::ClientOptions* o) {
+        o->streams_per_reducer = 2;
+        o->max_piece_bytes = 96 << 10;
+        o->send_window_bytes = 0;  // no limit
+      },
+      1'000'003);
+  EXPECT_EQ(st.streams_per_reducer, 2);
+  EXPECT_EQ(st.piece_bytes, size_t{96} << 10);
+  EXPECT_EQ(st.send_window_min, 0u);
+  EXPECT_EQ(st.send_window_max, 0u);
+}
+
+}  // namespace
+}  // namespace rs::testing
