@@ -35,6 +35,16 @@ std::string Membership::LostWithReasons() const {
   return out.empty() ? "none" : out;
 }
 
+std::string Membership::MissingWithReasons(const ReducerSet& left) const {
+  std::string out;
+  for (uint32_t r = 0; r < names_.size(); ++r) {
+    if (left.Has(r)) continue;
+    out += (out.empty() ? "" : "; ") + NameOf(r);
+    if (!why_lost_[r].empty()) out += " (" + why_lost_[r] + ")";
+  }
+  return out.empty() ? "none" : out;
+}
+
 std::optional<uint32_t> Membership::CoordinatorOf(const ReducerSet& proposal) const {
   const auto members = live_.Intersect(proposal).Members();
   if (members.empty()) return std::nullopt;
@@ -47,7 +57,7 @@ void Membership::Propose(uint64_t watermark, Clock::time_point now, Actions* act
   if (proposal_->Count() < min_reducers_) {
     actions->failure = Status(
         Code::kPeerFailed, "only " + std::to_string(proposal_->Count()) + " of " + std::to_string(names_.size()) +
-                               " reducers left (lost: " + LostWithReasons() + "), below the minimum of " +
+                               " reducers left (lost: " + MissingWithReasons(*proposal_) + "), below the minimum of " +
                                std::to_string(min_reducers_) + " (min_reducers, REDUCER_MIN_REDUCERS)");
     return;
   }

@@ -72,6 +72,9 @@ class Membership {
   std::string NamesOf(const protocol::ReducerSet& set) const;
   // The lost reducers, each with what was observed when known.
   std::string LostWithReasons() const;
+  // Every reducer not in `left`, lost in this epoch or an earlier one, each
+  // with what was observed when known.
+  std::string MissingWithReasons(const protocol::ReducerSet& left) const;
 
  private:
   // (Re)computes this rank's proposal and reports it if it changed.

@@ -532,15 +532,20 @@ void ReducerStream::DropQueued() {
 }
 
 void ReducerStream::DropQueuedPieces() {
-  std::deque<Outgoing> kept;
-  for (size_t i = 0; i < queue_.size(); ++i) {
-    if (i < in_flight_ || !queue_[i].piece.op) {
-      kept.push_back(std::move(queue_[i]));
-    } else {
+  // The frames being written stay where they are: the write in flight points
+  // into them (a piece's header lives in its queue entry), so they must not
+  // move. Only the tail is taken off (pop_back leaves the other entries in
+  // place) and its control frames put back.
+  std::vector<std::vector<uint8_t>> controls;
+  for (size_t i = in_flight_; i < queue_.size(); ++i) {
+    if (queue_[i].piece.op) {
       queue_[i].piece.op->Release();
+    } else {
+      controls.push_back(std::move(queue_[i].control));
     }
   }
-  queue_.swap(kept);
+  while (queue_.size() > in_flight_) queue_.pop_back();
+  for (auto& control : controls) queue_.push_back(Outgoing{std::move(control), {}});
 }
 
 void ReducerStream::Shutdown() {

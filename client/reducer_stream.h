@@ -172,7 +172,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
     PieceSend piece;
   };
   std::deque<std::vector<uint8_t>> urgent_;  // written before queue_
-  std::deque<Outgoing> queue_;
+  std::deque<Outgoing> queue_;  // the first in_flight_ are being written: never moved or erased
   size_t urgent_in_flight_ = 0;
   size_t in_flight_ = 0;
   uint64_t unanswered_bytes_ = 0;  // pieces written (or being written) without their result yet

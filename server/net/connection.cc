@@ -469,6 +469,7 @@ void Connection::EnqueueControl(std::vector<uint8_t> frame) {
 }
 
 void Connection::Enqueue(Outgoing out) {
+  if (write_failed_) return;  // the connection is going; the reader says why
   write_queue_.push_back(std::move(out));
   if (!writing_) WriteNext();
 }
@@ -511,6 +512,14 @@ void Connection::WriteNext() {
       self->write_queue_.clear();
       self->writing_ = false;
       self->in_flight_ = 0;
+      if (self->state_ == State::kJoined && self->read_pending_) {
+        // A worker that gives up sends an ERROR with its reason, then closes,
+        // which resets the connection if results are still arriving: the
+        // pending read delivers that ERROR (or the reset) next, and the
+        // other ranks must learn the worker's reason, not this.
+        self->write_failed_ = true;
+        return;
+      }
       self->CloseNow(Status(Code::kIo, "cannot send to the worker: " + ec.message()));
       return;
     }

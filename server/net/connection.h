@@ -134,6 +134,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   size_t in_flight_ = 0;                       // frames of write_queue_ being written
   bool close_after_write_ = false;
   bool read_pending_ = false;
+  bool write_failed_ = false;  // a write failed; the pending read reports the cause
   std::array<uint8_t, 4096> drain_buf_{};
   ReceiveLowWater low_water_;                  // reset after every read
 

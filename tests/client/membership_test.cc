@@ -84,6 +84,22 @@ TEST_F(MembershipTest, BelowTheMinimumFailsNamingTheLostAndWhy) {
       << a.failure.message();
 }
 
+TEST_F(MembershipTest, BelowTheMinimumNamesReducersLostInEarlierEpochsToo) {
+  // Reducer 0 is lost and epoch 1 goes on without it; then 2 and 3 go too.
+  m_.OnLost(0, 1, t0_, "reducer r0:1 was killed");
+  m_.OnInstall(1, MembershipFrame{MembershipKind::kInstall, 1, 1, Set({1, 2, 3})});
+  m_.AfterInstall(1, t0_);
+  m_.OnLost(3, 2, t0_, "reducer r3:1 was killed");
+  auto a = m_.OnLost(2, 2, t0_, "reducer r2:1 was killed");
+  ASSERT_FALSE(a.failure.ok());
+  EXPECT_NE(a.failure.message().find("only 1 of 4 reducers left"), std::string::npos) << a.failure.message();
+  // "1 of 4 left" must account for all three: the one of epoch 0 as well.
+  for (const char* why : {"r0:1 (reducer r0:1 was killed)", "r2:1 (reducer r2:1 was killed)",
+                          "r3:1 (reducer r3:1 was killed)"}) {
+    EXPECT_NE(a.failure.message().find(why), std::string::npos) << a.failure.message();
+  }
+}
+
 TEST_F(MembershipTest, AChangeThatNeverCompletesFailsAtItsDeadline) {
   m_.OnLost(1, 1, t0_);
   EXPECT_TRUE(m_.Tick(t0_ + seconds(9)).failure.ok());

@@ -1,4 +1,5 @@
-// Fuzz target: the frame decoder (protocol/wire.*). The input is a frame
+// Fuzz target: the frame decoders (protocol/wire.*, and MEMBERSHIP from
+// protocol/membership.*). The input is a frame
 // header followed by a payload, as a peer would send them. Properties: every
 // decoder refuses or accepts without reading out of bounds; what it accepts
 // satisfies the documented bounds and encodes back to what was decoded.
@@ -7,6 +8,7 @@
 #include <limits>
 
 #include "protocol/byte_io.h"
+#include "protocol/membership.h"
 #include "protocol/wire.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -59,6 +61,27 @@ void CheckPayloads(std::span<const uint8_t> p) {
     const auto frame = EncodeWelcome(welcome);
     FUZZ_CHECK(std::equal(p.begin(), p.end(), PayloadOf(frame).begin()));
   }
+  Heartbeat heartbeat;
+  if (DecodeHeartbeat(p, &heartbeat).ok()) {
+    const auto frame = EncodeHeartbeat(heartbeat);
+    FUZZ_CHECK(PayloadOf(frame).size() == p.size() && std::equal(p.begin(), p.end(), PayloadOf(frame).begin()));
+  }
+  MembershipFrame membership;
+  if (DecodeMembership(p, &membership).ok()) {
+    FUZZ_CHECK(membership.kind >= MembershipKind::kReport && membership.kind <= MembershipKind::kEvict);
+    FUZZ_CHECK(membership.live.size() <= kMaxReducers);
+    for (uint32_t r : membership.live.Members()) FUZZ_CHECK(r < membership.live.size());
+    // What was accepted encodes to a frame that decodes to the same values
+    // (the encoder may normalise bits the decoder ignores, so compare values).
+    const auto frame = EncodeMembership(membership);
+    FrameHeader fh;
+    FUZZ_CHECK(DecodeHeader(std::span(frame).first(kHeaderBytes), 0, &fh).ok());
+    FUZZ_CHECK(fh.type == FrameType::kMembership && fh.payload_bytes == frame.size() - kHeaderBytes);
+    MembershipFrame again;
+    FUZZ_CHECK(DecodeMembership(PayloadOf(frame), &again).ok());
+    FUZZ_CHECK(again.kind == membership.kind && again.epoch == membership.epoch && again.seq == membership.seq);
+    FUZZ_CHECK(again.live.size() == membership.live.size() && again.live.Members() == membership.live.Members());
+  }
   ErrorFrame error;
   if (DecodeError(p, &error).ok()) {
     FUZZ_CHECK(error.code != Code::kOk);
@@ -91,7 +114,18 @@ void CheckPieceHeader(std::span<const uint8_t> p, uint32_t payload_bytes, uint64
   FUZZ_CHECK(DecodePieceHeader(std::span(frame).subspan(kHeaderBytes), fh.payload_bytes, max_piece, &again).ok());
   FUZZ_CHECK(again.seq == h.seq && again.piece == h.piece && again.pieces == h.pieces &&
              again.dtype == h.dtype && again.op == h.op && again.total_count == h.total_count &&
-             again.offset == h.offset && again.count == h.count);
+             again.offset == h.offset && again.count == h.count && again.epoch == h.epoch &&
+             again.watermark == h.watermark && again.flags == h.flags && again.crc == h.crc);
+  if (h.flags & kPieceCrc) {
+    // SetPieceCrc on a frame without the flag gives the same frame back.
+    PieceHeader plain = h;
+    plain.flags = static_cast<uint16_t>(h.flags & ~kPieceCrc);
+    plain.crc = 0;
+    std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes> with_crc;
+    EncodePieceFrame(FrameType::kData, plain, &with_crc);
+    SetPieceCrc(h.crc, &with_crc);
+    FUZZ_CHECK(with_crc == frame);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,248 @@
+// ReducerStream against a scripted reducer on 127.0.0.1: what the worker
+// writes must stay a sequence of whole frames whatever the stream is asked to
+// do while a write is still under way. The scripted reducer does the
+// handshake, then stops reading so that a large write stays in flight, and
+// reads (and checks) every byte only once the test has acted.
+#include "client/reducer_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "protocol/membership.h"
+#include "protocol/wire.h"
+
+namespace rs::client {
+namespace {
+
+using protocol::FrameType;
+
+class RecordingOwner : public StreamOwner {
+ public:
+  void OnStreamReady(StreamId, uint64_t) override { Set(&ready_); }
+  void OnStreamLost(StreamId, const Status& status) override { Record(status); }
+  void OnStreamFailed(StreamId, const Status& status) override { Record(status); }
+  void OnStreamClosed() override {}
+  void OnHeartbeat(StreamId, const protocol::Heartbeat&) override {}
+  void OnMembership(StreamId, const protocol::MembershipFrame&) override {}
+  void OnWatermark(StreamId, uint32_t, uint64_t) override {}
+  protocol::Heartbeat HeartbeatNow() override { return {}; }
+  std::shared_ptr<OperationImpl> FindOperation(uint64_t) override { return nullptr; }
+  void OperationComplete(uint64_t) override {}
+  void Log(LogLevel, const std::string&) override {}
+
+  bool WaitReady() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(20), [&] { return ready_ || !failure_.ok(); }) && ready_;
+  }
+  Status failure() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failure_;
+  }
+
+ private:
+  void Set(bool* flag) {
+    std::lock_guard<std::mutex> lock(mu_);
+    *flag = true;
+    cv_.notify_all();
+  }
+  void Record(const Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failure_.ok()) failure_ = status;
+    cv_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool ready_ = false;
+  Status failure_;
+};
+
+// Blocking reads with a deadline on the scripted reducer's side, so a stream
+// that stops writing fails the test instead of hanging it.
+class ScriptedReducer {
+ public:
+  explicit ScriptedReducer(asio::io_context& io) : acceptor_(io), socket_(io) {
+    acceptor_.open(asio::ip::tcp::v4());
+    // A small receive buffer (set before listen, so the accepted socket has
+    // it): a write of a few MiB cannot complete until the test reads.
+    acceptor_.set_option(asio::socket_base::receive_buffer_size(4096));
+    acceptor_.bind({asio::ip::make_address("127.0.0.1"), 0});
+    acceptor_.listen();
+  }
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+  void Accept() {
+    acceptor_.accept(socket_);
+    timeval tv{20, 0};
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  // Reads one frame; false (with the reason in `why`) if the bytes are not one.
+  bool ReadFrame(protocol::FrameHeader* header, std::vector<uint8_t>* payload, std::string* why) {
+    std::array<uint8_t, protocol::kHeaderBytes> head{};
+    if (!ReadAll(head.data(), head.size(), why)) return false;
+    Status st = protocol::DecodeHeader(head, uint64_t{1} << 30, header, "the scripted reducer");
+    if (!st.ok()) {
+      *why = st.message();
+      return false;
+    }
+    payload->resize(header->payload_bytes);
+    return ReadAll(payload->data(), payload->size(), why);
+  }
+  void Write(const std::vector<uint8_t>& frame) { asio::write(socket_, asio::buffer(frame)); }
+
+ private:
+  bool ReadAll(uint8_t* data, size_t bytes, std::string* why) {
+    asio::error_code ec;
+    asio::read(socket_, asio::buffer(data, bytes), ec);
+    if (ec) *why = "read: " + ec.message();
+    return !ec;
+  }
+
+  asio::ip::tcp::acceptor acceptor_;
+  asio::ip::tcp::socket socket_;
+};
+
+constexpr uint64_t kPieceElems = 256 * 1024;  // 1 MiB of float32
+constexpr uint32_t kPieces = 8;
+
+// The stream's io_context on its own thread, stopped and joined however the
+// test ends.
+class IoThread {
+ public:
+  IoThread() : work_(asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
+  ~IoThread() { Join(); }
+  asio::io_context& io() { return io_; }
+  void Join() {
+    work_.reset();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+TEST(ReducerStreamTest, ResetWhileAWriteIsInFlightKeepsFrameBoundaries) {
+  // Declared before the stream's thread, so they outlive it on every path.
+  asio::io_context test_io;
+  ScriptedReducer reducer(test_io);
+  RecordingOwner owner;
+  // One operation of kPieces pieces, each piece's elements its index + 1.
+  std::vector<float> send(kPieceElems * kPieces), recv(send.size());
+  for (uint32_t p = 0; p < kPieces; ++p) {
+    std::fill_n(send.begin() + p * kPieceElems, kPieceElems, static_cast<float>(p + 1));
+  }
+  IoThread io_thread;
+  asio::io_context& io = io_thread.io();
+
+  StreamParams params;
+  params.endpoint = Endpoint{"127.0.0.1", reducer.port()};
+  params.hello.world = 1;
+  params.hello.flags = protocol::kHelloFailover;
+  params.connect_deadline = Clock::now() + std::chrono::seconds(20);
+  auto stream = std::make_shared<ReducerStream>(io, params, &owner);
+  struct Closer {
+    std::shared_ptr<ReducerStream> stream;
+    ~Closer() { stream->Close(/*bye=*/false); }
+  } closer{stream};
+  stream->Start();
+
+  // Handshake: HELLO, CHALLENGE, AUTH, WELCOME, READY.
+  reducer.Accept();
+  protocol::FrameHeader header;
+  std::vector<uint8_t> payload;
+  std::string why;
+  ASSERT_TRUE(reducer.ReadFrame(&header, &payload, &why)) << why;
+  ASSERT_EQ(header.type, FrameType::kHello);
+  reducer.Write(protocol::EncodeChallenge({}));
+  ASSERT_TRUE(reducer.ReadFrame(&header, &payload, &why)) << why;
+  ASSERT_EQ(header.type, FrameType::kAuth);
+  protocol::Welcome welcome;
+  welcome.max_piece_bytes = kPieceElems * sizeof(float);
+  reducer.Write(protocol::EncodeWelcome(welcome));
+  reducer.Write(protocol::EncodeReady());
+  ASSERT_TRUE(owner.WaitReady()) << owner.failure().ToString();
+
+  std::vector<protocol::PieceSpan> spans;
+  for (uint32_t p = 0; p < kPieces; ++p) spans.push_back({p, p * kPieceElems, kPieceElems, 0, 0});
+  auto op = std::make_shared<OperationImpl>(0, send.data(), recv.data(), send.size(), DataType::kFloat32,
+                                            ReduceOp::kSum, 0, spans, 1, Clock::now());
+  auto sends_for = [&](uint32_t epoch) {
+    std::vector<PieceSend> sends;
+    for (uint32_t p = 0; p < kPieces; ++p) {
+      protocol::PieceHeader h;
+      h.seq = 0;
+      h.piece = p;
+      h.pieces = kPieces;
+      h.total_count = send.size();
+      h.offset = p * kPieceElems;
+      h.count = kPieceElems;
+      h.epoch = epoch;
+      PieceSend s;
+      s.data = reinterpret_cast<const uint8_t*>(send.data() + h.offset);
+      s.bytes = kPieceElems * sizeof(float);
+      s.epoch = epoch;
+      protocol::EncodePieceFrame(FrameType::kData, h, &s.head);
+      EXPECT_TRUE(op->Acquire());
+      s.op = op;
+      sends.push_back(std::move(s));
+    }
+    return sends;
+  };
+
+  // 8 MiB for a reader that does not read: the write is still under way
+  // (most piece headers not yet handed to the kernel) when the stream runs
+  // the Reset, which is posted after it. Then epoch 1's pieces follow.
+  stream->Send(sends_for(0));
+  protocol::MembershipFrame announce;
+  announce.kind = protocol::MembershipKind::kAnnounce;
+  announce.epoch = 1;
+  announce.live = protocol::ReducerSet(1);
+  announce.live.Add(0);
+  stream->Reset(1, protocol::EncodeMembership(announce), sends_for(1));
+
+  // Every byte must parse as whole frames: epoch 0's pieces already in the
+  // write (at least the first), the announcement, then all of epoch 1's.
+  uint32_t next_piece[2] = {0, 0};
+  bool announced = false;
+  while (next_piece[1] < kPieces) {
+    ASSERT_TRUE(reducer.ReadFrame(&header, &payload, &why))
+        << why << " (after " << next_piece[0] << " piece(s) of epoch 0, announced: " << announced << ", "
+        << next_piece[1] << " of epoch 1)";
+    if (header.type == FrameType::kMembership) {
+      protocol::MembershipFrame frame;
+      ASSERT_TRUE(protocol::DecodeMembership(payload, &frame).ok());
+      ASSERT_EQ(frame.kind, protocol::MembershipKind::kAnnounce);
+      ASSERT_FALSE(announced);
+      announced = true;
+      continue;
+    }
+    ASSERT_EQ(header.type, FrameType::kData);
+    protocol::PieceHeader h;
+    ASSERT_TRUE(protocol::DecodePieceHeader(payload, header.payload_bytes, welcome.max_piece_bytes, &h).ok());
+    ASSERT_EQ(h.epoch, announced ? 1u : 0u);
+    ASSERT_EQ(h.piece, next_piece[h.epoch]) << "epoch " << h.epoch;
+    ++next_piece[h.epoch];
+    std::vector<float> expected(kPieceElems, static_cast<float>(h.piece + 1));
+    ASSERT_EQ(std::memcmp(payload.data() + protocol::kPieceHeaderBytes, expected.data(),
+                          kPieceElems * sizeof(float)),
+              0)
+        << "piece " << h.piece << " of epoch " << h.epoch;
+  }
+  EXPECT_GE(next_piece[0], 1u);  // the write under way was completed, not cut
+  EXPECT_TRUE(announced);
+  EXPECT_TRUE(owner.failure().ok()) << owner.failure().ToString();
+
+  stream->Close(/*bye=*/false);
+  io_thread.Join();
+  op->Finish(Status::Ok());
+  EXPECT_TRUE(op->Done());  // every lease went back
+}
+
+}  // namespace
+}  // namespace rs::client
