@@ -28,7 +28,11 @@ Status SetTcpLiveness(int fd, std::chrono::milliseconds timeout) {
 #ifdef __linux__
   const int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
   const int seconds = std::max(ms / 1000, 1);
-  RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, ms, "TCP_USER_TIMEOUT"));
+  // Twice the timeout: the kernel backs the heartbeats up, it must not beat
+  // them. At T a burst of loss (four lost sends of one segment in a row, about
+  // 1 in 800 segments at 10 % loss each way) aborted a healthy connection.
+  const int user_timeout = static_cast<int>(std::min<int64_t>(2 * int64_t{ms}, INT32_MAX));
+  RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, user_timeout, "TCP_USER_TIMEOUT"));
   // Idle for half the timeout, then 3 probes spread over the other half.
   RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_KEEPIDLE, std::max(seconds / 2, 1), "TCP_KEEPIDLE"));
   RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_KEEPINTVL, std::max(seconds / 6, 1), "TCP_KEEPINTVL"));

@@ -1,8 +1,8 @@
 // Socket options both ends of the data plane set. SetTcpLiveness: kernel-side
 // liveness for a connected TCP socket, to back up the application's
 // heartbeats with what the kernel can see: TCP_USER_TIMEOUT (data left
-// unacknowledged for the timeout aborts the connection, so a dead host or cut
-// link fails pending writes) and keepalive probes tuned to end within about
+// unacknowledged for twice the timeout aborts the connection, so a dead host
+// or cut link fails pending writes even when the application is stuck) and keepalive probes tuned to end within about
 // the same time on an idle connection. Linux only; elsewhere (and for a
 // timeout of 0) it only turns keepalive on. ReceiveLowWater: fewer wake-ups
 // for large reads.
