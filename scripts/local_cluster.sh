@@ -23,7 +23,9 @@ BENCH_ARGS=${BENCH_ARGS:-}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1200}
 TRAIN_STEPS=${TRAIN_STEPS:-100}
 TRAIN_ARGS=${TRAIN_ARGS:---verify}
-BUILD_DIR=${BUILD_DIR:-build}
+# Its own folder: the test command configures build/ with tests and another
+# build type, and the two must not reconfigure each other.
+BUILD_DIR=${BUILD_DIR:-build-local}
 [[ $BUILD_DIR = /* ]] || BUILD_DIR=$ROOT/$BUILD_DIR
 
 usage() {
