@@ -151,7 +151,8 @@ TEST_F(FailoverTest, KilledReducerIsSurvivedWithBitwiseIdenticalResults) {
 TEST_F(FailoverTest, FrozenReducerIsSurvivedWithBitwiseIdenticalResults) {
   Start(3);
   const auto reference = RunJob(Endpoints(), "frozen-reference", -1, {});
-  const auto faulty = RunJob(Endpoints(), "frozen", 12, [&] { kill(reducers_[2]->pid(), SIGSTOP); });
+  const auto faulty =
+      RunJob(Endpoints(), "frozen", 12, [&] { EXPECT_TRUE(FreezeProcess(reducers_[2]->pid())); });
   // Thawed after the ranks dropped it: it must not disturb them (they no
   // longer listen) and must come back to serving.
   kill(reducers_[2]->pid(), SIGCONT);

@@ -225,7 +225,7 @@ TEST_F(FailuresTest, FrozenWorkerTimesOutNamingIt) {
   pid_t frozen = -1;
   auto errors = RunSurvivors(this, "frozen", 2, [&](ChildProcess& victim) {
     frozen = victim.pid();
-    kill(frozen, SIGSTOP);  // alive but silent, like a hung GPU or a cut link
+    EXPECT_TRUE(FreezeProcess(frozen));  // alive but silent, like a hung GPU or a cut link
   });
   for (uint32_t r = 0; r < 3; ++r) {
     EXPECT_EQ(errors[r].status.code(), Code::kTimeout) << "rank " << r << ": " << errors[r].status.ToString();

@@ -46,15 +46,20 @@ TEST_F(LivenessTest, FrozenReducerIsNamedToEveryRankWithinTheBound) {
   std::vector<Status> errors(2);
   std::vector<std::chrono::steady_clock::duration> waited(2);
   std::atomic<int> joined{0};
+  std::atomic<bool> frozen{false};
   std::chrono::steady_clock::time_point frozen_at;
   RunRanks(2, [&](uint32_t rank) {
     auto c = client::Client::Create(RankOptions("frozen-reducer", rank, 2));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
+    // The reducer is frozen once both ranks joined and before either sends.
     if (++joined == 2) {
       frozen_at = std::chrono::steady_clock::now();
-      kill(reducer_->pid(), SIGSTOP);
+      EXPECT_TRUE(FreezeProcess(reducer_->pid()));
+      frozen = true;
     }
-    while (joined < 2) std::this_thread::yield();
+    const auto give_up = std::chrono::steady_clock::now() + seconds(60);  // the other rank failed to join
+    while (!frozen && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    ASSERT_TRUE(frozen) << "the other rank never joined";
     std::vector<float> v(1 << 14, 1.0f);
     errors[rank] = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)
                        ->Wait(seconds(60));

@@ -178,4 +178,31 @@ bool ChildProcess::WaitForOutput(const std::string& text, std::chrono::milliseco
   return false;
 }
 
+namespace {
+
+// True when the thread's /proc status says stopped ("State:\tT (stopped)").
+bool ThreadStopped(const std::filesystem::path& task) {
+  std::ifstream in(task / "status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("State:", 0) == 0) return line.find("T (stopped)") != std::string::npos;
+  }
+  return true;  // gone
+}
+
+}  // namespace
+
+bool FreezeProcess(int pid) {
+  if (kill(pid, SIGSTOP) != 0) return false;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (int i = 0; i < 5000; ++i) {
+    bool all = true;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) all = all && ThreadStopped(task.path());
+    if (!ec && all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
 }  // namespace rs::testing

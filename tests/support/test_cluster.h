@@ -46,6 +46,11 @@ class ReducerProcess {
 // Writes a job token file and returns its path.
 std::string WriteTokenFile(const std::string& token);
 
+// Sends SIGSTOP and waits (at most 5 s) until every thread of `pid` is
+// stopped: kill() returns before the process stops, and a reducer that is
+// still finishing an operation then is not yet frozen. False if it never was.
+bool FreezeProcess(int pid);
+
 // Runs fn(rank) on `world` threads and joins them.
 void RunRanks(uint32_t world, const std::function<void(uint32_t rank)>& fn);
 
