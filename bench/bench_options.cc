@@ -76,7 +76,7 @@ Status Validate(const RawFlags& raw, const Settings& s, Options* out) {
   RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &out->op_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &out->connect_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &out->liveness));
-  if (out->liveness.count() != 0 && out->liveness < milliseconds(100)) {
+  if (out->liveness.count() != 0 && out->liveness < client::kMinLivenessTimeout) {
     return Status(Code::kInvalidArgument, s.Get("--liveness-timeout").source + " must be 0 (off) or at least 100ms");
   }
   RS_RETURN_IF_ERROR(Assign(s.Int("--crc", 0, 1), &out->crc));

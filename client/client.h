@@ -39,6 +39,10 @@ StatusOr<std::vector<Endpoint>> ParseEndpoints(const std::string& list);
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
 using LogFn = std::function<void(LogLevel, const std::string&)>;
 
+// The shortest liveness timeout other than 0 (off); heartbeats go at a fifth
+// of it. The client, the plugin, reducer-bench and rs-train check against it.
+inline constexpr std::chrono::milliseconds kMinLivenessTimeout{100};
+
 struct ClientOptions {
   std::vector<Endpoint> reducers;
   protocol::SessionId session{};
@@ -67,7 +71,7 @@ struct ClientOptions {
   // reducer is frozen, its host dead or the link cut: the session fails
   // (naming the reducer and the silence) within this bound plus a tenth,
   // instead of waiting for op_timeout. Both ends send heartbeats at a fifth
-  // of it and TCP_USER_TIMEOUT is set to it; the reducers use the same value
+  // of it and TCP_USER_TIMEOUT is set to twice it; the reducers use the same value
   // to detect a silent worker. 0: off (only op_timeout applies).
   std::chrono::milliseconds liveness_timeout{5'000};
   // End-to-end integrity: a CRC32C over every piece this rank sends, checked

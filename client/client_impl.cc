@@ -52,7 +52,7 @@ Status ClientImpl::Connect() {
   if (opts_.liveness_timeout.count() < 0 || opts_.liveness_timeout > std::chrono::hours(24)) {
     return Status(Code::kInvalidArgument, "liveness timeout must be 0 (off) to 24 h");
   }
-  if (opts_.liveness_timeout.count() > 0 && opts_.liveness_timeout < std::chrono::milliseconds(100)) {
+  if (opts_.liveness_timeout.count() > 0 && opts_.liveness_timeout < kMinLivenessTimeout) {
     return Status(Code::kInvalidArgument, "liveness timeout must be at least 100 ms (or 0 for off)");
   }
   if (opts_.min_reducers < 1 || opts_.min_reducers > opts_.reducers.size()) {

@@ -146,7 +146,7 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   StatusOr<std::chrono::milliseconds> liveness =
       env.GetDuration(EnvKey::kLivenessTimeout, std::chrono::milliseconds(0), kMaxTimeout);
   if (!liveness.ok()) return liveness.status();
-  if (liveness->count() != 0 && *liveness < std::chrono::milliseconds(100)) {
+  if (liveness->count() != 0 && *liveness < client::kMinLivenessTimeout) {
     return Status(Code::kInvalidArgument, "REDUCER_LIVENESS_TIMEOUT=" + env.Get(EnvKey::kLivenessTimeout) +
                                               " must be 0 (off) or at least 100ms");
   }

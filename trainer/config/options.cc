@@ -157,7 +157,7 @@ Status ResolveClient(const Settings& s, TrainOptions* o) {
   RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &o->op_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &o->connect_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &o->liveness_timeout));
-  if (o->liveness_timeout.count() != 0 && o->liveness_timeout < milliseconds(100)) {
+  if (o->liveness_timeout.count() != 0 && o->liveness_timeout < client::kMinLivenessTimeout) {
     return Status(Code::kInvalidArgument, Show(s.Get("--liveness-timeout")) + ": use 0 (off) or at least 100ms");
   }
   RS_RETURN_IF_ERROR(Assign(s.Int("--crc", 0, 1), &o->crc));
