@@ -2,7 +2,6 @@
 // (docs/reliability.md, "Reducer failover"). Membership decides (pure,
 // membership.h); this file carries its decisions out on the streams, the
 // operations and the retained copies.
-#include <cstring>
 
 #include "client/client_impl.h"
 
@@ -197,9 +196,9 @@ void ClientImpl::IssuePendingLocked() {
     uint8_t* copy = retention_.Allocate(op->seq(), bytes, membership_->changing());
     if (copy == nullptr) break;
     waiting_.pop_front();
-    // Under the lock, unlike AllReduce's copy: this path is the rare one.
-    std::memcpy(copy, op->send(), bytes);
-    op->SetSource(copy);
+    // Copied whole, under the lock: this path is the rare one.
+    op->RetainInto(copy);
+    op->CopyInput();
     retained_[op->seq()] = Retained{copy, op->count(), op->dtype(), op->op(), false};
     if (op->epoch() != membership_->epoch()) {
       op->Restart(membership_->epoch(), PartitionLocked(op->seq(), op->count(), op->dtype()));

@@ -279,7 +279,8 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
     PostLocked(&batches);
     return op_state;
   }
-  // Failover: send from a copy this rank keeps until every rank is done.
+  // Failover: a copy of the input this rank keeps until every rank is done,
+  // made while the pieces go out (copy_behind.h).
   const size_t bytes = count * DataTypeSize(dtype);
   uint8_t* copy = waiting_.empty() ? retention_.Allocate(seq, bytes, membership_->changing()) : nullptr;
   if (copy == nullptr) {
@@ -290,19 +291,12 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
     return op_state;
   }
   retained_[seq] = Retained{copy, count, dtype, op, false};
-  lock.unlock();
-  std::memcpy(copy, send, bytes);
-  op_state->SetSource(copy);
-  lock.lock();
-  auto it = ops_.find(seq);
-  if (it == ops_.end() || !health_.ok()) return op_state;  // failed meanwhile
-  // The epoch may have changed while copying: partition in the current one.
-  if (op_state->epoch() != membership_->epoch()) {
-    op_state->Restart(membership_->epoch(), PartitionLocked(seq, count, dtype));
-  }
-  it->second.issued = true;
+  op_state->RetainInto(copy);
+  ops_[seq].issued = true;
   IssueLocked(op_state, &batches);
   PostLocked(&batches);
+  lock.unlock();
+  op_state->CopyInput();
   return op_state;
 }
 

@@ -1,5 +1,7 @@
 #include "client/operation.h"
 
+#include <cstring>
+
 namespace rs::client {
 
 OperationImpl::OperationImpl(uint64_t seq, const void* send, void* recv, uint64_t count, DataType dtype,
@@ -98,7 +100,33 @@ bool OperationImpl::PieceDone(uint32_t epoch) {
   return last;
 }
 
+void OperationImpl::RetainInto(uint8_t* copy) {
+  const size_t bytes = count_ * DataTypeSize(dtype_);
+  retained_ = copy;
+  const auto* in = static_cast<const uint8_t*>(send_);
+  const auto* out = static_cast<const uint8_t*>(recv_);
+  if (recv_ != nullptr && in != out && in < out + bytes && out < in + bytes) {
+    // Partly overlapping buffers: a result could overwrite input at another
+    // offset than its own, so copy everything before anything is sent.
+    std::memcpy(copy, in, bytes);
+    source_ = copy;
+    return;
+  }
+  copy_ = std::make_unique<CopyBehind>(in, copy, bytes);
+}
+
+void OperationImpl::CopyInput() {
+  if (copy_) copy_->EnsureAll();
+}
+
+void OperationImpl::BeforeResult(size_t offset, size_t bytes) {
+  if (copy_) copy_->Ensure(offset, bytes);
+}
+
 void OperationImpl::Restart(uint32_t epoch, std::vector<protocol::PieceSpan> pieces) {
+  // Outside mu_: completing the copy may wait for an I/O thread's chunk.
+  if (copy_) copy_->EnsureAll();
+  if (retained_ != nullptr) source_ = retained_;
   std::lock_guard<std::mutex> lock(mu_);
   epoch_ = epoch;
   pieces_ = std::move(pieces);

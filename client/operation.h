@@ -16,10 +16,12 @@
 #pragma once
 
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include "client/client.h"
+#include "client/copy_behind.h"
 #include "common/clock.h"
 #include "protocol/partition.h"
 
@@ -40,9 +42,18 @@ class OperationImpl final : public Operation {
 
   const void* send() const { return send_; }
   // Where pieces are sent from: the caller's send buffer, or the retained
-  // copy of it. Set before the first piece is sent, never after.
+  // copy of it. Read and changed under the client's lock only.
   const uint8_t* source() const { return source_; }
   void SetSource(const uint8_t* source) { source_ = source; }
+  // Failover: this operation's input is to be kept in `copy`, made behind
+  // the sends (copy_behind.h) while pieces go out from the caller's buffer.
+  // Call once, before the first piece is issued.
+  void RetainInto(uint8_t* copy);
+  // Completes the copy (the calling thread, after issuing the pieces).
+  void CopyInput();
+  // Before a result is read into [offset, offset + bytes) of the receive
+  // buffer: the input there must be copied first (in-place operations).
+  void BeforeResult(size_t offset, size_t bytes);
   void* recv() const { return recv_; }
   bool shadow() const { return recv_ == nullptr; }
   uint64_t count() const { return count_; }
@@ -64,7 +75,8 @@ class OperationImpl final : public Operation {
   // The piece's bytes are in place. Returns true for the last piece of the
   // operation's epoch, which completes it; false for a stale one.
   bool PieceDone(uint32_t epoch);
-  // Starts over in a new epoch with its partition.
+  // Starts over in a new epoch with its partition; pieces then go out from
+  // the retained copy, completed first where it is still being made.
   void Restart(uint32_t epoch, std::vector<protocol::PieceSpan> pieces);
   // Sets the result if none is set yet.
   void Finish(const Status& status);
@@ -83,6 +95,8 @@ class OperationImpl final : public Operation {
   const ReduceOp op_;
   const uint32_t reducers_;
   const Clock::time_point start_;
+  uint8_t* retained_ = nullptr;        // the failover copy, if any
+  std::unique_ptr<CopyBehind> copy_;   // how it is being made, if behind the sends
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -271,7 +271,9 @@ void ReducerStream::ReadResult() {
     }
     const bool claimed = claim == OperationImpl::Claim::kClaimed;
     if (claimed && !op->shadow()) {
-      uint8_t* dest = static_cast<uint8_t*>(op->recv()) + h.offset * DataTypeSize(h.dtype);
+      const size_t offset = h.offset * DataTypeSize(h.dtype);
+      op->BeforeResult(offset, h.PayloadBytes());  // the failover copy of an in-place input first
+      uint8_t* dest = static_cast<uint8_t*>(op->recv()) + offset;
       self->Read(asio::buffer(dest, h.PayloadBytes()),
                  [op](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec2) {
                    self->OnResultRead(op, true, ec2);

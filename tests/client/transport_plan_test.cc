@@ -34,7 +34,9 @@ TEST(TransportPlan, PieceSizeIsWholePagesAndDependsOnlyOnTheReducerCount) {
     EXPECT_GE(p, 64 * kKiB) << r;
     EXPECT_LE(p, 512 * kKiB) << r;
     EXPECT_EQ(p, AutoPieceBytes(r)) << r;
-    if (r > 1) EXPECT_LE(p, AutoPieceBytes(r - 1)) << r;
+    if (r > 1) {
+      EXPECT_LE(p, AutoPieceBytes(r - 1)) << r;
+    }
   }
 }
 
