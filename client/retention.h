@@ -38,7 +38,8 @@ class RetentionRing {
   void ReleaseBelow(uint64_t seq);
 
   size_t capacity() const { return capacity_; }
-  size_t in_use() const { return in_use_; }  // ring and overflow
+  size_t in_use() const { return in_use_; }  // copies in the ring and overflow (not the ring's padding)
+  size_t ring_high_water() const { return high_water_; }  // ring bytes ever touched, from its start
   size_t peak() const { return peak_; }
   size_t overflow_allocations() const { return overflow_allocations_; }
 
@@ -49,6 +50,7 @@ class RetentionRing {
     uint64_t seq;
     size_t offset;  // in the ring
     size_t bytes;   // ring bytes taken, padding included
+    size_t data;    // of which the copy (aligned)
   };
 
   const size_t capacity_;
@@ -58,6 +60,7 @@ class RetentionRing {
   size_t ring_used_ = 0;       // bytes taken, padding included
   std::map<uint64_t, std::pair<std::unique_ptr<uint8_t[]>, size_t>> overflow_;
   size_t in_use_ = 0;
+  size_t high_water_ = 0;
   size_t peak_ = 0;
   size_t overflow_allocations_ = 0;
 };
