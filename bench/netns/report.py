@@ -217,7 +217,8 @@ def main():
     line = line_rate_gbps(folder)
     cpu_rows = read_csv(os.path.join(folder, "cpu.csv"))
     md = [f"# All-reduce: {meta['WORKERS']} workers, {meta['REDUCERS']} reducers, links {meta['RATE']}"
-          f"{' + ' + meta['DELAY'] + ' delay' if meta.get('DELAY') else ''}", "",
+          f"{' + ' + meta['DELAY'] + ' delay' if meta.get('DELAY') else ''}"
+          f"{' (rs-delay-line, userspace)' if meta.get('DELAY_IMPL') == 'userspace' else ''}", "",
           f"Command: `{meta.get('COMMAND', '')}`", "",
           f"Measured line rate (iperf3, 1 TCP stream, {meta.get('IPERF_SECONDS', '?')} s): "
           f"{fmt(line)} GB/s = {fmt(line * 8 if line else None, 2)} Gbit/s", "",
