@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -240,6 +241,7 @@ struct Direction {
   uint64_t write_errors = 0;           // the kernel refused a frame
   int last_write_errno = 0;
   uint64_t max_queued_bytes = 0;
+  int64_t late_sum_ns = 0, late_max_ns = 0;  // written after the due time: the delay line's own error
 };
 
 class DelayLine {
@@ -254,7 +256,8 @@ class DelayLine {
  private:
   explicit DelayLine(const Options& o) : options_(o), buffer_(kReadBuffer) {}
   Status ReadFrames(Direction& d, int64_t now);
-  void Flush(int64_t now);
+  // Writes every frame that is due.
+  void Flush();
   Status ArmTimer();
 
   Options options_;
@@ -346,10 +349,14 @@ Status DelayLine::ReadFrames(Direction& d, int64_t now) {
   return Status::Ok();
 }
 
-void DelayLine::Flush(int64_t now) {
+void DelayLine::Flush() {
+  int64_t now = NowNs();
   for (Direction& d : directions_) {
     while (!d.queue.empty() && d.queue.front().due_ns <= now) {
       const Frame& f = d.queue.front();
+      const int64_t late = now - f.due_ns;
+      d.late_sum_ns += late;
+      if (late > d.late_max_ns) d.late_max_ns = late;
       const ssize_t put = write(d.to, f.bytes.data(), f.bytes.size());
       if (put == static_cast<ssize_t>(f.bytes.size())) {
         ++d.frames;
@@ -360,6 +367,7 @@ void DelayLine::Flush(int64_t now) {
       }
       d.queued_bytes -= f.bytes.size();
       d.queue.pop_front();
+      now = NowNs();  // the write ran the receiving side's stack: time has passed
     }
   }
 }
@@ -405,7 +413,7 @@ Status DelayLine::Run() {
       }
       RS_RETURN_IF_ERROR(ReadFrames(directions_[tag], now));
     }
-    Flush(NowNs());
+    Flush();
     RS_RETURN_IF_ERROR(ArmTimer());
   }
 }
@@ -416,6 +424,7 @@ std::string DelayLine::Summary() const {
   const double user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
   const double sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
   uint64_t frames = 0, bytes = 0, drops = 0, errors = 0, left = 0;
+  int64_t late_sum = 0, late_max = 0;
   std::string per;
   for (const Direction& d : directions_) {
     frames += d.frames;
@@ -423,6 +432,8 @@ std::string DelayLine::Summary() const {
     drops += d.drops;
     errors += d.write_errors;
     left += d.queue.size();
+    late_sum += d.late_sum_ns;
+    late_max = std::max(late_max, d.late_max_ns);
     per += "; " + d.name + " frames " + std::to_string(d.frames) + " bytes " + std::to_string(d.bytes) + " drops " +
            std::to_string(d.drops) + " max-queued " + std::to_string(d.max_queued_bytes);
     if (d.write_errors) {
@@ -430,13 +441,16 @@ std::string DelayLine::Summary() const {
              (d.last_write_errno == EIO ? ": the receiving device was down" : "") + ")";
     }
   }
-  char head[256];
+  const uint64_t written = frames + errors;
+  char head[512];
   std::snprintf(head, sizeof head,
                 "rs-delay-line: stopped; cpu user %.2f s sys %.2f s; delay %.3f ms; total frames %llu bytes %llu "
-                "drops %llu write-errors %llu left-queued %llu",
+                "drops %llu write-errors %llu left-queued %llu; written after the due time by %.0f us on average, "
+                "%.0f us at most",
                 user, sys, options_.delay_ns / 1e6, static_cast<unsigned long long>(frames),
                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(drops),
-                static_cast<unsigned long long>(errors), static_cast<unsigned long long>(left));
+                static_cast<unsigned long long>(errors), static_cast<unsigned long long>(left),
+                written ? static_cast<double>(late_sum) / written / 1e3 : 0.0, late_max / 1e3);
   return head + per;
 }
 
