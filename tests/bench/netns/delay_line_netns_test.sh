@@ -99,7 +99,7 @@ fi
 echo "== teardown: the delay line's summary; nothing left behind"
 pid=$NS_DELAY_LINE_PID
 ns_teardown 2>"$WORK/teardown.err"
-cat "$WORK/teardown.err"
+cat "$WORK/teardown.err" | cut -c1-400
 summary=$(grep '^rs-delay-line: stopped' "$NS_DELAY_LOG") || fail "no summary from rs-delay-line: $(cat "$NS_DELAY_LOG")"
 frames=$(sed -E 's/.*total frames ([0-9]+).*/\1/' <<<"$summary")
 drops=$(sed -E 's/.*total frames [0-9]+ bytes [0-9]+ drops ([0-9]+).*/\1/' <<<"$summary")
