@@ -225,6 +225,9 @@ def main():
           f"Ours: reducer-bench, float32 sum, {meta.get('OURS_FLAGS', '')}. Peer: torch {meta.get('TORCH', '?')} "
           "gloo all_reduce (ring), float32 sum. Time per size: the slowest rank's average over the timed iterations.",
           "algbw = size / time. Bounds use the measured line rate B.", ""]
+    if meta.get("DELAY_LINE"):
+        md[-1:-1] = ["", f"Links delayed in user space by rs-delay-line (the kernel has no netem; bench/netns/"
+                     f"delay_line.cc), over the whole run: {meta['DELAY_LINE']}."]
     if ours or gloo:
         md += bandwidth_table(meta, ours, gloo, line)
     if collnet:

@@ -141,6 +141,17 @@ build_binaries() {
   cmake --build "$BUILD_DIR" --target "${targets[@]}"
 }
 
+# The phases are over: stops rs-delay-line (if the links have one) and puts
+# its summary, without the per-link counts, in meta.env for the report: its
+# CPU, frames, drops and how late it wrote frames, which says whether the
+# links had the delay asked for.
+record_delay_line() {
+  [[ -n $NS_DELAY_LINE_PID ]] || return 0
+  ns_stop_delay_line 2>/dev/null
+  echo "DELAY_LINE=$(grep -h '^rs-delay-line: stopped' "$NS_DELAY_LOG" | sed 's/^rs-delay-line: stopped; //; s/; [^;]*->.*$//')" \
+    >>"$OUT/meta.env"
+}
+
 check_tools() {
   local missing=()
   command -v iperf3 >/dev/null || [[ $PHASES != *iperf* ]] || missing+=(iperf3)
@@ -200,6 +211,7 @@ main() {
       *) echo "unknown phase '$phase'" >&2; exit 2 ;;
     esac
   done
+  record_delay_line
   "$PYTHON" "$HERE/report.py" "$OUT"
   check_outputs
   FAILED=0
