@@ -7,7 +7,7 @@
 # frames without drops when stopped, leaves nothing behind, and names the
 # cause of a bad start. Exit 0 on success, 1 on a failure, 77 (skipped, with
 # the reason) where namespaces or tap devices cannot be created.
-# Usage: delay_line_test.sh PATH/TO/rs-delay-line
+# Usage: delay_line_netns_test.sh PATH/TO/rs-delay-line
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -99,7 +99,7 @@ fi
 echo "== teardown: the delay line's summary; nothing left behind"
 pid=$NS_DELAY_LINE_PID
 ns_teardown 2>"$WORK/teardown.err"
-cat "$WORK/teardown.err" | cut -c1-400
+cut -c1-400 "$WORK/teardown.err"
 summary=$(grep '^rs-delay-line: stopped' "$NS_DELAY_LOG") || fail "no summary from rs-delay-line: $(cat "$NS_DELAY_LOG")"
 frames=$(sed -E 's/.*total frames ([0-9]+).*/\1/' <<<"$summary")
 drops=$(sed -E 's/.*total frames [0-9]+ bytes [0-9]+ drops ([0-9]+).*/\1/' <<<"$summary")
