@@ -23,6 +23,7 @@ NS_SUBNET=${NS_SUBNET:-10.77.0}
 NS_DELAY_IMPL=${NS_DELAY_IMPL:-auto}
 NS_DELAY_LINE=${NS_DELAY_LINE:-}      # the rs-delay-line binary (userspace delays)
 NS_DELAY_LOG=${NS_DELAY_LOG:-}        # its output; a temporary file when empty
+NS_DELAY_LINE_ARGS=${NS_DELAY_LINE_ARGS:-}  # more rs-delay-line flags, e.g. --threads 1 --rt-priority 0
 NS_DELAY_USED=""                      # how ns_setup delays links: "", netem or userspace
 NS_DELAY_LINE_PID=""
 NS_NETEM=""                           # yes / no once probed
@@ -128,7 +129,8 @@ ns_start_delay_line() {
   dir=$(mktemp -d /tmp/rs-delay-line.XXXXXX)
   log=${NS_DELAY_LOG:-$dir/delay-line.log}
   NS_DELAY_LOG=$log
-  "$NS_DELAY_LINE" --delay "$delay" --ready-file "$dir/ready" "${args[@]}" >"$log" 2>&1 &
+  # shellcheck disable=SC2086  # NS_DELAY_LINE_ARGS is a list of flags
+  "$NS_DELAY_LINE" --delay "$delay" --ready-file "$dir/ready" $NS_DELAY_LINE_ARGS "${args[@]}" >"$log" 2>&1 &
   NS_DELAY_LINE_PID=$!
   for ((tries = 0; tries < 100; tries++)); do
     [[ -e $dir/ready ]] && break

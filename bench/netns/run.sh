@@ -79,6 +79,8 @@ Settings, from the environment (current value):
                         each way, tbf on the taps; for kernels without netem), auto = netem if tc has it
   NS_DELAY_LINE=$NS_DELAY_LINE
                         the rs-delay-line binary (built with the others when userspace is used)
+  NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'   more rs-delay-line flags (its defaults: a thread per CPU
+                        at SCHED_FIFO priority 1; e.g. '--threads 1 --rt-priority 0')
   MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP   float32 size sweep (ours, collnet, gloo)
   ITERS=$ITERS WARMUP=$WARMUP      timed and untimed operations per size, or DDP steps (both systems)
   PHASES='$PHASES'   in this order, any of:
