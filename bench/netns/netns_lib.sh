@@ -2,15 +2,31 @@
 # Network-namespace cluster on one Linux machine (root). Sourced by run.sh.
 #
 # Topology: a switch namespace holding a bridge, and one namespace per host.
-# Each host gets a veth pair: eth0 inside the host, the other end on the
-# bridge. Every link is shaped in both directions to RS_RATE with tbf (the
-# host's egress on eth0, its ingress on the bridge port's egress), plus netem
-# delay when RS_DELAY is set. All addresses live only inside the namespaces
-# created here (10.77.0.0/24 by default), so the machine's own network is
-# never touched. ns_teardown removes everything; run.sh calls it from a trap.
+# Each host gets a link: eth0 inside the host, port p$i on the bridge. Every
+# link is shaped in both directions to the rate with tbf (the host's egress on
+# eth0, its ingress on the bridge port's egress). With a delay, each direction
+# of each link is delayed by it (host to host one way: 2 x DELAY, a round trip
+# 4 x DELAY), in one of two ways (NS_DELAY_IMPL):
+#   netem      the link is a veth pair, netem below tbf on both ends;
+#   userspace  for kernels without netem: the link is two tap devices joined by
+#              rs-delay-line (bench/netns/delay_line.cc), one process for every
+#              link, started by ns_setup and stopped by ns_teardown; tbf on
+#              the taps as on the veth ends. NS_DELAY_LINE names its binary.
+#   auto       (the default) netem where tc has it, else userspace.
+# Without a delay the links are veth pairs. All addresses live only inside the
+# namespaces created here (10.77.0.0/24 by default), so the machine's own
+# network is never touched. ns_teardown removes everything; run.sh calls it
+# from a trap.
 
 NS_PREFIX=${NS_PREFIX:-rsb$$}
 NS_SUBNET=${NS_SUBNET:-10.77.0}
+NS_DELAY_IMPL=${NS_DELAY_IMPL:-auto}
+NS_DELAY_LINE=${NS_DELAY_LINE:-}      # the rs-delay-line binary (userspace delays)
+NS_DELAY_LOG=${NS_DELAY_LOG:-}        # its output; a temporary file when empty
+NS_DELAY_LINE_ARGS=${NS_DELAY_LINE_ARGS:-}  # more rs-delay-line flags, e.g. --threads 1 --rt-priority 0
+NS_DELAY_USED=""                      # how ns_setup delays links: "", netem or userspace
+NS_DELAY_LINE_PID=""
+NS_NETEM=""                           # yes / no once probed
 NS_HOSTS=()
 
 ns_name() { echo "${NS_PREFIX}-h$1"; }
@@ -38,7 +54,8 @@ ns_rate_bits() {
   esac
 }
 
-# Shapes one device's egress: tbf at the rate, netem below it for delay.
+# Shapes one device's egress: tbf at the rate, netem below it for a delay
+# (DELAY empty when rs-delay-line delays the link).
 ns_shape_dev() {
   local ns=$1 dev=$2 bits=$3 delay=$4
   if ((bits > 0)); then
@@ -60,10 +77,101 @@ ns_tune() {
     net.ipv4.tcp_wmem="4096 65536 16777216" >/dev/null 2>&1 || true
 }
 
+# 0 for no delay: empty, 0, 0ms, 0.0us...
+ns_delay_is_zero() { [[ -z $1 || $1 =~ ^0+(\.0*)?(us|ms|s)?$ ]]; }
+
+# 0 when tc's netem qdisc works here; probed once, in a scratch namespace
+# (named like ours, so that ns_reap_stale removes it if this run is killed).
+ns_netem_works() {
+  if [[ -z $NS_NETEM ]]; then
+    local probe="${NS_PREFIX}-netem"
+    NS_NETEM=no
+    if ip netns add "$probe" 2>/dev/null; then
+      ip netns exec "$probe" tc qdisc add dev lo root netem delay 1ms 2>/dev/null && NS_NETEM=yes
+      ip netns del "$probe" 2>/dev/null || true
+    fi
+  fi
+  [[ $NS_NETEM == yes ]]
+}
+
+# ns_choose_delay DELAY: sets NS_DELAY_USED to how links get DELAY ("" for
+# none, netem or userspace) from NS_DELAY_IMPL; fails, saying why, when that
+# cannot be had.
+ns_choose_delay() {
+  NS_DELAY_USED=""
+  ns_delay_is_zero "$1" && return 0
+  case "$NS_DELAY_IMPL" in
+    auto) if ns_netem_works; then NS_DELAY_USED=netem; else NS_DELAY_USED=userspace; fi ;;
+    netem)
+      ns_netem_works || {
+        echo "NS_DELAY_IMPL=netem, but this kernel has no netem qdisc (tc qdisc add ... netem failed);" \
+          "NS_DELAY_IMPL=auto or userspace delays links with rs-delay-line instead" >&2
+        return 1
+      }
+      NS_DELAY_USED=netem
+      ;;
+    userspace) NS_DELAY_USED=userspace ;;
+    *) echo "unknown NS_DELAY_IMPL '$NS_DELAY_IMPL'; use auto, netem or userspace" >&2; return 1 ;;
+  esac
+}
+
+# ns_start_delay_line HOSTS DELAY: rs-delay-line creating eth0 in every host
+# and p$i in the switch; returns once every tap exists (10 s at most).
+ns_start_delay_line() {
+  local hosts=$1 delay=$2 sw i args=() dir log tries
+  if [[ -z $NS_DELAY_LINE || ! -x $NS_DELAY_LINE ]]; then
+    echo "a delay of $delay on a kernel without netem needs rs-delay-line, and NS_DELAY_LINE='$NS_DELAY_LINE'" \
+      "is not an executable (build it: ninja -C BUILD_DIR rs-delay-line)" >&2
+    return 1
+  fi
+  sw=$(ns_switch)
+  for ((i = 0; i < hosts; i++)); do args+=(--pair "$(ns_name "$i"):eth0=$sw:p$i"); done
+  dir=$(mktemp -d /tmp/rs-delay-line.XXXXXX)
+  log=${NS_DELAY_LOG:-$dir/delay-line.log}
+  NS_DELAY_LOG=$log
+  # shellcheck disable=SC2086  # NS_DELAY_LINE_ARGS is a list of flags
+  "$NS_DELAY_LINE" --delay "$delay" --ready-file "$dir/ready" $NS_DELAY_LINE_ARGS "${args[@]}" >"$log" 2>&1 &
+  NS_DELAY_LINE_PID=$!
+  for ((tries = 0; tries < 100; tries++)); do
+    [[ -e $dir/ready ]] && break
+    kill -0 "$NS_DELAY_LINE_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ ! -e $dir/ready ]]; then
+    if kill -0 "$NS_DELAY_LINE_PID" 2>/dev/null; then
+      echo "rs-delay-line did not create its taps within 10 s; its output:" >&2
+    else
+      echo "rs-delay-line failed; its output:" >&2
+    fi
+    cat "$log" >&2
+    ns_stop_delay_line >/dev/null 2>&1
+    rm -rf "$dir"
+    return 1
+  fi
+  rm -rf "$dir"
+}
+
+# Stops rs-delay-line (SIGTERM, 5 s, then SIGKILL); its summary line goes to stderr.
+ns_stop_delay_line() {
+  local pid=$NS_DELAY_LINE_PID tries
+  [[ -n $pid ]] || return 0
+  NS_DELAY_LINE_PID=""
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((tries = 0; tries < 50; tries++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  grep -h '^rs-delay-line: stopped' "$NS_DELAY_LOG" >&2 2>/dev/null || true
+}
+
 # ns_setup HOSTS RATE DELAY: builds the switch and HOSTS hosts, 0..HOSTS-1.
 ns_setup() {
-  local hosts=$1 rate=$2 delay=$3 bits i ns sw
+  local hosts=$1 rate=$2 delay=$3 bits i ns sw netem_delay=""
   bits=$(ns_rate_bits "$rate") || return 1
+  ns_choose_delay "$delay" || return 1
+  [[ $NS_DELAY_USED != netem ]] || netem_delay=$delay
   sw=$(ns_switch)
   ip netns add "$sw"
   NS_HOSTS+=("$sw")
@@ -74,22 +182,31 @@ ns_setup() {
     ns=$(ns_name "$i")
     ip netns add "$ns"
     NS_HOSTS+=("$ns")
+    [[ $NS_DELAY_USED == userspace ]] && continue
     ip link add "${NS_PREFIX}e$i" type veth peer name "${NS_PREFIX}p$i"
     ip link set "${NS_PREFIX}e$i" netns "$ns" name eth0
     ip link set "${NS_PREFIX}p$i" netns "$sw" name "p$i"
+  done
+  if [[ $NS_DELAY_USED == userspace ]]; then
+    ns_start_delay_line "$hosts" "$delay" || return 1
+  fi
+  for ((i = 0; i < hosts; i++)); do
+    ns=$(ns_name "$i")
     ip netns exec "$sw" ip link set "p$i" master br0 up
     ip netns exec "$ns" ip link set lo up
     ip netns exec "$ns" ip addr add "$(ns_addr "$i")/24" dev eth0
     ip netns exec "$ns" ip link set eth0 up
     ns_tune "$ns"
-    ns_shape_dev "$ns" eth0 "$bits" "$delay"
-    ns_shape_dev "$sw" "p$i" "$bits" "$delay"
+    ns_shape_dev "$ns" eth0 "$bits" "$netem_delay"
+    ns_shape_dev "$sw" "p$i" "$bits" "$netem_delay"
   done
 }
 
-# Deleting a namespace deletes its veth ends (and so their peers) and qdiscs.
+# Deleting a namespace deletes its veth ends (and so their peers) and qdiscs;
+# the taps go with rs-delay-line, which holds the namespaces until it exits.
 ns_teardown() {
   local ns
+  ns_stop_delay_line
   for ns in "${NS_HOSTS[@]}"; do
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true

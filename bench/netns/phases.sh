@@ -29,6 +29,19 @@ machine_jiffies() {
 # cpu_row PHASE PROCESS CPU WALL [USER SYS]
 cpu_row() { echo "$1,$2,$3,$4,${5:-},${6:-}" >>"$OUT/cpu.csv"; }
 
+# rs-delay-line's "user system" CPU seconds so far; empty without one.
+delay_line_cpu() { [[ -z $NS_DELAY_LINE_PID ]] || proc_cpu "$NS_DELAY_LINE_PID"; }
+
+# delay_line_row PHASE WALL START: rs-delay-line's CPU since START (a
+# delay_line_cpu sample). It carries every link's frames both ways; its system
+# time includes the bridge and tbf work of the frames it writes.
+delay_line_row() {
+  local c u s
+  [[ -n $3 ]] || return 0
+  read -r c u s <<<"$(cpu_delta "$3" "$(delay_line_cpu)")"
+  cpu_row "$1" "rs-delay-line (every link; sys includes the bridge and tbf work)" "$c" "$2" "$u" "$s"
+}
+
 # cpu_delta "U0 S0" "U1 S1": "cpu user sys" between two proc_cpu samples.
 cpu_delta() {
   awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); u = y[1] - x[1]; s = y[2] - x[2]
@@ -71,6 +84,8 @@ CORES=$(nproc)
 # The command that reproduces this run.
 command_line() {
   local cmd="sudo WORKERS=$WORKERS REDUCERS=$REDUCERS RATE=$RATE${DELAY:+ DELAY=$DELAY}"
+  [[ $NS_DELAY_IMPL == auto ]] || cmd+=" NS_DELAY_IMPL=$NS_DELAY_IMPL"
+  [[ -z $NS_DELAY_LINE_ARGS ]] || cmd+=" NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'"
   cmd+=" MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP ITERS=$ITERS WARMUP=$WARMUP"
   [[ $PHASES == "$DEFAULT_PHASES" ]] || cmd+=" PHASES='$PHASES'"
   [[ -z $BIN_DIR ]] || cmd+=" BIN_DIR=$BIN_DIR"
@@ -89,6 +104,7 @@ WORKERS=$WORKERS
 REDUCERS=$REDUCERS
 RATE=$RATE
 DELAY=$DELAY
+DELAY_IMPL=$NS_DELAY_USED
 CORES=$CORES
 IPERF_SECONDS=$IPERF_SECONDS
 TORCH=$torch
@@ -203,11 +219,12 @@ run_ours() {
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOKEN_FILE"
   start_reducers
   log "$phase: $WORKERS reducer-bench workers -> reducers $ADDRS"
-  local i r pids=() cpu0=() runq0=() m0 m1 t0 t1 wall pid
+  local i r pids=() cpu0=() runq0=() m0 m1 t0 t1 wall pid dl0
   for pid in "${REDUCER_PIDS[@]}"; do
     cpu0+=("$(proc_cpu "$pid")")
     runq0+=("$(proc_runq "$pid")")
   done
+  dl0=$(delay_line_cpu)
   m0=$(machine_jiffies)
   t0=$(now)
   for ((r = 0; r < WORKERS; r++)); do
@@ -237,6 +254,7 @@ run_ours() {
     read -r c u s <<<"$(accounted_cpu "$OUT/logs/$phase-rank$r.cpu")"
     cpu_row "$phase" "reducer-bench rank $r" "$c" "$wall" "$u" "$s"
   done
+  delay_line_row "$phase" "$wall" "$dl0"
   machine_row "$phase" "$wall" "$m0" "$m1"
   link_stats "$phase"
   stop_reducers
@@ -274,7 +292,8 @@ run_gloo() {
   local phase=$1
   shift
   log "$phase: $WORKERS torch.distributed ranks on the worker hosts"
-  local r pids=() m0 m1 t0 t1 wall c u s
+  local r pids=() m0 m1 t0 t1 wall c u s dl0
+  dl0=$(delay_line_cpu)
   m0=$(machine_jiffies)
   t0=$(now)
   for ((r = 0; r < WORKERS; r++)); do
@@ -294,6 +313,7 @@ run_gloo() {
     read -r c u s <<<"$(accounted_cpu "$OUT/logs/$phase-rank$r.cpu")"
     cpu_row "$phase" "torch gloo rank $r" "$c" "$wall" "$u" "$s"
   done
+  delay_line_row "$phase" "$wall" "$dl0"
   machine_row "$phase" "$wall" "$m0" "$m1"
   link_stats "$phase"
   record_input_bytes "$phase"

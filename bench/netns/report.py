@@ -217,13 +217,17 @@ def main():
     line = line_rate_gbps(folder)
     cpu_rows = read_csv(os.path.join(folder, "cpu.csv"))
     md = [f"# All-reduce: {meta['WORKERS']} workers, {meta['REDUCERS']} reducers, links {meta['RATE']}"
-          f"{' + ' + meta['DELAY'] + ' delay' if meta.get('DELAY') else ''}", "",
+          f"{' + ' + meta['DELAY'] + ' delay' if meta.get('DELAY') else ''}"
+          f"{' (rs-delay-line, userspace)' if meta.get('DELAY_IMPL') == 'userspace' else ''}", "",
           f"Command: `{meta.get('COMMAND', '')}`", "",
           f"Measured line rate (iperf3, 1 TCP stream, {meta.get('IPERF_SECONDS', '?')} s): "
           f"{fmt(line)} GB/s = {fmt(line * 8 if line else None, 2)} Gbit/s", "",
           f"Ours: reducer-bench, float32 sum, {meta.get('OURS_FLAGS', '')}. Peer: torch {meta.get('TORCH', '?')} "
           "gloo all_reduce (ring), float32 sum. Time per size: the slowest rank's average over the timed iterations.",
           "algbw = size / time. Bounds use the measured line rate B.", ""]
+    if meta.get("DELAY_LINE"):
+        md[-1:-1] = ["", f"Links delayed in user space by rs-delay-line (the kernel has no netem; bench/netns/"
+                     f"delay_line.cc), over the whole run: {meta['DELAY_LINE']}."]
     if ours or gloo:
         md += bandwidth_table(meta, ours, gloo, line)
     if collnet:

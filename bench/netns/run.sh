@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Multi-host all-reduce harness on one Linux machine (root): one network
-# namespace per host, links shaped both ways with tc. In one invocation it
+# namespace per host, links shaped both ways with tc (and delayed with netem,
+# or rs-delay-line where the kernel has no netem). In one invocation it
 # measures the line rate with iperf3, runs our all-reduce (W worker hosts with
 # reducer-bench, R reducer hosts with reducerd) as a size sweep, as NCCL's
 # CollNet proxy issues it and as DDP's gradient buckets, and a ring peer
@@ -50,6 +51,11 @@ if [[ -n $BIN_DIR ]]; then
 else
   REDUCERD_BIN=$BUILD_DIR/server/reducerd BENCH_BIN=$BUILD_DIR/bench/reducer-bench
 fi
+# The userspace delay line (netns_lib.sh): BIN_DIR's when it has one, else built in BUILD_DIR.
+if [[ -z $NS_DELAY_LINE ]]; then
+  NS_DELAY_LINE=$BUILD_DIR/bench/rs-delay-line
+  [[ -z $BIN_DIR || ! -x $BIN_DIR/rs-delay-line ]] || NS_DELAY_LINE=$BIN_DIR/rs-delay-line
+fi
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's, where python3-torch lives
 OUT=${OUT:-$ROOT/bench/results/w${WORKERS}-r${REDUCERS}-${RATE}}
 
@@ -66,7 +72,15 @@ Exit status: 0 on success, 77 when namespaces cannot be created here (with the r
 Settings, from the environment (current value):
   WORKERS=$WORKERS REDUCERS=$REDUCERS   hosts of each kind
   RATE=$RATE            per-link rate both ways (tbf), e.g. 1gbit, 500mbit; 0 = unshaped
-  DELAY=$DELAY               one-way delay added per link direction (netem), e.g. 1ms
+  DELAY=$DELAY               one-way delay added per link direction, e.g. 5ms, 500us: host to host
+                        2 x DELAY one way, 4 x DELAY round trip; empty or 0 = none
+  NS_DELAY_IMPL=$NS_DELAY_IMPL   how DELAY is made: netem (tc, below tbf on both ends of a veth pair),
+                        userspace (rs-delay-line: two tap devices per link, frames forwarded after DELAY
+                        each way, tbf on the taps; for kernels without netem), auto = netem if tc has it
+  NS_DELAY_LINE=$NS_DELAY_LINE
+                        the rs-delay-line binary (built with the others when userspace is used)
+  NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'   more rs-delay-line flags (its defaults: a thread per CPU
+                        at SCHED_FIFO priority 1; e.g. '--threads 1 --rt-priority 0')
   MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP   float32 size sweep (ours, collnet, gloo)
   ITERS=$ITERS WARMUP=$WARMUP      timed and untimed operations per size, or DDP steps (both systems)
   PHASES='$PHASES'   in this order, any of:
@@ -86,6 +100,7 @@ Settings, from the environment (current value):
   PYTHON=$PYTHON   the interpreter with python3-torch
   BUILD_DIR=$BUILD_DIR   (reducerd and reducer-bench built here, or brought up to date)
   BIN_DIR=$BIN_DIR         a folder holding reducerd and reducer-bench (e.g. older builds) instead
+                        (and rs-delay-line, else it comes from BUILD_DIR)
   OUT=$OUT
 EOF
 }
@@ -108,19 +123,35 @@ cleanup() {
   return 0
 }
 
-# Brings BUILD_DIR's reducerd and reducer-bench up to date (a no-op when they
-# are), so a run never measures stale binaries; BIN_DIR's are used as they are.
+# Brings BUILD_DIR's reducerd and reducer-bench (and rs-delay-line when links
+# need it) up to date (a no-op when they are), so a run never measures stale
+# binaries; BIN_DIR's are used as they are.
 build_binaries() {
+  local targets=()
   if [[ -n $BIN_DIR ]]; then
     [[ -x $REDUCERD_BIN && -x $BENCH_BIN ]] || { echo "BIN_DIR=$BIN_DIR holds no reducerd and reducer-bench" >&2; exit 1; }
-    return 0
+  else
+    targets=(reducerd reducer-bench)
   fi
-  log "building reducerd and reducer-bench in $BUILD_DIR (if out of date)"
+  [[ $NS_DELAY_USED != userspace || $NS_DELAY_LINE != "$BUILD_DIR/bench/rs-delay-line" ]] || targets+=(rs-delay-line)
+  ((${#targets[@]})) || return 0
+  log "building ${targets[*]} in $BUILD_DIR (if out of date)"
   # A new tree is configured for Release without tests (they need packages the
   # harness does not); an existing one keeps its settings.
   [[ -f $BUILD_DIR/CMakeCache.txt ]] ||
     cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRS_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$BUILD_DIR" --target reducerd reducer-bench
+  cmake --build "$BUILD_DIR" --target "${targets[@]}"
+}
+
+# The phases are over: stops rs-delay-line (if the links have one) and puts
+# its summary, without the per-link counts, in meta.env for the report: its
+# CPU, frames, drops and how late it wrote frames, which says whether the
+# links had the delay asked for.
+record_delay_line() {
+  [[ -n $NS_DELAY_LINE_PID ]] || return 0
+  ns_stop_delay_line 2>/dev/null
+  echo "DELAY_LINE=$(grep -h '^rs-delay-line: stopped' "$NS_DELAY_LOG" | sed 's/^rs-delay-line: stopped; //; s/; [^;]*->.*$//')" \
+    >>"$OUT/meta.env"
 }
 
 check_tools() {
@@ -159,13 +190,15 @@ main() {
     exit 77
   fi
   ns_reap_stale
+  ns_choose_delay "$DELAY" || exit 1
   check_tools
   build_binaries
   mkdir -p "$OUT/logs"
   rm -f "$OUT"/{ours,gloo,collnet,ddp,gloo_ddp,cpu}.csv "$OUT"/iperf.json "$OUT"/logs/*
   trap cleanup EXIT
   trap 'echo "interrupted" >&2; exit 130' INT TERM
-  log "building $((WORKERS + REDUCERS)) hosts in namespaces ${NS_PREFIX}-*, links $RATE${DELAY:+ + $DELAY}"
+  log "building $((WORKERS + REDUCERS)) hosts in namespaces ${NS_PREFIX}-*, links $RATE${DELAY:+ + $DELAY}${NS_DELAY_USED:+ ($NS_DELAY_USED)}"
+  NS_DELAY_LOG=$OUT/logs/delay-line.log
   ns_setup $((WORKERS + REDUCERS)) "$RATE" "$DELAY"
   write_meta
   echo "phase,process,cpu_s,wall_s,user_s,sys_s" >"$OUT/cpu.csv"
@@ -180,6 +213,7 @@ main() {
       *) echo "unknown phase '$phase'" >&2; exit 2 ;;
     esac
   done
+  record_delay_line
   "$PYTHON" "$HERE/report.py" "$OUT"
   check_outputs
   FAILED=0

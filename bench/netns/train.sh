@@ -28,6 +28,7 @@ REDUCERD_ARGS=${REDUCERD_ARGS:---memory-limit 512MiB}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-perf}
 OUT=${OUT:-$ROOT/bench/results/train-w${WORKERS}-r${REDUCERS}-${RATE}}
+NS_DELAY_LINE=${NS_DELAY_LINE:-$BUILD_DIR/bench/rs-delay-line}
 
 usage() {
   cat <<EOF
@@ -41,7 +42,8 @@ cannot be created here (with the reason), 1 on any failure (logs kept in \$OUT/l
 Settings, from the environment (current value):
   WORKERS=$WORKERS REDUCERS=$REDUCERS   hosts of each kind
   RATE=$RATE   per-link rate both ways, e.g. 1gbit, 500mbit; 0 = unshaped
-  DELAY=$DELAY   one-way delay per link direction, e.g. 1ms
+  DELAY=$DELAY   one-way delay per link direction, e.g. 1ms (netem, or rs-delay-line where the
+                kernel has no netem; NS_DELAY_IMPL=$NS_DELAY_IMPL: auto, netem or userspace)
   STEPS=$STEPS   training steps (the summary leaves out the first two)
   TRAIN_ARGS='$TRAIN_ARGS'   more rs-train flags, e.g. '--width 2048 --bucket-mb 25'
   CLIENT_ARGS='$CLIENT_ARGS'   the client's settings (the all-reduce harness's)
@@ -74,12 +76,15 @@ cleanup() {
 }
 
 build_if_missing() {
-  [[ -x $BUILD_DIR/server/reducerd && -x $BUILD_DIR/trainer/rs-train ]] && return 0
-  log "building reducerd and rs-train in $BUILD_DIR"
+  local targets=()
+  [[ -x $BUILD_DIR/server/reducerd && -x $BUILD_DIR/trainer/rs-train ]] || targets=(reducerd rs-train)
+  [[ $NS_DELAY_USED != userspace || -x $NS_DELAY_LINE ]] || targets+=(rs-delay-line)
+  ((${#targets[@]})) || return 0
+  log "building ${targets[*]} in $BUILD_DIR"
   local generator=()
   [[ -f $BUILD_DIR/CMakeCache.txt ]] || generator=(-G Ninja)
   cmake -S "$ROOT" -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD_DIR" --target reducerd rs-train
+  cmake --build "$BUILD_DIR" --target "${targets[@]}"
 }
 
 # train.md from rank 0's JSON output and the one-rank run's.
@@ -123,12 +128,14 @@ main() {
     echo "SKIPPED: $why; the harness needs root and network namespaces" >&2
     exit 77
   fi
+  ns_choose_delay "$DELAY" || exit 1
   build_if_missing
   mkdir -p "$OUT/logs"
   rm -f "$OUT"/logs/*
   trap cleanup EXIT
   trap 'echo "interrupted" >&2; exit 130' INT TERM
   log "building $((WORKERS + REDUCERS)) hosts in namespaces ${NS_PREFIX}-*, links $RATE${DELAY:+ + $DELAY}"
+  NS_DELAY_LOG=$OUT/logs/delay-line.log
   ns_setup $((WORKERS + REDUCERS)) "$RATE" "$DELAY"
   TOKEN_FILE=$(mktemp /tmp/rs-netns-token.XXXXXX)
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOKEN_FILE"
