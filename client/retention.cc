@@ -9,6 +9,7 @@ namespace {
 
 constexpr size_t kAlign = 64;
 size_t Round(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+constexpr size_t kEarlyWrapMargin = 8;
 
 }  // namespace
 
@@ -28,13 +29,17 @@ uint8_t* RetentionRing::Allocate(uint64_t seq, size_t bytes, bool overflow) {
       head_ = 0;
       offset = 0;
     } else if (head_ > tail || (head_ == tail && ring_used_ == 0)) {
-      // Wrap early once the space before the tail could hold everything
-      // kept now and this one: the copies then cycle through the few MiB
-      // that are already resident instead of the whole capacity, whose
-      // every fresh page costs a page fault (at 1 MiB operations, 66 000
-      // faults per rank for the first pass over 256 MiB, measured).
+      // Wrap early once the space before the tail could hold several times
+      // everything kept now and this one: a job of small operations then
+      // cycles through a few resident MiB instead of the whole capacity,
+      // whose every fresh page costs a page fault (1 MiB operations: 66 000
+      // faults per rank over the first pass through 256 MiB, measured) and
+      // resident memory. The margin keeps bursts fitting: after a wrap only
+      // the space before the tail is free until the copies at the end go,
+      // and a burst of large operations (DDP's buckets) must not find the
+      // ring full then (jobs whose copies are large never wrap early).
       const size_t live = head_ - tail;
-      if (tail >= live + need) {
+      if (tail >= kEarlyWrapMargin * (live + need)) {
         padding = capacity_ - head_;
         offset = 0;
       } else if (capacity_ - head_ >= need) {
