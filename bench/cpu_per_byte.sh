@@ -124,11 +124,14 @@ sub() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); pri
 CSV=$OUT/cpu_per_byte.csv
 echo "bin_dir,run,role,processes,gb,user_s,sys_s,wall_s,algbw_GBps" >"$CSV"
 
-# run_one BIN_DIR RUN: one measurement, rows appended to the CSV.
+# run_one BIN_DIR RUN INDEX: one measurement, rows appended to the CSV.
 run_one() {
-  local dir=$1 run=$2 reducerd bench logs i r port addrs="" pids=() rpids=()
+  local dir=$1 run=$2 index=$3 reducerd bench logs i r port addrs="" pids=() rpids=()
   read -r reducerd bench <<<"$(binaries "$dir")"
-  logs=$OUT/run$run-$(basename "$dir")
+  # The entry's position keeps apart builds whose folders share a name
+  # (two checkouts' build/): a port file of the other's run would be read.
+  logs=$OUT/run$run-$index-$(basename "$dir")
+  rm -rf "$logs"
   mkdir -p "$logs"
   for ((i = 0; i < REDUCERS; i++)); do
     # shellcheck disable=SC2086  # REDUCERD_ARGS is a list of flags
@@ -196,9 +199,11 @@ echo "== $WORKERS ranks, $REDUCERS reducers on 127.0.0.1; $SIZE float32 sum x ($
   "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 failed=0
 for ((run = 1; run <= REPEAT; run++)); do
+  index=0
   for d in $BIN_DIR; do
+    index=$((index + 1))
     echo "== run $run: $d" >&2
-    run_one "$d" "$run" || failed=1
+    run_one "$d" "$run" "$index" || failed=1
   done
 done
 
