@@ -34,15 +34,11 @@ ns_switch() { echo "${NS_PREFIX}-sw"; }
 ns_addr() { echo "${NS_SUBNET}.$(($1 + 1))"; }
 
 # tbf needs a bucket of at least one packet plus what arrives in a timer tick;
-# 1 ms of traffic, and never below 80 KiB. tbf cuts a packet longer than its
-# bucket into MTU-sized segments, and a GSO packet is up to 64 KiB of payload
-# *plus* its headers: a 64 KiB floor split every full one (below 655 Mbit/s,
-# where 1 ms is less than that), so the rest of the path, and rs-delay-line,
-# handled more packets than a NIC's segmentation offload would produce.
+# 1 ms of traffic, and never below 64 KiB (GSO packets are up to 64 KiB).
 ns_burst_bytes() {
   local bits=$1 burst
   burst=$((bits / 8 / 1000))
-  ((burst < 81920)) && burst=81920
+  ((burst < 65536)) && burst=65536
   echo "$burst"
 }
 
