@@ -207,6 +207,7 @@ class Bench {
     if (workload_) {
       const int rc = workload_->Run(*client_);
       if (o_.rank == 0) PrintTransport(client_->stats());
+      PrintFailover();
       return rc;
     }
     report_.TableHeader();
@@ -225,17 +226,24 @@ class Bench {
     }
     const bool right = report_.Finish(input_bytes_);
     if (o_.rank == 0) PrintTransport(client_->stats());
-    if (o_.rank == 0 && o_.failover) {
-      const client::ClientStats st = client_->stats();
-      std::printf("# Failover       : epoch %u, %zu of %zu reducers live, %llu operations redone, retained peak %s\n",
-                  st.epoch, st.live_reducers, o_.reducers.size(),
-                  static_cast<unsigned long long>(st.operations_redone), FormatBytes(st.retained_peak_bytes).c_str());
-      std::fflush(stdout);
-    }
+    PrintFailover();
     return right ? 0 : 1;
   }
 
  private:
+  // Rank 0's failover figures. Operations that waited for retention memory
+  // mean the ring (--retention) was too small for what was in flight, or the
+  // other ranks lagged: each wait holds an operation back for a round trip.
+  void PrintFailover() {
+    if (o_.rank != 0 || !o_.failover) return;
+    const client::ClientStats st = client_->stats();
+    std::printf("# Failover       : epoch %u, %zu of %zu reducers live, %llu operations redone, retained peak %s, "
+                "%llu operations waited for retention memory\n",
+                st.epoch, st.live_reducers, o_.reducers.size(), static_cast<unsigned long long>(st.operations_redone),
+                FormatBytes(st.retained_peak_bytes).c_str(), static_cast<unsigned long long>(st.retention_waits));
+    std::fflush(stdout);
+  }
+
   Status RunSize(Row* row) {
     // Untimed warm-up, which is also the first checked batch.
     const int first = std::max(o_.warmup, o_.check ? 1 : 0);
