@@ -2,8 +2,7 @@
 // of before them. With failover a rank keeps a copy of every input until all
 // ranks have completed the operation (retention.h); copying the whole input
 // before the first piece may leave puts a memcpy of the operation's size in
-// front of the network (at 64 MiB, several milliseconds: as long as the whole
-// transfer on a fast link). So the first pieces go out from the caller's
+// front of the network, where a fast link would already be carrying it. So the first pieces go out from the caller's
 // buffer, which stays valid and unchanged while the operation runs, with one
 // exception: an in-place operation's results overwrite it. The copy is made
 // in chunks, each claimed by whichever thread needs it first:
@@ -44,7 +43,6 @@ class CopyBehind {
   void Ensure(size_t offset, size_t bytes);
   void EnsureAll() { Ensure(0, bytes_); }
   bool Complete() const;
-  size_t bytes() const { return bytes_; }
 
  private:
   enum State : uint8_t { kPending = 0, kCopying = 1, kCopied = 2 };

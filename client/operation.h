@@ -29,9 +29,9 @@ namespace rs::client {
 
 class OperationImpl final : public Operation {
  public:
-  // Pieces are sent from `send` unless SetSource says otherwise. `recv`
-  // null makes a shadow. Pieces name reducers by their index in the
-  // client's list.
+  // Pieces are sent from `send` until a retained copy takes over (see
+  // RetainInto and Restart). `recv` null makes a shadow. Pieces name
+  // reducers by their index in the client's list.
   OperationImpl(uint64_t seq, const void* send, void* recv, uint64_t count, DataType dtype, ReduceOp op,
                 uint32_t epoch, std::vector<protocol::PieceSpan> pieces, uint32_t reducers, Clock::time_point start);
 
@@ -40,11 +40,9 @@ class OperationImpl final : public Operation {
   Status status() const override;
   uint64_t seq() const override { return seq_; }
 
-  const void* send() const { return send_; }
   // Where pieces are sent from: the caller's send buffer, or the retained
   // copy of it. Read and changed under the client's lock only.
   const uint8_t* source() const { return source_; }
-  void SetSource(const uint8_t* source) { source_ = source; }
   // Failover: this operation's input is to be kept in `copy`, made behind
   // the sends (copy_behind.h) while pieces go out from the caller's buffer.
   // Call once, before the first piece is issued.
