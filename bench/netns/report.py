@@ -218,7 +218,8 @@ def main():
     cpu_rows = read_csv(os.path.join(folder, "cpu.csv"))
     md = [f"# All-reduce: {meta['WORKERS']} workers, {meta['REDUCERS']} reducers, links {meta['RATE']}"
           f"{' + ' + meta['DELAY'] + ' delay' if meta.get('DELAY') else ''}"
-          f"{' (rs-delay-line, userspace)' if meta.get('DELAY_IMPL') == 'userspace' else ''}", "",
+          f"{' (rs-delay-line, userspace)' if meta.get('DELAY_IMPL') == 'userspace' else ''}"
+          f"{', TCP ' + meta['TCP_CC'] if meta.get('TCP_CC') else ''}", "",
           f"Command: `{meta.get('COMMAND', '')}`", "",
           f"Measured line rate (iperf3, 1 TCP stream, {meta.get('IPERF_SECONDS', '?')} s): "
           f"{fmt(line)} GB/s = {fmt(line * 8 if line else None, 2)} Gbit/s", "",

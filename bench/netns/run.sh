@@ -79,6 +79,8 @@ Settings, from the environment (current value):
                         each way, tbf on the taps; for kernels without netem), auto = netem if tc has it
   NS_DELAY_LINE=$NS_DELAY_LINE
                         the rs-delay-line binary (built with the others when userspace is used)
+  NS_TCP_CC=$NS_TCP_CC          TCP congestion control in every host (empty: this machine's default,
+                        now $(sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null))
   NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'   more rs-delay-line flags (its defaults: a thread per CPU
                         at SCHED_FIFO priority 1; e.g. '--threads 1 --rt-priority 0')
   MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP   float32 size sweep (ours, collnet, gloo)

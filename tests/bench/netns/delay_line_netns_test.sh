@@ -56,6 +56,8 @@ ns_setup 2 "${RATE_MBIT}mbit" "${DELAY_MS}ms"
 ns_exec 0 ip -d link show eth0 | grep -q 'tun type tap' || fail "host 0's eth0 is not the delay line's tap"
 ip netns exec "$(ns_switch)" ip link show p1 | grep -q 'master br0' || fail "p1 is not on the bridge"
 ns_exec 1 tc qdisc show dev eth0 | grep -q tbf || fail "host 1's eth0 is not shaped"
+cc=$(ns_exec 1 sysctl -n net.ipv4.tcp_congestion_control)
+[[ $cc == "$(ns_tcp_cc)" ]] || fail "host 1 runs TCP $cc, not the harness's $(ns_tcp_cc)"
 
 echo "== round trip host 0 -> host 1 -> host 0: 4 x ${DELAY_MS} ms"
 lo=$((4 * DELAY_MS))
