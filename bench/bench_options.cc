@@ -193,7 +193,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv, const EnvLookup& env) {
   app.add_option("--csv", o.csv, "Rank 0 also writes the results to this CSV file");
   WorkloadFlags workload;
   AddWorkloadFlags(app, &workload);
-  app.footer(kPatternHelp);
+  app.footer(app.get_footer() + (app.get_footer().empty() ? "" : "\n") + kPatternHelp);
   RS_RETURN_IF_ERROR(ParseCommandLine(app, argc, argv));
   RS_RETURN_IF_ERROR(Validate(raw, Settings::Resolve(BenchSettings(), settings.Given(), env), &o));
   RS_RETURN_IF_ERROR(ParseWorkloadFlags(workload, &o.workload));
