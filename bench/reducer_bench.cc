@@ -193,8 +193,8 @@ class Bench {
     c.retention_bytes = o_.retention;
     // Errors come back as statuses and are printed with their context; only
     // warnings need the log.
-    c.log = [rank = o_.rank](client::LogLevel level, const std::string& message) {
-      if (level == client::LogLevel::kWarn) std::fprintf(stderr, "reducer-bench: rank %u: %s\n", rank, message.c_str());
+    c.log = [](client::LogLevel level, const std::string& message) {  // the message names the rank
+      if (level == client::LogLevel::kWarn) std::fprintf(stderr, "reducer-bench: %s\n", message.c_str());
     };
     auto client = client::Client::Create(std::move(c));
     if (!client.ok()) return client.status().Prefixed("joining the session");

@@ -104,7 +104,8 @@ struct ClientOptions {
   // Unset: chosen per stream from what TCP measures on it (transport_plan.h).
   std::optional<size_t> send_window_bytes;
   // Optional. Called on the client's I/O threads (never under the client's
-  // lock, so it may call the client); must not block. Whatever it throws is
+  // lock, so it may call the client); must not block. Every message begins
+  // with "rank N: ". Whatever it throws is
   // caught (the message then goes to stderr).
   LogFn log;
 };

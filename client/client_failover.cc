@@ -77,8 +77,7 @@ void ClientImpl::LostLocked(uint32_t reducer, const Status& why, Clock::time_poi
       *fail = ApplyLocked(membership_->OnLost(reducer, ReportedLocked(), now, why.message()), now);
       return;
     case Slot::State::kLive:
-      LogLocked(LogLevel::kWarn, "rank " + std::to_string(opts_.rank) + ": " + why.message() +
-                               "; failing over to the other reducers");
+      LogLocked(LogLevel::kWarn, why.message() + "; failing over to the other reducers");
       *fail = ApplyLocked(membership_->OnLost(reducer, ReportedLocked(), now, why.message()), now);
       return;
   }
@@ -167,8 +166,7 @@ Status ClientImpl::InstallLocked(Clock::time_point now) {
   PostLocked(&batches);  // pieces for reducers lost meanwhile: their leases go back
   ++counters_.epochs_installed;
   counters_.operations_redone += redone;
-  LogLocked(LogLevel::kWarn, "rank " + std::to_string(opts_.rank) + ": epoch " + std::to_string(epoch) +
-                           " installed: reducers " + membership_->NamesOf(live) + ", redoing " +
+  LogLocked(LogLevel::kWarn, "epoch " + std::to_string(epoch) + " installed: reducers " + membership_->NamesOf(live) + ", redoing " +
                            std::to_string(redone) + " operation(s) from operation " + std::to_string(start));
   // Below `start` every operation has completed on every rank.
   AdvanceGlobalLocked(start);

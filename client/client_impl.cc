@@ -406,7 +406,7 @@ void ClientImpl::Fail(const Status& status) {
     for (Slot& slot : slots_) streams.insert(streams.end(), slot.streams.begin(), slot.streams.end());
     cv_.notify_all();
   }
-  Log(LogLevel::kError, "rank " + std::to_string(opts_.rank) + ": " + status.ToString());
+  Log(LogLevel::kError, status.ToString());
   for (auto& [seq, entry] : ops) entry.op->Finish(status);
   for (auto& stream : streams) stream->Abort(status);
 }
@@ -479,16 +479,17 @@ void ClientImpl::FlushLogs() {
 }
 
 void ClientImpl::Log(LogLevel level, const std::string& message) {
+  const std::string line = "rank " + std::to_string(opts_.rank) + ": " + message;  // the only place that names it
   if (!opts_.log) {
-    if (level >= LogLevel::kWarn) std::fprintf(stderr, "reducer client: %s\n", message.c_str());
+    if (level >= LogLevel::kWarn) std::fprintf(stderr, "reducer client: %s\n", line.c_str());
     return;
   }
   // The callback is the user's: whatever it throws stays here (this runs on
   // I/O threads, and from Fail while handling another exception).
   try {
-    opts_.log(level, message);
+    opts_.log(level, line);
   } catch (...) {
-    std::fprintf(stderr, "reducer client: the log callback threw; message was: %s\n", message.c_str());
+    std::fprintf(stderr, "reducer client: the log callback threw; message was: %s\n", line.c_str());
   }
 }
 

@@ -83,11 +83,8 @@ StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(const TrainOptions& o, const M
     c.retention_bytes = o.retention;
     // A failure reaches the user once, as rs-train's own error line; the
     // warnings (a reducer lost, an epoch installed, a reducer back) as they happen.
-    c.log = [rank = o.rank](client::LogLevel level, const std::string& message) {
-      if (level != client::LogLevel::kWarn) return;
-      const std::string own = "rank " + std::to_string(rank) + ": ";  // the client names the rank too
-      const bool named = message.compare(0, own.size(), own) == 0;
-      std::fprintf(stderr, "rs-train: %s%s\n", own.c_str(), message.c_str() + (named ? own.size() : 0));
+    c.log = [](client::LogLevel level, const std::string& message) {  // the message names the rank
+      if (level == client::LogLevel::kWarn) std::fprintf(stderr, "rs-train: %s\n", message.c_str());
     };
     StatusOr<std::unique_ptr<client::Client>> cl = client::Client::Create(c);
     if (!cl.ok()) return cl.status().Prefixed("joining the reducers");

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <regex>
 #include <thread>
 
@@ -60,6 +61,7 @@ struct RankRun {
   std::vector<std::vector<uint8_t>> results;  // per operation
   Status status;
   client::ClientStats stats;
+  std::vector<std::string> logs;  // what the client's log callback got
 };
 
 // Runs kOps operations on every rank, kInFlight at a time, in place.
@@ -70,15 +72,20 @@ std::vector<RankRun> RunJob(const std::vector<client::Endpoint>& reducers, const
                             const std::function<void(client::ClientOptions&)>& tune = {}) {
   std::vector<RankRun> runs(kWorld);
   RunRanks(kWorld, [&](uint32_t rank) {
+    RankRun& run = runs[rank];
+    auto log_mu = std::make_shared<std::mutex>();
     auto o = Options(reducers, session, rank, kWorld);
     o.liveness_timeout = kLiveness;
+    o.log = [&run, log_mu](client::LogLevel, const std::string& message) {
+      std::lock_guard<std::mutex> lock(*log_mu);
+      run.logs.push_back(message);
+    };
     if (tune) tune(o);
     auto c = client::Client::Create(o);
     if (!c.ok()) {
-      runs[rank].status = c.status();
+      run.status = c.status();
       return;
     }
-    RankRun& run = runs[rank];
     run.results.resize(kOps);
     std::deque<std::pair<int, std::shared_ptr<client::Operation>>> in_flight;
     auto finish_one = [&] {
@@ -96,6 +103,7 @@ std::vector<RankRun> RunJob(const std::vector<client::Endpoint>& reducers, const
     }
     while (!in_flight.empty()) finish_one();
     run.stats = (*c)->stats();
+    c->reset();  // no log callback after this
   });
   return runs;
 }
@@ -141,6 +149,15 @@ TEST_F(FailoverTest, KilledReducerIsSurvivedWithBitwiseIdenticalResults) {
     EXPECT_GE(faulty[r].stats.epoch, 1u) << "rank " << r << " never failed over";
     EXPECT_EQ(faulty[r].stats.live_reducers, 2u) << "rank " << r;
     EXPECT_LE(faulty[r].stats.retained_peak_bytes, size_t{256} << 20);
+    // The client said what happened, each message naming the rank once.
+    const std::string own = "rank " + std::to_string(r) + ": ";
+    bool installed = false;
+    for (const std::string& line : faulty[r].logs) {
+      EXPECT_EQ(line.rfind(own, 0), 0u) << line;
+      EXPECT_EQ(line.find(own + own), std::string::npos) << line;
+      installed |= line.find("epoch 1 installed: reducers ") != std::string::npos;
+    }
+    EXPECT_TRUE(installed) << "rank " << r << " logged no new epoch";
     std::printf("rank %u: epoch %u, %zu live reducers, %llu operations redone, retained peak %zu KiB\n", r,
                 faulty[r].stats.epoch, faulty[r].stats.live_reducers,
                 static_cast<unsigned long long>(faulty[r].stats.operations_redone),

@@ -176,7 +176,10 @@ TEST_F(RsTrainTest, AKilledReducerIsSurvivedBitForBitWithFailover) {
     EXPECT_EQ(f["live_reducers"], 1) << "rank " << r;
     EXPECT_EQ(f["reducers"], 2) << "rank " << r;
     // ... and said so when it happened, naming the reducer left.
+    const std::string own = "rank " + std::to_string(r) + ": ";
+    EXPECT_NE(ranks[r]->Output().find("rs-train: " + own + "epoch "), std::string::npos) << ranks[r]->Output();
     EXPECT_NE(ranks[r]->Output().find("installed: reducers "), std::string::npos) << ranks[r]->Output();
+    EXPECT_EQ(ranks[r]->Output().find(own + own), std::string::npos) << "the rank named twice:\n" << ranks[r]->Output();
   }
   for (uint32_t r = 1; r < 4; ++r) EXPECT_EQ(hashes[r], hashes[0]) << "rank " << r;
   // The same parameters as the single-process reference at every step, the
