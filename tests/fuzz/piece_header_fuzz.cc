@@ -2,16 +2,23 @@
 // (protocol::DecodePieceHeader, then server::Session's BeginContribution /
 // EndContribution), the path every DATA frame takes on the reducer. Ranks
 // and streams send arbitrary headers in arbitrary order, contributions end
-// in any order, streams leave, time passes. Properties: a contribution is
-// only ever written inside its rank's slot; memory stays within the budget;
-// a piece's result goes to every rank once, and only after all contributed;
-// a failed session stays failed and answers every later call with its error.
+// in any order, streams leave, time passes; with failover, ranks also send
+// membership frames (reports, announcements, evictions, and the kinds only
+// reducers send) and heartbeats, so epochs change under open contributions.
+// Properties: a contribution is only ever written inside its rank's slot;
+// memory stays within the budget; a piece's result goes to every rank once
+// per epoch, only after all contributed, and only in the epoch it was sent
+// in; a piece of an older epoch is discarded, never mixed; the epoch never
+// goes back; an eviction closes quietly, with no error sent; a failed session
+// stays failed and answers every later call with its error.
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "protocol/auth.h"
 #include "protocol/byte_io.h"
+#include "protocol/membership.h"
 #include "server/core/session.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -24,20 +31,27 @@ constexpr size_t kBudget = 1 << 20;
 
 class Member : public SessionMember {
  public:
+  explicit Member(const Session* session) : session_(session) {}
   void SendReady() override { ++ready; }
   void SendResult(std::shared_ptr<Piece> piece) override {
-    results[{piece->header().seq, piece->header().piece}]++;
+    const protocol::PieceHeader& h = piece->header();
+    FUZZ_CHECK(h.epoch == session_->epoch());  // reduced in the epoch it was sent in
+    results[{h.epoch, h.seq, h.piece}]++;
   }
   void SendErrorAndClose(const Status& status) override {
     FUZZ_CHECK(!status.ok());
     ++errors;
   }
   void SendControl(std::vector<uint8_t>) override { ++control; }
-  void CloseQuietly() override {}
+  void CloseQuietly() override { ++quiet; }
   int ready = 0;
   int control = 0;
   int errors = 0;
-  std::map<std::pair<uint64_t, uint32_t>, int> results;
+  int quiet = 0;
+  std::map<std::tuple<uint32_t, uint64_t, uint32_t>, int> results;  // (epoch, seq, piece)
+
+ private:
+  const Session* session_;
 };
 
 struct Open {
@@ -47,21 +61,25 @@ struct Open {
 
 }  // namespace
 
-// Input: world (1-4), streams (1-2), max piece, how many streams join, then
-// commands of one byte each followed by their arguments.
+// Input: world (1-4; the byte's top bit: failover), streams (1-2), max piece,
+// how many streams join, then commands of one byte each followed by their
+// arguments.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Cursor in(data, size);
-  const uint32_t world = 1 + in.Byte() % 4;
+  const uint8_t first = in.Byte();
+  const uint32_t world = 1 + first % 4;
+  const uint32_t flags = (first & 0x80) != 0 ? protocol::kHelloFailover : 0;
   const uint16_t streams = static_cast<uint16_t>(1 + in.Byte() % 2);
   const uint64_t max_piece = uint64_t{64} << (in.Byte() % 12);  // 64 B to 128 KiB
   const uint32_t join = in.Byte() % (world * streams + 1);
   auto budget = MemoryBudget::Create(kBudget);
   SessionLimits limits{max_piece, std::chrono::seconds(5), std::chrono::seconds(10)};
   Clock::time_point now{};
-  auto session = std::make_shared<Session>(protocol::SessionIdFromName("fuzz"), world, streams, budget, limits, now);
+  auto session = std::make_shared<Session>(protocol::SessionIdFromName("fuzz"), world, streams, budget, limits, now,
+                                           nullptr, flags);
   std::vector<std::shared_ptr<Member>> members(world * streams);
   for (uint32_t i = 0; i < world * streams; ++i) {
-    members[i] = std::make_shared<Member>();
+    members[i] = std::make_shared<Member>(session.get());
     if (i >= join) continue;
     protocol::Hello hello;
     hello.session = session->id();
@@ -69,6 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     hello.world = world;
     hello.stream = static_cast<uint16_t>(i % streams);
     hello.streams = streams;
+    hello.flags = flags;
     FUZZ_CHECK(session->Join(hello, members[i]).ok());
   }
   FUZZ_CHECK(session->ready() == (join == world * streams));
@@ -79,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint32_t rank = in.Byte() % world;
     const uint16_t stream = static_cast<uint16_t>(in.Byte() % streams);
     const auto& member = members[rank * streams + stream];
-    switch (op % 5) {
+    const uint32_t epoch_before = session->epoch();
+    switch (op % 7) {
       case 0:
       case 1: {  // a DATA frame's piece header from (rank, stream)
         const auto bytes = in.Take(protocol::kPieceHeaderBytes);
@@ -98,7 +118,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const Status before = session->failure();
         Contribution c = session->BeginContribution(rank, member, stream, h, {}, now);
         if (!before.ok()) FUZZ_CHECK(c.kind == Contribution::Kind::kFailed);
+        // Sent before the rank learned of the current epoch: discarded, never mixed in.
+        if (before.ok() && session->ready() && h.epoch < epoch_before) FUZZ_CHECK(c.kind == Contribution::Kind::kDiscard);
         if (c.kind != Contribution::Kind::kReceive) break;
+        FUZZ_CHECK(h.epoch == session->epoch());
         FUZZ_CHECK(c.piece != nullptr && c.dest == c.piece->slot(rank));
         FUZZ_CHECK(c.piece->header().count == h.count && c.piece->header().dtype == h.dtype);
         // The slot holds the contribution, and ends where the next rank's begins.
@@ -124,10 +147,39 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         now += std::chrono::milliseconds(in.Byte() * 100);
         session->CheckTimeouts(now);
         break;
+      case 5: {  // a MEMBERSHIP frame from the rank: any kind, a small epoch, set and first operation
+        protocol::MembershipFrame f;
+        f.kind = static_cast<protocol::MembershipKind>(1 + in.Byte() % 5);
+        f.epoch = in.Byte() % 4;
+        f.seq = in.Byte();
+        const uint8_t bits[1] = {in.Byte()};
+        auto live = protocol::ReducerSet::FromBits(1 + bits[0] % 4, bits);
+        if (!live.ok()) break;
+        f.live = *live;
+        int errors_before = 0;
+        for (const auto& m : members) errors_before += m->errors;
+        session->OnMembership(rank, f);
+        if (f.kind == protocol::MembershipKind::kEvict && flags != 0 && !session->failure().ok()) {
+          // Evicted: the ranks go on without this reducer; it must not send them an error.
+          int errors_after = 0;
+          for (const auto& m : members) errors_after += m->errors;
+          FUZZ_CHECK(errors_after == errors_before);
+        }
+        break;
+      }
+      case 6: {  // a heartbeat from the rank
+        protocol::Heartbeat hb;
+        hb.epoch = in.Byte() % 4;
+        hb.flags = in.Byte() % 2;
+        hb.watermark = in.Byte();
+        session->OnHeartbeat(rank, hb);
+        break;
+      }
     }
+    FUZZ_CHECK(session->epoch() >= epoch_before);  // the epoch never goes back
     FUZZ_CHECK(budget->in_use() <= kBudget);
   }
-  // Every result went to each rank's stream at most once per piece.
+  // Every result went to each rank's stream at most once per piece and epoch.
   for (const auto& m : members) {
     for (const auto& [key, count] : m->results) FUZZ_CHECK(count == 1);
     FUZZ_CHECK(m->ready <= 1);
