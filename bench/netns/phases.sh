@@ -200,14 +200,22 @@ wait_workers() {
 }
 
 # Queue drops and TCP retransmissions of a phase: what shaping did to the flows.
+# Timeouts (RTOs) and tail-loss probes say how the losses were recovered: an
+# RTO stalls the stream for at least 200 ms, a probe for about 2 round trips.
 link_stats() {
   local phase=$1 h
   for ((h = 0; h < WORKERS + REDUCERS; h++)); do
-    echo "== host $h: eth0 egress; its bridge port's egress (= host ingress); TCP retransmitted segments"
+    echo "== host $h: eth0 egress; its bridge port's egress (= host ingress); TCP retransmitted segments, timeouts, loss probes"
     ns_exec "$h" tc -s qdisc show dev eth0 | grep -E 'qdisc|Sent'
     ip netns exec "$(ns_switch)" tc -s qdisc show dev "p$h" | grep -E 'qdisc|Sent'
-    ns_exec "$h" nstat -az TcpRetransSegs | grep TcpRetransSegs || true
+    ns_exec "$h" nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes | grep -E '^Tcp' || true
   done >"$OUT/logs/links-$phase.txt" 2>&1
+  # The sums over every host, since the links were made (the report takes differences).
+  [[ -s $OUT/links.csv ]] || echo "phase,drops,retransmitted,timeouts,loss_probes" >"$OUT/links.csv"
+  awk -v phase="$phase" '
+    /dropped/ { match($0, /dropped [0-9]+/); d += substr($0, RSTART + 8, RLENGTH - 8) }
+    $1 == "TcpRetransSegs" { r += $2 } $1 == "TcpExtTCPTimeouts" { t += $2 } $1 == "TcpExtTCPLossProbes" { p += $2 }
+    END { printf "%s,%d,%d,%d,%d\n", phase, d, r, t, p }' "$OUT/logs/links-$phase.txt" >>"$OUT/links.csv"
 }
 
 # run_ours PHASE FLAGS...: reducer-bench on every worker host against fresh

@@ -116,6 +116,24 @@ def cpu_table(rows):
     return out
 
 
+def loss_table(rows):
+    """Per phase: queue drops and TCP's recovery, from cumulative sums (links.csv, in run order)."""
+    if not rows:
+        return []
+    out = ["", "## Losses", "",
+           "Per phase, summed over every host: packets the tbf queues dropped, TCP segments retransmitted, "
+           "retransmission timeouts (each stalls its stream for at least 200 ms) and tail-loss probes.", "",
+           "| phase | queue drops | retransmitted segments | timeouts | loss probes |", "|---|---:|---:|---:|---:|"]
+    keys = ("drops", "retransmitted", "timeouts", "loss_probes")
+    prev = dict.fromkeys(keys, 0)
+    for r in rows:
+        now = {k: int(r[k]) for k in keys}
+        if r["phase"] != "iperf":  # iperf3's own: the line rate's cost, not ours
+            out.append(f"| {r['phase']} | " + " | ".join(str(now[k] - prev[k]) for k in keys) + " |")
+        prev = now
+    return out
+
+
 def role_of(process):
     """The role a cpu.csv row adds to, or None (waiting rows, the machine's total)."""
     if "waiting" in process:
@@ -259,6 +277,7 @@ def main():
                "(about a CPU-second per rank), which only a long run amortises.", ""]
         md += per_gb
     md += reducer_cost(meta, cpu_rows)
+    md += loss_table(read_csv(os.path.join(folder, "links.csv")))
     series = (("reducers (ours)", ours, "o-"), ("reducers, CollNet pattern", collnet, "^-"),
               ("ring (torch gloo)", gloo, "s-"))
     if plot(folder, meta, series, line):

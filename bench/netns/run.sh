@@ -178,6 +178,7 @@ check_outputs() {
   for phase in $PHASES; do
     [[ $phase == iperf ]] && continue
     [[ -s $OUT/$phase.csv ]] && (($(wc -l <"$OUT/$phase.csv") > 1)) || { echo "$phase: no results" >&2; exit 1; }
+    grep -q "^$phase," "$OUT/links.csv" || { echo "$phase: no loss counts in links.csv" >&2; exit 1; }
   done
 }
 
@@ -196,7 +197,7 @@ main() {
   check_tools
   build_binaries
   mkdir -p "$OUT/logs"
-  rm -f "$OUT"/{ours,gloo,collnet,ddp,gloo_ddp,cpu}.csv "$OUT"/iperf.json "$OUT"/logs/*
+  rm -f "$OUT"/{ours,gloo,collnet,ddp,gloo_ddp,cpu,links}.csv "$OUT"/iperf.json "$OUT"/logs/*
   trap cleanup EXIT
   trap 'echo "interrupted" >&2; exit 130' INT TERM
   log "building $((WORKERS + REDUCERS)) hosts in namespaces ${NS_PREFIX}-*, links $RATE${DELAY:+ + $DELAY}${NS_DELAY_USED:+ ($NS_DELAY_USED)}"
@@ -206,7 +207,7 @@ main() {
   echo "phase,process,cpu_s,wall_s,user_s,sys_s" >"$OUT/cpu.csv"
   for phase in $PHASES; do
     case "$phase" in
-      iperf) phase_iperf ;;
+      iperf) phase_iperf && link_stats iperf ;;  # the losses after it are the next phase's
       ours) phase_ours ;;
       gloo) phase_gloo ;;
       collnet) phase_collnet ;;
