@@ -86,6 +86,7 @@ command_line() {
   local cmd="sudo WORKERS=$WORKERS REDUCERS=$REDUCERS RATE=$RATE${DELAY:+ DELAY=$DELAY}"
   [[ $NS_DELAY_IMPL == auto ]] || cmd+=" NS_DELAY_IMPL=$NS_DELAY_IMPL"
   [[ -z $NS_DELAY_LINE_ARGS ]] || cmd+=" NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'"
+  [[ $NS_TCP_CC == cubic ]] || cmd+=" NS_TCP_CC=$NS_TCP_CC"
   cmd+=" MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP ITERS=$ITERS WARMUP=$WARMUP"
   [[ $PHASES == "$DEFAULT_PHASES" ]] || cmd+=" PHASES='$PHASES'"
   [[ -z $BIN_DIR ]] || cmd+=" BIN_DIR=$BIN_DIR"
