@@ -27,9 +27,9 @@ NS_DELAY_LINE_ARGS=${NS_DELAY_LINE_ARGS:-}  # more rs-delay-line flags, e.g. --t
 NS_DELAY_USED=""                      # how ns_setup delays links: "", netem or userspace
 NS_DELAY_LINE_PID=""
 # TCP congestion control in every host: Debian's default, whatever this
-# machine's is (a namespace inherits the machine's; with bbr, 64 - 128 KiB
-# operations through tbf measured 6 - 9 ms against 1.7 - 2.2 ms with cubic).
-# Empty: the machine's default.
+# machine's is (a namespace inherits the machine's; with bbr, 64 - 256 KiB
+# operations through tbf took 4 - 10 ms against 1.7 - 3.2 ms with cubic;
+# docs/performance.md). Empty: the machine's default.
 NS_TCP_CC=${NS_TCP_CC-cubic}
 NS_NETEM=""                           # yes / no once probed
 NS_HOSTS=()
