@@ -140,7 +140,16 @@ ClientImpl::~ClientImpl() {
       // Goodbyes only where a session is ready and in use.
       const bool bye = healthy && slot.state == Slot::State::kLive;
       for (auto& s : slot.streams) {
-        s->Close(bye);
+        // A failed client tells the reducers why once more: Fail's aborts may
+        // still wait in its I/O thread's private queue (posted from inside a
+        // handler), behind this post from another thread, and a plain close
+        // would reach the reducers as "rank N disconnected" instead of the
+        // cause. Whichever abort runs first sends the ERROR frame.
+        if (healthy) {
+          s->Close(bye);
+        } else {
+          s->Abort(health_);
+        }
         streams.push_back(s);
       }
     }
@@ -396,19 +405,23 @@ void ClientImpl::OperationComplete(uint64_t seq) {
 
 void ClientImpl::Fail(const Status& status) {
   std::map<uint64_t, OpEntry> ops;
-  std::vector<std::shared_ptr<ReducerStream>> streams;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!health_.ok()) return;
     health_ = status;
     ops.swap(ops_);
     waiting_.clear();
-    for (Slot& slot : slots_) streams.insert(streams.end(), slot.streams.begin(), slot.streams.end());
+    // The reducers must hear why (an ERROR frame), not a bare close that
+    // they would pass on as "rank N disconnected": the aborts are posted
+    // before any operation finishes and its caller can destroy the client
+    // (whose destructor aborts too, ~ClientImpl).
+    for (Slot& slot : slots_) {
+      for (auto& stream : slot.streams) stream->Abort(status);
+    }
     cv_.notify_all();
   }
   Log(LogLevel::kError, status.ToString());
   for (auto& [seq, entry] : ops) entry.op->Finish(status);
-  for (auto& stream : streams) stream->Abort(status);
 }
 
 void ClientImpl::ArmSweep() {
