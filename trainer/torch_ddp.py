@@ -155,8 +155,14 @@ def main():
         print(f"done: {args.steps} steps in {time.perf_counter() - start:.2f} s; loss {first:.6f} -> {last:.6f}; "
               f"parameters {'identical on every rank' if ok else 'DIFFER: ' + ', '.join(hashes)}", flush=True)
     dist.destroy_process_group()
-    if not ok or not last < first:
-        sys.exit(1)
+    # Leave without tearing the interpreter down. With torch 1.13 (Debian 12's)
+    # and gloo, freeing the DDP model at exit can deadlock: the main thread
+    # holds the GIL while ~ProcessGroupGloo joins a gloo worker thread that
+    # waits for the GIL to free a tensor (seen with gdb on rank 1 of
+    # torch_ddp_smoke, which then hung until its timeout).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0 if ok and last < first else 1)
 
 
 if __name__ == "__main__":
