@@ -166,8 +166,9 @@ Status ClientImpl::InstallLocked(Clock::time_point now) {
   PostLocked(&batches);  // pieces for reducers lost meanwhile: their leases go back
   ++counters_.epochs_installed;
   counters_.operations_redone += redone;
-  LogLocked(LogLevel::kWarn, "epoch " + std::to_string(epoch) + " installed: reducers " + membership_->NamesOf(live) + ", redoing " +
-                           std::to_string(redone) + " operation(s) from operation " + std::to_string(start));
+  LogLocked(LogLevel::kWarn, "epoch " + std::to_string(epoch) + " installed: reducers " + membership_->NamesOf(live) +
+                                 ", redoing " + std::to_string(redone) + " operation(s) from operation " +
+                                 std::to_string(start));
   // Below `start` every operation has completed on every rank.
   AdvanceGlobalLocked(start);
   return ApplyLocked(membership_->AfterInstall(ReportedLocked(), now), now);

@@ -2,10 +2,11 @@
 // of before them. With failover a rank keeps a copy of every input until all
 // ranks have completed the operation (retention.h); copying the whole input
 // before the first piece may leave puts a memcpy of the operation's size in
-// front of the network, where a fast link would already be carrying it. So the first pieces go out from the caller's
-// buffer, which stays valid and unchanged while the operation runs, with one
-// exception: an in-place operation's results overwrite it. The copy is made
-// in chunks, each claimed by whichever thread needs it first:
+// front of the network, where a fast link would already be carrying it. So
+// the first pieces go out from the caller's buffer, which stays valid and
+// unchanged while the operation runs, with one exception: an in-place
+// operation's results overwrite it. The copy is made in chunks, each claimed
+// by whichever thread needs it first:
 //
 //   - the calling thread copies everything right after issuing the pieces,
 //     while the I/O threads send;

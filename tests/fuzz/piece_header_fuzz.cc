@@ -43,11 +43,10 @@ class Member : public SessionMember {
     ++errors;
   }
   void SendControl(std::vector<uint8_t>) override { ++control; }
-  void CloseQuietly() override { ++quiet; }
+  void CloseQuietly() override {}
   int ready = 0;
   int control = 0;
   int errors = 0;
-  int quiet = 0;
   std::map<std::tuple<uint32_t, uint64_t, uint32_t>, int> results;  // (epoch, seq, piece)
 
  private:
@@ -68,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Cursor in(data, size);
   const uint8_t first = in.Byte();
   const uint32_t world = 1 + first % 4;
-  const uint32_t flags = (first & 0x80) != 0 ? protocol::kHelloFailover : 0;
+  const uint32_t flags = (first & 0x80) != 0 ? static_cast<uint32_t>(protocol::kHelloFailover) : 0u;
   const uint16_t streams = static_cast<uint16_t>(1 + in.Byte() % 2);
   const uint64_t max_piece = uint64_t{64} << (in.Byte() % 12);  // 64 B to 128 KiB
   const uint32_t join = in.Byte() % (world * streams + 1);
@@ -119,7 +118,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Contribution c = session->BeginContribution(rank, member, stream, h, {}, now);
         if (!before.ok()) FUZZ_CHECK(c.kind == Contribution::Kind::kFailed);
         // Sent before the rank learned of the current epoch: discarded, never mixed in.
-        if (before.ok() && session->ready() && h.epoch < epoch_before) FUZZ_CHECK(c.kind == Contribution::Kind::kDiscard);
+        if (before.ok() && session->ready() && h.epoch < epoch_before) {
+          FUZZ_CHECK(c.kind == Contribution::Kind::kDiscard);
+        }
         if (c.kind != Contribution::Kind::kReceive) break;
         FUZZ_CHECK(h.epoch == session->epoch());
         FUZZ_CHECK(c.piece != nullptr && c.dest == c.piece->slot(rank));

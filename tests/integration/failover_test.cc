@@ -73,11 +73,11 @@ std::vector<RankRun> RunJob(const std::vector<client::Endpoint>& reducers, const
   std::vector<RankRun> runs(kWorld);
   RunRanks(kWorld, [&](uint32_t rank) {
     RankRun& run = runs[rank];
-    auto log_mu = std::make_shared<std::mutex>();
+    std::mutex log_mu;  // outlives the client, whose callback ends with it
     auto o = Options(reducers, session, rank, kWorld);
     o.liveness_timeout = kLiveness;
-    o.log = [&run, log_mu](client::LogLevel, const std::string& message) {
-      std::lock_guard<std::mutex> lock(*log_mu);
+    o.log = [&run, &log_mu](client::LogLevel, const std::string& message) {
+      std::lock_guard<std::mutex> lock(log_mu);
       run.logs.push_back(message);
     };
     if (tune) tune(o);
