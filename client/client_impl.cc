@@ -115,7 +115,9 @@ void ClientImpl::OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline)
     params.hello.world = opts_.world;
     params.hello.stream = static_cast<uint16_t>(s);
     params.hello.streams = static_cast<uint16_t>(streams_);
-    params.hello.flags = opts_.failover ? static_cast<uint32_t>(protocol::kHelloFailover) : 0u;
+    // Results in parts: the reducer sends each run of a piece as soon as
+    // every rank's share of it is in.
+    params.hello.flags = protocol::kHelloResultParts | (opts_.failover ? protocol::kHelloFailover : 0u);
     params.token = opts_.job_token;
     params.connect_deadline = deadline;
     params.send_window_bytes = opts_.send_window_bytes;

@@ -68,7 +68,8 @@ void OperationImpl::Release() {
   MaybeSignalLocked();
 }
 
-OperationImpl::Claim OperationImpl::ClaimResult(uint32_t reducer, const protocol::PieceHeader& h, Status* error) {
+OperationImpl::Claim OperationImpl::ClaimResult(uint32_t reducer, const protocol::PieceHeader& h, bool* last,
+                                                Status* error) {
   const std::string where = "operation " + std::to_string(seq_) + " piece " + std::to_string(h.piece);
   std::lock_guard<std::mutex> lock(mu_);
   if (h.epoch != epoch_) return Claim::kStale;
@@ -77,16 +78,25 @@ OperationImpl::Claim OperationImpl::ClaimResult(uint32_t reducer, const protocol
     return Claim::kError;
   }
   const protocol::PieceSpan& p = pieces_[h.piece];
-  if (p.reducer != reducer || p.offset != h.offset || p.count != h.count || h.dtype != dtype_ || h.op != op_ ||
-      h.total_count != count_) {
+  if (p.reducer != reducer || h.dtype != dtype_ || h.op != op_ || h.total_count != count_) {
     *error = Status(Code::kProtocol, "reducer's result for " + where + " does not match what was sent");
     return Claim::kError;
   }
-  if (claimed_[h.piece]) {
+  uint64_t& got = claimed_[h.piece];
+  if (got == p.count) {
     *error = Status(Code::kProtocol, "reducer sent " + where + " twice");
     return Claim::kError;
   }
-  claimed_[h.piece] = 1;
+  // Parts come in order: each starts where the last one ended.
+  if (h.offset != p.offset + got || h.count > p.count - got) {
+    *error = Status(Code::kProtocol, "reducer's result for " + where + " covers elements [" +
+                                         std::to_string(h.offset) + ", " + std::to_string(h.offset + h.count) +
+                                         "), but the next ones owed are [" + std::to_string(p.offset + got) + ", " +
+                                         std::to_string(p.offset + p.count) + ")");
+    return Claim::kError;
+  }
+  got += h.count;
+  *last = got == p.count;
   return Claim::kClaimed;
 }
 
@@ -146,7 +156,7 @@ std::vector<uint32_t> OperationImpl::PendingReducers() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint32_t> owed(reducers_, 0);
   for (size_t i = 0; i < pieces_.size(); ++i) {
-    if (!claimed_[i] && pieces_[i].reducer < reducers_) ++owed[pieces_[i].reducer];
+    if (claimed_[i] < pieces_[i].count && pieces_[i].reducer < reducers_) ++owed[pieces_[i].reducer];
   }
   std::vector<uint32_t> out;
   for (uint32_t r = 0; r < owed.size(); ++r) {

@@ -66,10 +66,12 @@ class OperationImpl final : public Operation {
   void Release();
 
   enum class Claim { kClaimed, kStale, kError };
-  // Checks a RESULT header against what was sent to `reducer`; on success
-  // marks the piece as being received (a second RESULT for it is an error).
+  // Checks a RESULT header against what was sent to `reducer`: the whole
+  // piece, or the part of it that follows the parts received so far. On
+  // success marks those elements as being received (anything else is an
+  // error); *last: they end the piece.
   // kStale: the result belongs to an epoch this operation has left.
-  Claim ClaimResult(uint32_t reducer, const protocol::PieceHeader& header, Status* error);
+  Claim ClaimResult(uint32_t reducer, const protocol::PieceHeader& header, bool* last, Status* error);
   // The piece's bytes are in place. Returns true for the last piece of the
   // operation's epoch, which completes it; false for a stale one.
   bool PieceDone(uint32_t epoch);
@@ -100,7 +102,7 @@ class OperationImpl final : public Operation {
   std::condition_variable cv_;
   uint32_t epoch_;                          // guarded by mu_
   std::vector<protocol::PieceSpan> pieces_;  // guarded by mu_
-  std::vector<uint8_t> claimed_;            // guarded by mu_
+  std::vector<uint64_t> claimed_;           // guarded by mu_: elements per piece
   size_t pieces_left_;                      // guarded by mu_
   int leases_ = 0;                          // guarded by mu_
   bool has_result_ = false;                 // guarded by mu_

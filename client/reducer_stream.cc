@@ -262,8 +262,9 @@ void ReducerStream::ReadResult() {
     std::shared_ptr<OperationImpl> op = self->owner_->FindOperation(h.seq);
     if (op && !op->Acquire()) op.reset();
     OperationImpl::Claim claim = OperationImpl::Claim::kStale;
+    self->result_ends_piece_ = false;
     if (op) {
-      claim = op->ClaimResult(self->params_.id.reducer, h, &st);
+      claim = op->ClaimResult(self->params_.id.reducer, h, &self->result_ends_piece_, &st);
       if (claim == OperationImpl::Claim::kError) {
         op->Release();
         return self->Fail(st.Prefixed(self->Name()));
@@ -319,7 +320,7 @@ void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, bool 
         Fail(corrupt);
         return;
       }
-      if (op->PieceDone(result_header_.epoch)) owner_->OperationComplete(op->seq());
+      if (result_ends_piece_ && op->PieceDone(result_header_.epoch)) owner_->OperationComplete(op->seq());
     }
     op->Release();
   }

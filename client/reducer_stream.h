@@ -165,6 +165,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   protocol::Challenge challenge_;
   uint64_t max_piece_bytes_ = 0;
   protocol::PieceHeader result_header_;
+  bool result_ends_piece_ = false;  // result_header_'s elements complete their piece
   uint32_t epoch_ = 0;  // pieces of older epochs are not sent
 
   struct Outgoing {

@@ -143,7 +143,8 @@ Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
                                               " is not below world size " + std::to_string(out->world));
   }
   if ((out->flags & ~kKnownHelloFlags) != 0) {
-    return Status(Code::kInvalidArgument, "unknown HELLO flags " + std::to_string(out->flags));
+    return Status(Code::kInvalidArgument, "unknown HELLO flags " + std::to_string(out->flags) +
+                                              " (the worker's client library is newer than this reducer: upgrade reducerd)");
   }
   if (out->streams == 0 || out->stream >= out->streams) {
     return Status(Code::kInvalidArgument, "stream " + std::to_string(out->stream) + " of " +

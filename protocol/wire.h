@@ -14,7 +14,9 @@
 //   worker  -> AUTH(HMAC-SHA256(token, transcript))
 //   reducer -> WELCOME(reducer's own proof, largest piece it accepts)
 //   reducer -> READY once every rank of the session has joined
-//   worker  -> DATA ... ; reducer -> RESULT ... (any number, pipelined)
+//   worker  -> DATA ... ; reducer -> RESULT ... (any number, pipelined).
+//              With kHelloResultParts a piece's result may come as several
+//              RESULT frames, each a run of its elements, in order.
 //   either  -> HEARTBEAT whenever it has written nothing for a fifth of the
 //              liveness timeout (from WELCOME on), so silence means trouble
 //   worker  -> BYE, or either side -> ERROR(code, message) then close.
@@ -105,8 +107,14 @@ enum HelloFlags : uint32_t {
   // docs/reliability.md): the reducer gives a silent worker some grace and
   // leaves quietly when the ranks drop it.
   kHelloFailover = 1,
+  // The ranks take a piece's result in parts: RESULT frames whose offset and
+  // count cover consecutive runs of the piece, first to last, together all
+  // of it. The reducer then sends each run as soon as every rank's
+  // contribution to it has arrived, instead of waiting for whole pieces.
+  // Only when every rank of the session sets it; ranks need not agree.
+  kHelloResultParts = 2,
 };
-inline constexpr uint32_t kKnownHelloFlags = kHelloFailover;
+inline constexpr uint32_t kKnownHelloFlags = kHelloFailover | kHelloResultParts;
 // Keeps a connection alive and proves the sender is; see liveness.h. The
 // fields carry the membership epoch and completion watermark (zero until a
 // session uses them).
@@ -152,8 +160,8 @@ struct PieceHeader {
   uint16_t flags = 0;        // PieceFlags
   uint32_t crc = 0;          // CRC32C of the elements when kPieceCrc is set
   uint64_t total_count = 0;  // elements in the whole operation
-  uint64_t offset = 0;       // first element of this piece
-  uint64_t count = 0;        // elements in this piece
+  uint64_t offset = 0;       // first element of this piece (RESULT part: of the part)
+  uint64_t count = 0;        // elements in this piece (RESULT part: in the part)
   uint32_t epoch = 0;        // membership epoch the operation's partition belongs to
   // DATA: the sender's completion watermark (every operation below it has
   // completed on that rank); RESULT: the session's (below it, on every rank).

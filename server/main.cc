@@ -70,8 +70,10 @@ int main(int argc, char** argv) {
   if (cfg.job_token.empty()) {
     spdlog::warn("no job token configured: any worker that can reach this port may join a session");
   }
-  spdlog::info("{} I/O threads, memory limit {}, max piece {}, op timeout {} ms, kernels: {}, CRC32C: {}",
+  spdlog::info("{} I/O threads, memory limit {}, max piece {}, result parts {}, op timeout {} ms, kernels: {}, "
+               "CRC32C: {}",
                cfg.io_threads, rs::FormatBytes(cfg.memory_limit), rs::FormatBytes(cfg.max_piece_bytes),
+               cfg.result_part_bytes == 0 ? std::string("off") : rs::FormatBytes(cfg.result_part_bytes),
                cfg.op_timeout.count(), rs::kernels::ReduceTargetName(),
                cfg.crc ? rs::protocol::Crc32cImplementation() : "off");
   spdlog::info("limits: {} connections ({} per source, {} in the handshake per source), handshake timeout {} ms, "

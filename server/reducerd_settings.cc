@@ -43,6 +43,10 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       {"--crc", "REDUCER_CRC", "0/1", "1", "",
        "1: check the CRC32C workers send with each piece (when their own check is on) and send one with each "
        "result; a mismatch fails the session naming the hop. 0: neither, whatever the workers ask"},
+      {"--result-part", "REDUCER_RESULT_PART", "SIZE", "32KiB", "",
+       "send a piece's result in parts of at least this size, each as soon as every rank's share of it has "
+       "arrived, instead of after the whole piece (cut-through: on a link slower than the reducer, a piece's "
+       "result goes out while the rest arrives). 0: whole pieces"},
       {"--drain-timeout", "REDUCER_DRAIN_TIMEOUT", "DUR", "30s", "",
        "how long running sessions may go on after SIGTERM (0: fail them at once)"},
       {"--log-level", "REDUCER_LOG_LEVEL", "L", "info", "",

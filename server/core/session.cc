@@ -76,22 +76,17 @@ std::vector<RankCount> SlowestRanks(const SessionStats& stats, size_t max) {
 }
 
 Piece::Piece(const protocol::PieceHeader& header, uint32_t first_rank, uint32_t world,
-             std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, Clock::time_point now)
+             std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, uint64_t part_elements, Clock::time_point now)
     : header_(header),
       first_rank_(first_rank),
       buffer_(std::move(buffer)),
       slot_bytes_(slot_bytes),
+      part_elements_(part_elements),
       first_arrival_(now),
       begun_(world, 0),
       ended_(world, 0),
-      reply_to_(world) {}
-
-protocol::PieceHeader Piece::result_header() const {
-  protocol::PieceHeader h = header_;
-  h.flags = has_result_crc_ ? protocol::kPieceCrc : 0;
-  h.crc = has_result_crc_ ? result_crc_ : 0;
-  return h;
-}
+      reply_to_(world),
+      arrived_(world, 0) {}
 
 Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams,
                  std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
@@ -125,7 +120,7 @@ Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember
           std::to_string(streams_) + " streams";
       failed = Status(Code::kMismatch, msg);
       notify = FailLocked(failed);
-    } else if (hello.flags != flags_) {
+    } else if (((hello.flags ^ flags_) & protocol::kHelloFailover) != 0) {
       auto failover = [](uint32_t flags) { return (flags & protocol::kHelloFailover) ? "on" : "off"; };
       failed = Status(Code::kMismatch, "rank " + std::to_string(hello.rank) + " joined session " + name_ +
                                            " with failover " + failover(hello.flags) +
@@ -143,7 +138,11 @@ Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember
       slot.member = std::move(member);
       ++joined_;
       ++ever_joined_;
+      // Results in parts only if every rank takes them (older clients do not).
+      all_take_parts_ = all_take_parts_ && (hello.flags & protocol::kHelloResultParts) != 0;
       if (joined_ == members_.size()) {
+        // Before READY, so before any DATA frame.
+        part_bytes_.store(all_take_parts_ ? limits_.result_part_bytes : 0, std::memory_order_release);
         ready_ = true;
         for (const Stream& s : members_) notify.push_back(s.member);
       }
@@ -251,7 +250,11 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
       result.kind = Contribution::Kind::kWaitForMemory;
       return result;
     }
-    it = pending_.emplace(key, std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, now)).first;
+    const uint64_t part_bytes = result_part_bytes();
+    const uint64_t part = part_bytes == 0 ? header.count
+                                          : std::max<uint64_t>(1, part_bytes / DataTypeSize(header.dtype));
+    it = pending_.emplace(key, std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, part, now))
+             .first;
   }
   Piece& piece = *it->second;
   std::string disagreement = Disagreement(piece.header_, piece.first_rank_, header, rank);
@@ -277,11 +280,17 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
   return result;
 }
 
+void Session::ContributionProgress(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t bytes) {
+  if (result_part_bytes() == 0) return;
+  const uint64_t elements = bytes / DataTypeSize(piece->header_.dtype);
+  Deliver(rank, piece, std::min(elements, piece->header_.count - 1));
+}
+
 void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece, Clock::time_point now) {
   const uint64_t payload = piece->header_.PayloadBytes();
   bytes_received_.fetch_add(payload, std::memory_order_relaxed);
   reducer_stats_->AddReceived(payload);
-  std::vector<std::shared_ptr<SessionMember>> reply_to;
+  bool last = false;
   bool first_piece_of_op = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -290,20 +299,18 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
     if (piece->header_.epoch != epoch_.load(std::memory_order_relaxed)) return;
     piece->ended_[rank] = 1;
     if (piece->ended_count_++ == 0) piece->first_end_ = now;
-    if (piece->ended_count_ < world_) return;
-    pending_.erase(PieceKey{piece->header_.seq, piece->header_.piece});
-    reply_to.swap(piece->reply_to_);
-    first_piece_of_op = completed_ops_.Insert(piece->header_.seq);
+    if (piece->ended_count_ == world_) {
+      last = true;
+      pending_.erase(PieceKey{piece->header_.seq, piece->header_.piece});
+      first_piece_of_op = completed_ops_.Insert(piece->header_.seq);
+    }
   }
-  // This thread now owns the piece exclusively: reduce outside the lock.
-  // The latency includes the reduction, timed here because `now` is when
-  // the last contribution arrived, not when its sum was ready.
+  // The last rank's call reduces what is left, outside the lock. The
+  // latency includes that reduction, timed here because `now` is when the
+  // last contribution arrived, not when its sum was ready.
   const auto reduce_start = Clock::now();
-  Reduce(*piece);
-  if (limits_.crc && (piece->header_.flags & protocol::kPieceCrc) != 0) {
-    piece->result_crc_ = protocol::Crc32c(piece->result(), payload);
-    piece->has_result_crc_ = true;
-  }
+  Deliver(rank, piece, piece->header_.count);
+  if (!last) return;
   const auto latency = (now - piece->first_arrival_) + (Clock::now() - reduce_start);
   const auto wait = now - piece->first_end_;
   const uint64_t sent = payload * world_;
@@ -319,7 +326,54 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
     operations_completed_.fetch_add(1, std::memory_order_relaxed);
     reducer_stats_->OperationCompleted();
   }
-  for (auto& member : reply_to) member->SendResult(piece);
+}
+
+void Session::Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements) {
+  Piece& p = *piece;
+  const uint64_t count = p.header_.count;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  {
+    std::lock_guard<std::mutex> lock(p.parts_mu_);
+    if (elements <= p.arrived_[rank]) return;
+    p.arrived_[rank] = elements;
+    const uint64_t ready = *std::min_element(p.arrived_.begin(), p.arrived_.end());
+    if (ready <= p.claimed_ || (ready < count && ready - p.claimed_ < p.part_elements_)) return;
+    begin = p.claimed_;
+    end = ready;
+    p.claimed_ = ready;
+  }
+  // Every rank has delivered [begin, end) and nobody writes there any more:
+  // reduce it in rank order outside the lock, in parallel with other parts.
+  const size_t elem = DataTypeSize(p.header_.dtype);
+  std::vector<const void*> inputs(world_);
+  for (uint32_t r = 0; r < world_; ++r) inputs[r] = p.slot(r) + begin * elem;
+  uint8_t* out = p.slot(0) + begin * elem;
+  kernels::Reduce(p.header_.dtype, p.header_.op, out, inputs.data(), world_, end - begin);
+  protocol::PieceHeader h = p.header_;
+  h.offset += begin;
+  h.count = end - begin;
+  h.flags = 0;
+  h.crc = 0;
+  if (limits_.crc && (p.header_.flags & protocol::kPieceCrc) != 0) {
+    h.flags = protocol::kPieceCrc;
+    h.crc = protocol::Crc32c(out, h.count * elem);
+  }
+  // Parts go out in order: under the piece's lock, so that the members get
+  // them (posted to their threads) in the order they are released here.
+  std::lock_guard<std::mutex> lock(p.parts_mu_);
+  p.reduced_.emplace(begin, h);
+  // A piece of an epoch the ranks have left is reduced but not sent.
+  const bool current = p.header_.epoch == epoch_.load(std::memory_order_acquire);
+  while (!p.reduced_.empty() && p.reduced_.begin()->first == p.sent_) {
+    ResultPart part{piece, p.reduced_.begin()->second, p.slot(0) + p.sent_ * elem};
+    p.reduced_.erase(p.reduced_.begin());
+    p.sent_ += part.header.count;
+    if (!current) continue;
+    for (const auto& member : p.reply_to_) member->SendResult(part);
+  }
+  // Members and pieces hold each other: let go once the result is out.
+  if (p.sent_ == count) p.reply_to_.clear();
 }
 
 std::shared_ptr<SessionMember> Session::FirstMemberLocked(uint32_t rank) const {
@@ -429,12 +483,6 @@ void Session::QueueLocked(const FailoverCoordinator::Actions& actions, Outbox* o
   for (const auto& [rank, frame] : actions.to_rank) {
     if (auto m = FirstMemberLocked(rank)) outbox->emplace_back(std::move(m), protocol::EncodeMembership(frame));
   }
-}
-
-void Session::Reduce(Piece& piece) {
-  std::vector<const void*> inputs(world_);
-  for (uint32_t r = 0; r < world_; ++r) inputs[r] = piece.slot(r);
-  kernels::Reduce(piece.header_.dtype, piece.header_.op, piece.slot(0), inputs.data(), world_, piece.header_.count);
 }
 
 std::string Session::MissingRanksLocked() const {

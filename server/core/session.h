@@ -56,6 +56,14 @@ namespace rs::server {
 
 class Piece;
 
+// A reduced run of a piece's elements, sent as one RESULT frame: the whole
+// piece, or one of its parts when the ranks take results in parts.
+struct ResultPart {
+  std::shared_ptr<Piece> piece;  // keeps `data` alive
+  protocol::PieceHeader header;  // offset and count of the run; its CRC32C when computed
+  const uint8_t* data = nullptr;
+};
+
 // One authenticated TCP stream of one rank, as the session sees it.
 // Implementations must be thread-safe and must not call back into the
 // session from these methods.
@@ -63,8 +71,9 @@ class SessionMember {
  public:
   virtual ~SessionMember() = default;
   virtual void SendReady() = 0;
-  // Sends piece->header() and piece->result(); keeps `piece` alive until sent.
-  virtual void SendResult(std::shared_ptr<Piece> piece) = 0;
+  // Sends part.header and part.data; keeps the piece alive until sent. The
+  // parts of one piece arrive in order.
+  virtual void SendResult(const ResultPart& part) = 0;
   // Sends an ERROR frame, then closes the stream.
   virtual void SendErrorAndClose(const Status& status) = 0;
   // Sends a control frame (HEARTBEAT, MEMBERSHIP) ahead of queued results.
@@ -73,17 +82,15 @@ class SessionMember {
   virtual void CloseQuietly() = 0;
 };
 
-// One piece of one operation: a slot per rank, reduced into slot 0.
+// One piece of one operation: a slot per rank, reduced into slot 0. The
+// result goes out whole, or in parts of at least `part_elements` (the last
+// may be shorter) as soon as every rank's contribution to a part is in.
 class Piece {
  public:
   Piece(const protocol::PieceHeader& header, uint32_t first_rank, uint32_t world,
-        std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, Clock::time_point now);
+        std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, uint64_t part_elements, Clock::time_point now);
 
   const protocol::PieceHeader& header() const { return header_; }
-  // The RESULT frame's header: header() with the result's CRC32C when the
-  // session computed one. Valid once the piece is reduced.
-  protocol::PieceHeader result_header() const;
-  const uint8_t* result() const { return buffer_->data(); }
   uint8_t* slot(uint32_t rank) { return buffer_->data() + rank * slot_bytes_; }
 
  private:
@@ -92,16 +99,24 @@ class Piece {
   uint32_t first_rank_;
   std::unique_ptr<PieceBuffer> buffer_;
   size_t slot_bytes_;
+  uint64_t part_elements_;           // header_.count: the result goes out whole
   Clock::time_point first_arrival_;  // first rank began its contribution
   // Guarded by the session's mutex:
   Clock::time_point first_end_;      // first rank's contribution was complete
   std::vector<uint8_t> begun_;   // rank has started sending its contribution
   std::vector<uint8_t> ended_;   // rank's contribution is complete
   uint32_t ended_count_ = 0;
-  std::vector<std::shared_ptr<SessionMember>> reply_to_;  // per rank
-  // Set by the thread that reduces the piece, before it is sent.
-  bool has_result_crc_ = false;
-  uint32_t result_crc_ = 0;
+  // Per rank; set under the session's mutex when the rank begins, read once
+  // every rank has delivered some elements, cleared once the result is out.
+  std::vector<std::shared_ptr<SessionMember>> reply_to_;
+  // Guarded by parts_mu_ (elements, from the piece's start): what each rank
+  // has delivered, what is claimed for reduction, what went out, and the
+  // reduced parts waiting for the ones before them (by first element).
+  std::mutex parts_mu_;
+  std::vector<uint64_t> arrived_;
+  uint64_t claimed_ = 0;
+  uint64_t sent_ = 0;
+  std::map<uint64_t, protocol::PieceHeader> reduced_;
 };
 
 struct SessionLimits {
@@ -111,6 +126,9 @@ struct SessionLimits {
   std::chrono::milliseconds join_timeout{60'000};
   // Send a CRC32C with the result of pieces whose contributions carry one.
   bool crc = true;
+  // When the ranks take results in parts (kHelloResultParts): the smallest
+  // part worth a RESULT frame. 0: whole pieces only.
+  uint64_t result_part_bytes = 0;
 };
 
 struct SessionStats {
@@ -150,7 +168,8 @@ struct Contribution {
 class Session {
  public:
   // `stats` collects the reducer-wide counters; null gives the session its own.
-  // `flags` are the first HELLO's (protocol::HelloFlags); every rank must agree.
+  // `flags` are the first HELLO's (protocol::HelloFlags); every rank must
+  // agree on failover. Results go out in parts when every rank asks.
   Session(const protocol::SessionId& id, uint32_t world, uint16_t streams,
           std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
           std::shared_ptr<ReducerStats> stats = nullptr, uint32_t flags = 0);
@@ -184,9 +203,17 @@ class Session {
   Contribution BeginContribution(uint32_t rank, const std::shared_ptr<SessionMember>& member,
                                  uint16_t stream, const protocol::PieceHeader& header,
                                  std::function<void()> wake, Clock::time_point now);
+  // The first `bytes` of the payload are in the slot (checked already, if
+  // the rank sent a CRC32C). When the session sends results in parts, the
+  // calling thread reduces and sends what every rank has delivered, if
+  // that is a part's worth. Never the whole payload: EndContribution says so.
+  void ContributionProgress(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t bytes);
+  // The smallest result part (bytes), or 0 when results go out whole: the
+  // connections report progress only when it is not 0.
+  uint64_t result_part_bytes() const { return part_bytes_.load(std::memory_order_acquire); }
   // The payload has been read into the slot at `now`. The last rank's call
-  // reduces the piece (on the calling thread), records it as the piece's
-  // straggler and sends the result to every rank.
+  // reduces what is left of the piece (on the calling thread), records it
+  // as the piece's straggler and sends the result to every rank.
   void EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece, Clock::time_point now = Clock::now());
 
   // Fails the session if it was not ready in time or a piece waited too long.
@@ -222,7 +249,10 @@ class Session {
                            const protocol::PieceHeader& header, std::function<void()> wake, Clock::time_point now,
                            std::vector<std::shared_ptr<SessionMember>>* notify, Outbox* outbox);
   std::string MissingRanksLocked() const;
-  void Reduce(Piece& piece);
+  // `rank` has delivered `elements` of the piece: reduces the run every
+  // rank has delivered since the last claim when it is a part's worth (or
+  // the rest), then sends the reduced parts that are next in order.
+  void Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements);
   std::shared_ptr<SessionMember> FirstMemberLocked(uint32_t rank) const;
   void ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox);
   void InstallLocked(uint32_t epoch, uint64_t start);
@@ -250,6 +280,8 @@ class Session {
   FailoverCoordinator coordinator_;           // guarded by mu_
   std::vector<uint8_t> wants_watermark_;      // guarded by mu_; per rank
   bool evicted_ = false;                      // guarded by mu_
+  bool all_take_parts_ = true;                // guarded by mu_: every HELLO so far asked for parts
+  std::atomic<uint64_t> part_bytes_{0};       // written under mu_ when the session becomes ready
   std::atomic<uint32_t> epoch_{0};            // written under mu_
   std::atomic<uint64_t> watermark_{0};        // written under mu_
 

@@ -89,21 +89,33 @@ void Connection::RunningCrc::Advance(size_t transferred) {
 }
 
 size_t Connection::ReadProgress::operator()(const asio::error_code& ec, size_t transferred) {
+  // A read that returned less than it could have emptied the socket.
+  const bool drained = transferred > seen && transferred - seen < asked;
   if (transferred > seen) {
     seen = transferred;
     ++*counter;
     if (crc != nullptr) crc->Advance(transferred);
   }
   if (ec) return 0;
-  if (low_water != nullptr && transferred < total) low_water->Expect(total - transferred);
+  // Checked bytes only (the CRC ran first): the session may reduce them at once.
+  if (parts != nullptr && drained && transferred < total) parts->OnContributionProgress(transferred);
+  const size_t remaining = total - transferred;
+  if (low_water != nullptr && remaining > 0) {
+    low_water->Expect(parts != nullptr ? std::min(remaining, part_bytes) : remaining);
+  }
   // With a CRC to compute, a chunk at a time while it is still in cache.
-  return crc != nullptr ? 64 * 1024 : protocol::kMaxTransferBytes;
+  const size_t next = crc != nullptr ? 64 * 1024 : protocol::kMaxTransferBytes;
+  asked = std::min(next, remaining);
+  return next;
 }
 
 template <typename Handler>
-void Connection::Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc) {
+void Connection::Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc, bool parts) {
   read_pending_ = true;
-  asio::async_read(socket_, buffer, ReadProgress{&received_progress_, crc, &low_water_, buffer.size()},
+  const size_t part_bytes = parts ? static_cast<size_t>(session_->result_part_bytes()) : 0;
+  asio::async_read(socket_, buffer,
+                   ReadProgress{&received_progress_, crc, &low_water_, buffer.size(),
+                                part_bytes != 0 ? this : nullptr, part_bytes},
                    [self = shared_from_this(), handler = std::forward<Handler>(handler)](
                        const asio::error_code& ec, size_t bytes) mutable {
                      self->read_pending_ = false;
@@ -369,7 +381,8 @@ void Connection::TryBeginContribution() {
       piece_crc_ = RunningCrc{c.dest, 0, 0};
       Read(asio::buffer(c.dest, piece_header_.PayloadBytes()),
            [this](const asio::error_code& ec) { OnContributionRead(ec); },
-           server_.config().crc && (piece_header_.flags & protocol::kPieceCrc) != 0 ? &piece_crc_ : nullptr);
+           server_.config().crc && (piece_header_.flags & protocol::kPieceCrc) != 0 ? &piece_crc_ : nullptr,
+           /*parts=*/true);
       return;
   }
 }
@@ -400,6 +413,10 @@ void Connection::OnContributionRead(const asio::error_code& ec) {
   }
   session_->EndContribution(hello_.rank, piece);
   ReadHeader();
+}
+
+void Connection::OnContributionProgress(size_t bytes) {
+  if (piece_ && state_ != State::kClosing) session_->ContributionProgress(hello_.rank, piece_, bytes);
 }
 
 void Connection::Discard(uint64_t bytes) {
@@ -440,16 +457,18 @@ void Connection::SendReady() {
   });
 }
 
-void Connection::SendResult(std::shared_ptr<Piece> piece) {
-  asio::post(socket_.get_executor(), [self = shared_from_this(), piece = std::move(piece)]() mutable {
+void Connection::SendResult(const ResultPart& part) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), part]() mutable {
     if (self->state_ == State::kClosing) return;
     Outgoing out;
-    protocol::PieceHeader head = piece->result_header();
+    protocol::PieceHeader head = part.header;
     // The session's watermark, when it belongs to the piece's epoch.
     const uint32_t epoch = self->session_->epoch();
     head.watermark = head.epoch == epoch ? self->session_->watermark() : 0;
     protocol::EncodePieceFrame(protocol::FrameType::kResult, head, &out.piece_head);
-    out.piece = std::move(piece);
+    out.data = part.data;
+    out.data_bytes = static_cast<size_t>(head.PayloadBytes());
+    out.piece = std::move(part.piece);
     self->Enqueue(std::move(out));
   });
 }
@@ -500,7 +519,7 @@ void Connection::WriteNext() {
     const Outgoing& out = write_queue_[i];
     if (out.piece) {
       buffers.emplace_back(out.piece_head.data(), out.piece_head.size());
-      buffers.emplace_back(out.piece->result(), out.piece->header().PayloadBytes());
+      buffers.emplace_back(out.data, out.data_bytes);
     } else {
       buffers.emplace_back(out.bytes.data(), out.bytes.size());
     }

@@ -44,7 +44,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
 
   // SessionMember: thread-safe, post to this connection's thread.
   void SendReady() override;
-  void SendResult(std::shared_ptr<Piece> piece) override;
+  void SendResult(const ResultPart& part) override;
   void SendErrorAndClose(const Status& status) override;
   void SendControl(std::vector<uint8_t> frame) override;
   void CloseQuietly() override;
@@ -54,7 +54,9 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   struct Outgoing {
     std::vector<uint8_t> bytes;               // control frames
     std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> piece_head{};
-    std::shared_ptr<Piece> piece;             // RESULT: header + elements
+    std::shared_ptr<Piece> piece;             // RESULT: piece_head + the part's elements
+    const uint8_t* data = nullptr;
+    size_t data_bytes = 0;
   };
 
   // A CRC32C computed over a contribution while it arrives, a chunk at a
@@ -67,19 +69,26 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
     void Advance(size_t transferred);
   };
   // A completion condition: counts progress for liveness and advances `crc`.
-  // Keeps the socket's receive low-water mark at what the read still needs.
+  // Keeps the socket's receive low-water mark at what the read still needs,
+  // or at a result part when the session sends results in parts. Then
+  // (`parts`) it reports the contribution's progress to the session each
+  // time a read empties the socket, before it would wait for more.
   struct ReadProgress {
     uint64_t* counter;
     RunningCrc* crc;
     ReceiveLowWater* low_water;
     size_t total;
+    Connection* parts = nullptr;
+    size_t part_bytes = 0;
     size_t seen = 0;
+    size_t asked = 0;  // the most the last read could return
     size_t operator()(const asio::error_code& ec, size_t transferred);
   };
 
   // Every read goes through Read(): once closing, completions drain instead.
+  // `parts`: the read is a contribution whose progress the session wants.
   template <typename Handler>
-  void Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc = nullptr);
+  void Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc = nullptr, bool parts = false);
   void Drain(const asio::error_code& ec);
   void CloseSocket();
   void ReadHeader();
@@ -94,6 +103,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void OnPieceHeader();
   void TryBeginContribution();
   void OnContributionRead(const asio::error_code& ec);
+  void OnContributionProgress(size_t bytes);
   void Discard(uint64_t bytes);  // reads and drops a stale piece's payload, then the next frame
   void OnJoinedFrame();
   void StartLiveness();

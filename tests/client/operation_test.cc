@@ -20,10 +20,13 @@ std::unique_ptr<OperationImpl> TwoPieces(std::vector<float>& buf) {
                                          /*epoch=*/0, std::move(pieces), 2, Clock::now());
 }
 
-// ClaimResult's verdict as a Status: ok when claimed.
-Status Claim(OperationImpl& op, uint32_t reducer, const protocol::PieceHeader& h) {
+// ClaimResult's verdict as a Status: ok when claimed; *ends: the piece is complete.
+Status Claim(OperationImpl& op, uint32_t reducer, const protocol::PieceHeader& h, bool* ends = nullptr) {
   Status error;
-  switch (op.ClaimResult(reducer, h, &error)) {
+  bool last = false;
+  const OperationImpl::Claim claim = op.ClaimResult(reducer, h, &last, &error);
+  if (ends != nullptr) *ends = last;
+  switch (claim) {
     case OperationImpl::Claim::kClaimed:
       return Status::Ok();
     case OperationImpl::Claim::kStale:
@@ -90,6 +93,34 @@ TEST(Operation, ResultsThatDoNotMatchWhatWasSentAreRefused) {
   Status twice = Claim(*op, 0, ResultFor(0));
   EXPECT_EQ(twice.code(), Code::kProtocol);
   EXPECT_NE(twice.message().find("twice"), std::string::npos) << twice.message();
+}
+
+// A reducer may send a piece's result in parts (cut-through): each must start
+// where the last ended, and only the last one completes the piece.
+TEST(Operation, ResultInPartsCompletesThePieceWithItsLastPartOnly) {
+  std::vector<float> buf(16);
+  auto op = TwoPieces(buf);
+  auto part = [](uint64_t offset, uint64_t count) {
+    protocol::PieceHeader h = ResultFor(1);
+    h.offset = offset;
+    h.count = count;
+    return h;
+  };
+  bool ends = true;
+  ASSERT_TRUE(Claim(*op, 1, part(8, 3), &ends).ok());
+  EXPECT_FALSE(ends);
+  Status gap = Claim(*op, 1, part(12, 2));
+  EXPECT_EQ(gap.code(), Code::kProtocol) << "elements 11 and on come next";
+  EXPECT_NE(gap.message().find("[12, 14), but the next ones owed are [11, 16)"), std::string::npos) << gap.message();
+  EXPECT_EQ(Claim(*op, 1, part(8, 3)).code(), Code::kProtocol) << "a part received twice";
+  EXPECT_EQ(Claim(*op, 1, part(11, 6)).code(), Code::kProtocol) << "past the piece's end";
+  ASSERT_TRUE(Claim(*op, 1, part(11, 4), &ends).ok());
+  EXPECT_FALSE(ends);
+  EXPECT_EQ(op->PendingReducers(), (std::vector<uint32_t>{0, 1})) << "reducer 1 still owes element 15";
+  ASSERT_TRUE(Claim(*op, 1, part(15, 1), &ends).ok());
+  EXPECT_TRUE(ends);
+  EXPECT_EQ(op->PendingReducers(), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(Claim(*op, 1, part(15, 1)).code(), Code::kProtocol) << "the piece is complete";
 }
 
 // After a failover the operation is redone in a new epoch: results of the

@@ -33,10 +33,19 @@ class Member : public SessionMember {
  public:
   explicit Member(const Session* session) : session_(session) {}
   void SendReady() override { ++ready; }
-  void SendResult(std::shared_ptr<Piece> piece) override {
-    const protocol::PieceHeader& h = piece->header();
+  void SendResult(const ResultPart& part) override {
+    const protocol::PieceHeader& h = part.header;
+    const protocol::PieceHeader& whole = part.piece->header();
     FUZZ_CHECK(h.epoch == session_->epoch());  // reduced in the epoch it was sent in
-    results[{h.epoch, h.seq, h.piece}]++;
+    // Parts in order, each where the last ended, inside the piece, from the
+    // reduced slot; the result counts once, when its last part is out.
+    uint64_t& next = next_[{h.epoch, h.seq, h.piece}];
+    if (next == 0) next = whole.offset;
+    FUZZ_CHECK(h.seq == whole.seq && h.piece == whole.piece && h.count > 0);
+    FUZZ_CHECK(h.offset == next && h.offset + h.count <= whole.offset + whole.count);
+    FUZZ_CHECK(part.data == part.piece->slot(0) + (h.offset - whole.offset) * DataTypeSize(h.dtype));
+    next = h.offset + h.count;
+    if (next == whole.offset + whole.count) results[{h.epoch, h.seq, h.piece}]++;
   }
   void SendErrorAndClose(const Status& status) override {
     FUZZ_CHECK(!status.ok());
@@ -51,6 +60,7 @@ class Member : public SessionMember {
 
  private:
   const Session* session_;
+  std::map<std::tuple<uint32_t, uint64_t, uint32_t>, uint64_t> next_;  // next part's first element
 };
 
 struct Open {
@@ -60,19 +70,22 @@ struct Open {
 
 }  // namespace
 
-// Input: world (1-4; the byte's top bit: failover), streams (1-2), max piece,
+// Input: world (1-4 in the byte's low bits; its top bit: failover, the next:
+// results in parts, bits 2-5: the smallest part), streams (1-2), max piece,
 // how many streams join, then commands of one byte each followed by their
 // arguments.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Cursor in(data, size);
   const uint8_t first = in.Byte();
   const uint32_t world = 1 + first % 4;
-  const uint32_t flags = (first & 0x80) != 0 ? static_cast<uint32_t>(protocol::kHelloFailover) : 0u;
+  const uint32_t flags = ((first & 0x80) != 0 ? static_cast<uint32_t>(protocol::kHelloFailover) : 0u) |
+                         ((first & 0x40) != 0 ? static_cast<uint32_t>(protocol::kHelloResultParts) : 0u);
   const uint16_t streams = static_cast<uint16_t>(1 + in.Byte() % 2);
   const uint64_t max_piece = uint64_t{64} << (in.Byte() % 12);  // 64 B to 128 KiB
+  const uint64_t part_bytes = ((first >> 2) & 0xf) * 4u;        // 0 (whole pieces) to 60 B
   const uint32_t join = in.Byte() % (world * streams + 1);
   auto budget = MemoryBudget::Create(kBudget);
-  SessionLimits limits{max_piece, std::chrono::seconds(5), std::chrono::seconds(10)};
+  SessionLimits limits{max_piece, std::chrono::seconds(5), std::chrono::seconds(10), true, part_bytes};
   Clock::time_point now{};
   auto session = std::make_shared<Session>(protocol::SessionIdFromName("fuzz"), world, streams, budget, limits, now,
                                            nullptr, flags);
@@ -98,7 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint16_t stream = static_cast<uint16_t>(in.Byte() % streams);
     const auto& member = members[rank * streams + stream];
     const uint32_t epoch_before = session->epoch();
-    switch (op % 7) {
+    switch (op % 8) {
       case 0:
       case 1: {  // a DATA frame's piece header from (rank, stream)
         const auto bytes = in.Take(protocol::kPieceHeaderBytes);
@@ -141,6 +154,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         session->EndContribution(o.rank, o.piece, now);
         break;
       }
+      case 7: {  // part of a begun contribution has been read
+        if (open.empty()) break;
+        const Open& o = open[in.Byte() % open.size()];
+        const uint64_t bytes = in.U32() % (o.piece->header().PayloadBytes() + 1);
+        session->ContributionProgress(o.rank, o.piece, bytes);
+        break;
+      }
       case 3:  // a stream goes away, cleanly or not
         session->Leave(rank, stream, (op & 0x80) != 0, Status(Code::kIo, "fuzzer closed the stream"));
         break;
@@ -160,7 +180,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         int errors_before = 0;
         for (const auto& m : members) errors_before += m->errors;
         session->OnMembership(rank, f);
-        if (f.kind == protocol::MembershipKind::kEvict && flags != 0 && !session->failure().ok()) {
+        const bool failover = (flags & protocol::kHelloFailover) != 0;
+        if (f.kind == protocol::MembershipKind::kEvict && failover && !session->failure().ok()) {
           // Evicted: the ranks go on without this reducer; it must not send them an error.
           int errors_after = 0;
           for (const auto& m : members) errors_after += m->errors;

@@ -18,11 +18,11 @@ using protocol::MembershipKind;
 class Member : public SessionMember {
  public:
   void SendReady() override {}
-  void SendResult(std::shared_ptr<Piece> piece) override { results.push_back(std::move(piece)); }
+  void SendResult(const ResultPart& part) override { results.push_back(part); }
   void SendErrorAndClose(const Status& status) override { errors.push_back(status); }
   void SendControl(std::vector<uint8_t> frame) override { controls.push_back(std::move(frame)); }
   void CloseQuietly() override { ++quiet_closes; }
-  std::vector<std::shared_ptr<Piece>> results;
+  std::vector<ResultPart> results;
   std::vector<Status> errors;
   std::vector<std::vector<uint8_t>> controls;
   int quiet_closes = 0;
@@ -102,7 +102,7 @@ TEST_F(SessionFailoverTest, PiecesOfAnEpochTheRanksLeftAreRefusedNotMixed) {
   Contribute(1, Piece(5, 1), 3.0f);
   ASSERT_EQ(members_[0]->results.size(), 1u);
   float out[4];
-  std::memcpy(out, members_[0]->results[0]->result(), sizeof(out));
+  std::memcpy(out, members_[0]->results[0].data, sizeof(out));
   EXPECT_EQ(out[0], 5.0f);
   EXPECT_TRUE(session_->failure().ok());
 }

@@ -71,7 +71,7 @@ TEST(ReducerStatsTest, ErrorsCountByKindAndOutOfRangeCodesAsInternal) {
 class NullMember : public SessionMember {
  public:
   void SendReady() override {}
-  void SendResult(std::shared_ptr<Piece>) override {}
+  void SendResult(const ResultPart&) override {}
   void SendErrorAndClose(const Status&) override {}
   void SendControl(std::vector<uint8_t>) override {}
   void CloseQuietly() override {}

@@ -15,12 +15,12 @@ namespace {
 class FakeMember : public SessionMember {
  public:
   void SendReady() override { ++ready; }
-  void SendResult(std::shared_ptr<Piece> piece) override { results.push_back(std::move(piece)); }
+  void SendResult(const ResultPart& part) override { results.push_back(part); }
   void SendErrorAndClose(const Status& status) override { errors.push_back(status); }
   void SendControl(std::vector<uint8_t> frame) override { controls.push_back(std::move(frame)); }
   void CloseQuietly() override { ++quiet_closes; }
   int ready = 0;
-  std::vector<std::shared_ptr<Piece>> results;
+  std::vector<ResultPart> results;
   std::vector<Status> errors;
   std::vector<std::vector<uint8_t>> controls;
   int quiet_closes = 0;
@@ -92,7 +92,7 @@ TEST_F(SessionTest, ReducesInRankOrderWhateverTheArrivalOrder) {
   const std::vector<std::vector<float>> in = {{1e8f, 1.0f}, {1.0f, -1e8f}, {-1e8f, 1e8f}};
   for (uint32_t r : {2u, 0u, 1u}) Contribute(r, FloatPiece(0, 2), in[r]);
   ASSERT_EQ(members_[0]->results.size(), 1u);
-  const float* out = reinterpret_cast<const float*>(members_[0]->results[0]->result());
+  const float* out = reinterpret_cast<const float*>(members_[0]->results[0].data);
   EXPECT_EQ(out[0], (1e8f + 1.0f) + -1e8f);
   EXPECT_EQ(out[1], (1.0f + -1e8f) + 1e8f);
   for (auto& m : members_) EXPECT_EQ(m->results.size(), 1u);
@@ -108,14 +108,98 @@ TEST_F(SessionTest, ResultCarriesItsCrcWhenTheContributionsDid) {
   h.flags = protocol::kPieceCrc;  // the value is checked by the connection, not here
   for (uint32_t r = 0; r < kWorld; ++r) Contribute(r, h, {1.5f, 2.5f, -3.0f});
   ASSERT_EQ(members_[0]->results.size(), 1u);
-  const auto& piece = members_[0]->results[0];
-  const protocol::PieceHeader result = piece->result_header();
-  EXPECT_EQ(result.flags, protocol::kPieceCrc);
-  EXPECT_EQ(result.crc, protocol::Crc32c(piece->result(), 3 * sizeof(float)));
+  const ResultPart& part = members_[0]->results[0];
+  EXPECT_EQ(part.header.flags, protocol::kPieceCrc);
+  EXPECT_EQ(part.header.crc, protocol::Crc32c(part.data, 3 * sizeof(float)));
   // Without a CRC in, none out.
   for (uint32_t r = 0; r < kWorld; ++r) Contribute(r, FloatPiece(5, 3), {1, 2, 3});
   ASSERT_EQ(members_[0]->results.size(), 2u);
-  EXPECT_EQ(members_[0]->results[1]->result_header().flags, 0);
+  EXPECT_EQ(members_[0]->results[1].header.flags, 0);
+}
+
+// Results in parts (cut-through): what every rank has delivered is reduced
+// and sent as soon as it is a part's worth, in order, each part the
+// rank-order sum; the last part only once every contribution is complete.
+TEST_F(SessionTest, ResultGoesOutInPartsAsEveryRankDeliversThem) {
+  SessionLimits limits;
+  limits.result_part_bytes = 2 * sizeof(float);
+  auto session = std::make_shared<Session>(protocol::SessionIdFromName("parts"), kWorld, 1, budget_, limits, t0_);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    protocol::Hello hello = HelloFor(r);
+    hello.session = session->id();
+    hello.flags = protocol::kHelloResultParts;
+    ASSERT_TRUE(session->Join(hello, members_[r]).ok());
+  }
+  ASSERT_EQ(session->result_part_bytes(), 2 * sizeof(float));
+  protocol::PieceHeader h = FloatPiece(3, 6);
+  h.total_count = 16;
+  h.offset = 10;  // the piece's elements [10, 16) of the operation
+  h.flags = protocol::kPieceCrc;
+  const std::vector<std::vector<float>> in = {{1e8f, 1, 2, 3, 4, 5}, {1, -1e8f, 1, 1, 1, 1}, {-1e8f, 1e8f, 0, 0, 0, 7}};
+  std::vector<Contribution> c(kWorld);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    c[r] = session->BeginContribution(r, members_[r], 0, h, {}, t0_);
+    ASSERT_EQ(c[r].kind, Contribution::Kind::kReceive);
+    std::memcpy(c[r].dest, in[r].data(), in[r].size() * sizeof(float));
+  }
+  session->ContributionProgress(0, c[0].piece, 4 * sizeof(float));
+  session->ContributionProgress(1, c[1].piece, 3 * sizeof(float) + 1);  // a partial element counts for nothing
+  EXPECT_TRUE(members_[0]->results.empty()) << "rank 2 has delivered nothing yet";
+  session->ContributionProgress(2, c[2].piece, 1 * sizeof(float));
+  EXPECT_TRUE(members_[0]->results.empty()) << "one element is less than a part";
+  session->ContributionProgress(2, c[2].piece, 5 * sizeof(float));
+  for (auto& m : members_) ASSERT_EQ(m->results.size(), 1u) << "elements [0, 3) are in from every rank";
+  session->ContributionProgress(2, c[2].piece, 6 * sizeof(float));  // never the whole: EndContribution says so
+  session->EndContribution(0, c[0].piece);
+  session->EndContribution(2, c[2].piece);
+  EXPECT_EQ(members_[0]->results.size(), 1u) << "rank 1 is still at element 3";
+  session->EndContribution(1, c[1].piece);
+  for (auto& m : members_) {
+    ASSERT_EQ(m->results.size(), 2u);
+    uint64_t next = 10;
+    for (const ResultPart& part : m->results) {
+      EXPECT_EQ(part.header.offset, next) << "parts in order, without gaps";
+      EXPECT_EQ(part.header.seq, 3u);
+      EXPECT_EQ(part.header.flags, protocol::kPieceCrc);
+      EXPECT_EQ(part.header.crc, protocol::Crc32c(part.data, part.header.count * sizeof(float)));
+      const float* out = reinterpret_cast<const float*>(part.data);
+      for (uint64_t i = 0; i < part.header.count; ++i) {
+        const uint64_t e = part.header.offset - 10 + i;
+        EXPECT_EQ(out[i], (in[0][e] + in[1][e]) + in[2][e]) << "element " << e;
+      }
+      next += part.header.count;
+    }
+    EXPECT_EQ(next, 16u);
+    EXPECT_EQ(m->results[0].header.count, 3u);
+  }
+  EXPECT_EQ(session->stats().pieces_completed, 1u);
+  for (auto& m : members_) m->results.clear();
+  c.clear();
+  EXPECT_EQ(budget_->in_use(), 0u) << "the piece is freed once its last part is sent";
+}
+
+TEST_F(SessionTest, PartsOnlyWhenEveryRankAsksForThem) {
+  SessionLimits limits;
+  limits.result_part_bytes = 4;
+  auto session = std::make_shared<Session>(protocol::SessionIdFromName("mixed"), kWorld, 1, budget_, limits, t0_);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    protocol::Hello hello = HelloFor(r);
+    hello.session = session->id();
+    hello.flags = r == 1 ? 0u : protocol::kHelloResultParts;  // rank 1: an older client
+    ASSERT_TRUE(session->Join(hello, members_[r]).ok());
+  }
+  EXPECT_EQ(session->result_part_bytes(), 0u);
+  const protocol::PieceHeader h = FloatPiece(0, 4);
+  std::vector<Contribution> c(kWorld);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    c[r] = session->BeginContribution(r, members_[r], 0, h, {}, t0_);
+    ASSERT_EQ(c[r].kind, Contribution::Kind::kReceive);
+    session->ContributionProgress(r, c[r].piece, 3 * sizeof(float));
+  }
+  EXPECT_TRUE(members_[0]->results.empty());
+  for (uint32_t r = 0; r < kWorld; ++r) session->EndContribution(r, c[r].piece);
+  ASSERT_EQ(members_[0]->results.size(), 1u);
+  EXPECT_EQ(members_[0]->results[0].header.count, 4u) << "the whole piece in one part";
 }
 
 TEST_F(SessionTest, DtypeMismatchFailsEveryRankNamingBoth) {

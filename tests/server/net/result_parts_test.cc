@@ -1,0 +1,173 @@
+// Cut-through results on a real ReducerServer over 127.0.0.1: ranks scripted
+// on raw sockets send half of a piece, and the reducer must already answer
+// with the reduced first part of it; the parts that follow cover the rest of
+// the piece in order, each equal to the rank-order sum. Ranks that do not
+// all ask for parts get whole pieces.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "protocol/auth.h"
+#include "protocol/wire.h"
+#include "server/net/reducer_server.h"
+
+namespace rs::server {
+namespace {
+
+constexpr uint64_t kCount = 64 * 1024;  // 256 KiB of float32: one piece
+constexpr uint64_t kHalf = kCount / 2;
+
+float Value(uint32_t rank, uint64_t i) { return static_cast<float>(i % 1000) * static_cast<float>(rank + 1); }
+
+// One rank on a raw socket. Reads give up after 10 s rather than hang.
+class ScriptedRank {
+ public:
+  ScriptedRank(asio::io_context& io, uint16_t port) : s_(io) {
+    s_.connect({asio::ip::make_address("127.0.0.1"), port});
+    timeval tv{10, 0};
+    setsockopt(s_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+
+  void Hello(const protocol::SessionId& session, uint32_t rank, uint32_t world, uint32_t flags) {
+    protocol::Hello hello;
+    hello.session = session;
+    hello.rank = rank;
+    hello.world = world;
+    hello.flags = flags;
+    asio::write(s_, asio::buffer(protocol::EncodeHello(hello)));
+    ASSERT_EQ(Read(nullptr), protocol::FrameType::kChallenge);
+    asio::write(s_, asio::buffer(protocol::EncodeAuth({})));
+    ASSERT_EQ(Read(nullptr), protocol::FrameType::kWelcome);
+  }
+
+  // The next frame's type; its payload into *payload.
+  protocol::FrameType Read(std::vector<uint8_t>* payload) {
+    std::array<uint8_t, protocol::kHeaderBytes> head{};
+    asio::error_code ec;
+    asio::read(s_, asio::buffer(head), ec);
+    if (ec) {
+      ADD_FAILURE() << "no frame from the reducer: " << ec.message();
+      return protocol::FrameType::kError;
+    }
+    protocol::FrameHeader h;
+    EXPECT_TRUE(protocol::DecodeHeader(head, 1 << 30, &h).ok());
+    std::vector<uint8_t> body(h.payload_bytes);
+    asio::read(s_, asio::buffer(body), ec);
+    EXPECT_FALSE(ec) << ec.message();
+    if (payload) *payload = std::move(body);
+    return h.type;
+  }
+
+  // Sends the DATA frame's headers and elements [0, half).
+  void SendFirstHalf(uint32_t rank) {
+    elements_.resize(kCount);
+    for (uint64_t i = 0; i < kCount; ++i) elements_[i] = Value(rank, i);
+    protocol::PieceHeader p;
+    p.pieces = 1;
+    p.total_count = kCount;
+    p.count = kCount;
+    std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
+    protocol::EncodePieceFrame(protocol::FrameType::kData, p, &head);
+    asio::write(s_, std::array<asio::const_buffer, 2>{asio::buffer(head),
+                                                      asio::buffer(elements_.data(), kHalf * sizeof(float))});
+  }
+  void SendSecondHalf() { asio::write(s_, asio::buffer(elements_.data() + kHalf, kHalf * sizeof(float))); }
+
+  // Reads one RESULT frame; checks its elements are the sum of `world` ranks.
+  protocol::PieceHeader ReadResult(uint32_t world) {
+    std::vector<uint8_t> payload;
+    protocol::PieceHeader h;
+    if (Read(&payload) != protocol::FrameType::kResult) {
+      ADD_FAILURE() << "expected a RESULT frame";
+      return h;
+    }
+    EXPECT_TRUE(protocol::DecodePieceHeader(payload, static_cast<uint32_t>(payload.size()), 1 << 30, &h).ok());
+    const auto* got = reinterpret_cast<const float*>(payload.data() + protocol::kPieceHeaderBytes);
+    for (uint64_t i = 0; i < h.count; ++i) {
+      float want = 0;
+      for (uint32_t r = 0; r < world; ++r) want += Value(r, h.offset + i);
+      if (got[i] != want) {
+        ADD_FAILURE() << "element " << h.offset + i << " is " << got[i] << ", not " << want;
+        break;
+      }
+    }
+    return h;
+  }
+
+ private:
+  asio::ip::tcp::socket s_;
+  std::vector<float> elements_;
+};
+
+struct Cluster {
+  explicit Cluster(size_t part_bytes) {
+    ServerConfig config;
+    config.listen_host = "127.0.0.1";
+    config.result_part_bytes = part_bytes;
+    auto created = ReducerServer::Create(config);
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    if (created.ok()) server = std::move(created).value();
+  }
+  asio::io_context io;
+  std::unique_ptr<ReducerServer> server;
+};
+
+TEST(ResultPartsTest, TheFirstPartOfAResultArrivesBeforeTheRanksSendTheRest) {
+  Cluster c(16 << 10);
+  ASSERT_NE(c.server, nullptr);
+  const auto session = protocol::SessionIdFromName("cut-through");
+  std::vector<std::unique_ptr<ScriptedRank>> ranks;
+  for (uint32_t r = 0; r < 2; ++r) {
+    ranks.push_back(std::make_unique<ScriptedRank>(c.io, c.server->port()));
+    ASSERT_NO_FATAL_FAILURE(ranks[r]->Hello(session, r, 2, protocol::kHelloResultParts));
+  }
+  for (auto& rank : ranks) ASSERT_EQ(rank->Read(nullptr), protocol::FrameType::kReady);
+  for (uint32_t r = 0; r < 2; ++r) ranks[r]->SendFirstHalf(r);
+  // Only half of each contribution is sent: a RESULT now is a part of the piece.
+  std::vector<uint64_t> next(2, 0);
+  for (uint32_t r = 0; r < 2; ++r) {
+    const protocol::PieceHeader h = ranks[r]->ReadResult(2);
+    EXPECT_EQ(h.offset, 0u);
+    EXPECT_GE(h.count, (16u << 10) / sizeof(float)) << "a part is at least --result-part";
+    EXPECT_LE(h.count, kHalf) << "only what both ranks sent can be reduced";
+    next[r] = h.offset + h.count;
+  }
+  for (auto& rank : ranks) rank->SendSecondHalf();
+  // The rest follows in order, part after part, to the end of the piece.
+  for (uint32_t r = 0; r < 2; ++r) {
+    for (int frames = 0; next[r] < kCount && frames < 1000; ++frames) {
+      const protocol::PieceHeader h = ranks[r]->ReadResult(2);
+      if (::testing::Test::HasFailure()) return;
+      ASSERT_EQ(h.offset, next[r]) << "rank " << r << ": parts in order, without gaps";
+      next[r] = h.offset + h.count;
+    }
+    EXPECT_EQ(next[r], kCount) << "rank " << r;
+  }
+}
+
+TEST(ResultPartsTest, RanksThatDoNotAllAskForPartsGetWholePieces) {
+  Cluster c(16 << 10);
+  ASSERT_NE(c.server, nullptr);
+  const auto session = protocol::SessionIdFromName("whole-pieces");
+  std::vector<std::unique_ptr<ScriptedRank>> ranks;
+  for (uint32_t r = 0; r < 2; ++r) {
+    ranks.push_back(std::make_unique<ScriptedRank>(c.io, c.server->port()));
+    // Rank 1 is an older client: no parts.
+    ASSERT_NO_FATAL_FAILURE(ranks[r]->Hello(session, r, 2, r == 0 ? protocol::kHelloResultParts : 0u));
+  }
+  for (auto& rank : ranks) ASSERT_EQ(rank->Read(nullptr), protocol::FrameType::kReady);
+  for (uint32_t r = 0; r < 2; ++r) ranks[r]->SendFirstHalf(r);
+  for (auto& rank : ranks) rank->SendSecondHalf();
+  for (uint32_t r = 0; r < 2; ++r) {
+    const protocol::PieceHeader h = ranks[r]->ReadResult(2);
+    EXPECT_EQ(h.offset, 0u);
+    EXPECT_EQ(h.count, kCount) << "rank " << r << ": the whole piece in one RESULT";
+  }
+}
+
+}  // namespace
+}  // namespace rs::server
