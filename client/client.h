@@ -103,6 +103,13 @@ struct ClientOptions {
   // reducer waits for; the window keeps a worker's streams in step.
   // Unset: chosen per stream from what TCP measures on it (transport_plan.h).
   std::optional<size_t> send_window_bytes;
+  // With streams to several reducers, bytes of pieces one stream writes at
+  // a time, so the streams take turns on this rank's link (written whole,
+  // each stream's batch queues behind the others' in the host's egress
+  // queue and the last reducer starts late). Unset: half a millisecond of
+  // the stream's measured bandwidth, at least 64 KiB (loopback's rate makes
+  // it larger than any batch). 0: whole batches.
+  std::optional<size_t> write_slice_bytes;
   // Optional. Called on the client's I/O threads (never under the client's
   // lock, so it may call the client); must not block. Every message begins
   // with "rank N: ". Whatever it throws is

@@ -381,7 +381,7 @@ void ReducerStream::Evict(std::vector<uint8_t> evict) {
     if ((self->state_ == State::kReady || self->state_ == State::kAwaitReady) && !self->write_failed_) {
       self->state_ = State::kClosed;
       self->close_after_write_ = true;
-      self->DropQueued();
+      self->DropQueued(/*keep_partial=*/true);
       self->WriteControl(std::move(evict));
       return;
     }
@@ -408,8 +408,9 @@ void ReducerStream::WriteNext() {
     return;
   }
   constexpr size_t kMaxUrgent = 16;
-  urgent_in_flight_ = std::min(urgent_.size(), kMaxUrgent);
-  in_flight_ = BatchSize();
+  // Urgent frames go between frames only, never inside a piece half written.
+  urgent_in_flight_ = front_written_ > 0 ? 0 : std::min(urgent_.size(), kMaxUrgent);
+  in_flight_ = front_written_ > 0 ? 1 : BatchSize();
   if (in_flight_ == 0 && urgent_in_flight_ == 0) {  // the window is full: a result will call again
     writing_ = false;
     return;
@@ -418,20 +419,36 @@ void ReducerStream::WriteNext() {
   std::vector<asio::const_buffer> buffers;
   buffers.reserve(urgent_in_flight_ + 2 * in_flight_);
   for (size_t i = 0; i < urgent_in_flight_; ++i) buffers.emplace_back(urgent_[i].data(), urgent_[i].size());
+  // Pieces up to the slice; the last one taken may be cut (write_end_).
+  const size_t chosen = params_.write_slice_bytes.value_or(window_.write_slice());
+  const size_t slice = params_.interleave && chosen != 0 ? chosen : SIZE_MAX;
+  size_t taken = 0;
   for (size_t i = 0; i < in_flight_; ++i) {
     Outgoing& out = queue_[i];
-    if (out.piece.op) {
+    if (!out.piece.op) {
+      buffers.emplace_back(out.control.data(), out.control.size());
+      write_end_ = out.control.size();
+      continue;
+    }
+    const size_t begin = i == 0 ? front_written_ : 0;
+    if (begin == 0) {
       if (out.piece.crc) {
         // Here rather than when the operation is issued: off the caller's
         // thread, and on the bytes as they are about to leave.
         protocol::SetPieceCrc(protocol::Crc32c(out.piece.data, out.piece.bytes), &out.piece.head);
         out.piece.crc = false;
       }
-      buffers.emplace_back(out.piece.head.data(), out.piece.head.size());
-      buffers.emplace_back(out.piece.data, out.piece.bytes);
       unanswered_bytes_ += out.piece.bytes;
-    } else {
-      buffers.emplace_back(out.control.data(), out.control.size());
+    }
+    const size_t head = out.piece.head.size();
+    const size_t end = std::min(head + out.piece.bytes, begin + (slice - taken));
+    if (begin < head) buffers.emplace_back(out.piece.head.data() + begin, std::min(end, head) - begin);
+    if (end > head) buffers.emplace_back(out.piece.data + (std::max(begin, head) - head), end - std::max(begin, head));
+    taken += end - begin;
+    write_end_ = end;
+    if (taken >= slice) {
+      in_flight_ = i + 1;
+      break;
     }
   }
   asio::async_write(socket_, buffers, protocol::CountProgress{&sent_progress_},
@@ -440,8 +457,15 @@ void ReducerStream::WriteNext() {
     for (size_t i = 0; i < self->urgent_in_flight_; ++i) self->urgent_.pop_front();
     self->urgent_in_flight_ = 0;
     for (size_t i = 0; i < self->in_flight_; ++i) {
-      if (self->queue_.front().piece.op) self->queue_.front().piece.op->Release();
+      Outgoing& out = self->queue_.front();
+      const size_t size = out.piece.op ? out.piece.head.size() + out.piece.bytes : out.control.size();
+      if (!ec && i + 1 == self->in_flight_ && self->write_end_ < size) {
+        self->front_written_ = self->write_end_;  // the rest goes in the next write
+        break;
+      }
+      if (out.piece.op) out.piece.op->Release();
       self->queue_.pop_front();
+      self->front_written_ = 0;
     }
     self->in_flight_ = 0;
     if (ec) {
@@ -453,7 +477,7 @@ void ReducerStream::WriteNext() {
       // The reducer closed on us, most likely after an ERROR frame that the
       // pending read is about to deliver: let the reader report the cause.
       self->write_failed_ = true;
-      self->DropQueued();
+      self->DropQueued(/*keep_partial=*/false);
       return;
     }
     self->WriteNext();
@@ -517,7 +541,7 @@ void ReducerStream::Abort(const Status& why) {
     if (self->state_ == State::kReady || self->state_ == State::kAwaitReady) {
       self->state_ = State::kClosed;
       self->close_after_write_ = true;
-      self->DropQueued();  // pieces not yet sent are moot now
+      self->DropQueued(/*keep_partial=*/true);  // pieces not yet sent are moot now
       self->WriteControl(protocol::EncodeError({why.code(), why.message()}));
       return;
     }
@@ -525,12 +549,18 @@ void ReducerStream::Abort(const Status& why) {
   });
 }
 
-void ReducerStream::DropQueued() {
+size_t ReducerStream::Pinned(bool keep_partial) const {
+  return std::max(in_flight_, keep_partial && front_written_ > 0 ? size_t{1} : size_t{0});
+}
+
+void ReducerStream::DropQueued(bool keep_partial) {
   // What is not being written goes; its leases go back to the operations.
-  while (queue_.size() > in_flight_) {
+  const size_t pinned = Pinned(keep_partial);
+  while (queue_.size() > pinned) {
     if (queue_.back().piece.op) queue_.back().piece.op->Release();
     queue_.pop_back();
   }
+  if (queue_.empty()) front_written_ = 0;
   while (urgent_.size() > urgent_in_flight_) urgent_.pop_back();
 }
 
@@ -539,15 +569,17 @@ void ReducerStream::DropQueuedPieces() {
   // into them (a piece's header lives in its queue entry), so they must not
   // move. Only the tail is taken off (pop_back leaves the other entries in
   // place) and its control frames put back.
+  // A piece partly written is finished first: the reducer discards it.
   std::vector<std::vector<uint8_t>> controls;
-  for (size_t i = in_flight_; i < queue_.size(); ++i) {
+  const size_t pinned = Pinned(/*keep_partial=*/true);
+  for (size_t i = pinned; i < queue_.size(); ++i) {
     if (queue_[i].piece.op) {
       queue_[i].piece.op->Release();
     } else {
       controls.push_back(std::move(queue_[i].control));
     }
   }
-  while (queue_.size() > in_flight_) queue_.pop_back();
+  while (queue_.size() > pinned) queue_.pop_back();
   for (auto& control : controls) queue_.push_back(Outgoing{std::move(control), {}});
 }
 
@@ -555,7 +587,7 @@ void ReducerStream::Shutdown() {
   const bool was_open = state_ != State::kClosed || close_after_write_;
   state_ = State::kClosed;
   close_after_write_ = false;
-  DropQueued();
+  DropQueued(/*keep_partial=*/false);
   asio::error_code ignored;
   retry_timer_.cancel();
   liveness_timer_.cancel();

@@ -79,6 +79,11 @@ struct StreamParams {
   size_t piece_bytes = 0;                   // the session's piece size, for the automatic window
   std::chrono::milliseconds liveness_timeout{0};  // 0: off
   bool crc = false;  // CRC32C on pieces sent and results received
+  // The rank has streams to several reducers (or several to one): write
+  // pieces a slice at a time (AutoWriteSlice) so that they take turns on
+  // its link instead of each queueing whole batches behind the others.
+  bool interleave = false;
+  std::optional<size_t> write_slice_bytes;  // ClientOptions::write_slice_bytes (nullopt: automatic)
 };
 
 // A DATA frame to write: header plus a view of the operation's source.
@@ -144,8 +149,11 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void Fail(const Status& status);  // fatal for the session
   void Lose(const Status& status);  // the connection is gone
   void Shutdown();
-  void DropQueued();
+  // keep_partial: a piece partly written stays, to be finished (the stream
+  // goes on writing); otherwise only what a write in flight points into.
+  void DropQueued(bool keep_partial);
   void DropQueuedPieces();  // leaves queued control frames in place
+  size_t Pinned(bool keep_partial) const;  // queue_ entries that must stay
 
   asio::io_context& io_;
   asio::ip::tcp::socket socket_;
@@ -176,6 +184,10 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   std::deque<Outgoing> queue_;  // the first in_flight_ are being written: never moved or erased
   size_t urgent_in_flight_ = 0;
   size_t in_flight_ = 0;
+  // Bytes of queue_.front() already written (a write slice ended inside
+  // it): nothing else may be written before the rest of it.
+  size_t front_written_ = 0;
+  size_t write_end_ = 0;  // where the write in flight ends inside its last entry
   uint64_t unanswered_bytes_ = 0;  // pieces written (or being written) without their result yet
   bool writing_ = false;
   bool close_after_write_ = false;

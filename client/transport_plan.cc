@@ -22,17 +22,23 @@ size_t AutoSendWindow(size_t piece_bytes, uint64_t bandwidth_bytes_per_second, s
   return std::min(std::max(floor, static_cast<size_t>(capped)), kMaxAutoWindow);
 }
 
+size_t AutoWriteSlice(uint64_t bandwidth_bytes_per_second) {
+  if (bandwidth_bytes_per_second == 0) return 0;
+  const double bytes = static_cast<double>(bandwidth_bytes_per_second) * 1e-6 *
+                       static_cast<double>(kWriteSliceTime.count());
+  return std::max(kMinWriteSlice, static_cast<size_t>(std::min(bytes, 1e12)));
+}
+
 SendWindow::SendWindow(std::optional<size_t> explicit_bytes, size_t piece_bytes)
     : automatic_(!explicit_bytes.has_value()),
       piece_bytes_(piece_bytes),
       bytes_(explicit_bytes.value_or(AutoSendWindow(piece_bytes, 0, {}))) {}
 
 bool SendWindow::WantSample(std::chrono::steady_clock::time_point now) const {
-  return automatic_ && (!sampled_ || now - last_sample_ >= kSampleInterval);
+  return !sampled_ || now - last_sample_ >= kSampleInterval;
 }
 
 void SendWindow::OnSample(const PathSample& sample, std::chrono::steady_clock::time_point now) {
-  if (!automatic_) return;
   if (!sampled_) period_start_ = now;
   sampled_ = true;
   last_sample_ = now;
@@ -44,7 +50,15 @@ void SendWindow::OnSample(const PathSample& sample, std::chrono::steady_clock::t
   }
   bw_current_ = std::max(bw_current_, sample.delivery_bytes_per_second);
   if (sample.min_rtt.count() > 0) rtt_ = sample.min_rtt;
-  bytes_ = AutoSendWindow(piece_bytes_, std::max(bw_current_, bw_previous_), rtt_);
+  const uint64_t bandwidth = std::max(bw_current_, bw_previous_);
+  if (sample.delivery_bytes_per_second != 0) {
+    recent_[recent_count_++ % kTypicalSamples] = sample.delivery_bytes_per_second;
+    std::array<uint64_t, kTypicalSamples> sorted = recent_;
+    const size_t n = std::min(recent_count_, kTypicalSamples);
+    std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.begin() + n);
+    write_slice_ = AutoWriteSlice(sorted[n / 2]);
+  }
+  if (automatic_) bytes_ = AutoSendWindow(piece_bytes_, bandwidth, rtt_);
 }
 
 }  // namespace rs::client

@@ -15,6 +15,7 @@
 // is not thread-safe: one per stream, used on the stream's I/O thread.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -48,8 +49,19 @@ struct PathSample {
 inline constexpr size_t kMaxAutoWindow = 64 << 20;
 size_t AutoSendWindow(size_t piece_bytes, uint64_t bandwidth_bytes_per_second, std::chrono::microseconds rtt);
 
+// How much of its pieces a stream writes at once when the rank has streams
+// to several reducers: about half a millisecond of the stream's typical
+// delivery rate, at least 64 KiB; 0 (whole batches) while it is not known. A rank's streams then take turns on its link: written a batch at a
+// time, each stream's bytes queue behind the others' in the host's egress
+// queue, so the reducers get their first bytes one after another and the
+// last one starts late (docs/performance.md, "Interleaved writes").
+inline constexpr std::chrono::microseconds kWriteSliceTime{500};
+inline constexpr size_t kMinWriteSlice = 64 << 10;
+size_t AutoWriteSlice(uint64_t bandwidth_bytes_per_second);
+
 // The window one stream applies: a fixed one (the user's), or the automatic
-// one, updated from path samples. Bandwidth is the largest delivery rate seen
+// one, updated from path samples (taken either way: the write slice
+// follows the bandwidth too). Bandwidth is the largest delivery rate seen
 // in the last 1 to 2 s (samples taken while this rank was idle or held back
 // by its window read low; the largest one is the path's), the round trip the
 // smallest the kernel has seen.
@@ -63,6 +75,11 @@ class SendWindow {
 
   size_t bytes() const { return bytes_; }  // 0: no limit
   bool automatic() const { return automatic_; }
+  // AutoWriteSlice of the typical delivery rate (the median of the last
+  // kTypicalSamples samples: the peaks the window uses read far above the
+  // link when bursts pass a shaper's bucket), whether the window is
+  // automatic or not.
+  size_t write_slice() const { return write_slice_; }
   // Whether a sample is due (at most one per kSampleInterval).
   bool WantSample(std::chrono::steady_clock::time_point now) const;
   void OnSample(const PathSample& sample, std::chrono::steady_clock::time_point now);
@@ -71,6 +88,10 @@ class SendWindow {
   bool automatic_;
   size_t piece_bytes_;
   size_t bytes_;
+  size_t write_slice_ = 0;
+  static constexpr size_t kTypicalSamples = 15;
+  std::array<uint64_t, kTypicalSamples> recent_{};  // delivery rates, a ring
+  size_t recent_count_ = 0;                         // samples taken, all told
   std::chrono::microseconds rtt_{0};
   uint64_t bw_current_ = 0;   // max over the period in progress
   uint64_t bw_previous_ = 0;  // max over the one before

@@ -55,14 +55,43 @@ TEST(TransportPlan, WindowCoversTwiceTheBandwidthDelayProductOnLongPaths) {
   EXPECT_EQ(AutoSendWindow(128 * kKiB, 12'500'000'000, milliseconds(500)), kMaxAutoWindow);
 }
 
+// A rank's streams to several reducers write a slice at a time: half a
+// millisecond of the path, at least 64 KiB, and whole batches until the
+// bandwidth is known (loopback's GB/s make slices larger than any batch).
+TEST(TransportPlan, WriteSliceIsHalfAMillisecondOfThePath) {
+  EXPECT_EQ(AutoWriteSlice(0), 0u);
+  EXPECT_EQ(AutoWriteSlice(25'000'000), kMinWriteSlice) << "200 Mbit/s: 12.5 KB, raised to the floor";
+  EXPECT_EQ(AutoWriteSlice(125'000'000), kMinWriteSlice) << "1 Gbit/s: 62.5 KB";
+  EXPECT_EQ(AutoWriteSlice(1'250'000'000), 625'000u) << "10 Gbit/s";
+  EXPECT_EQ(AutoWriteSlice(5'000'000'000), 2'500'000u) << "loopback";
+}
+
+// The slice follows the typical delivery rate: a burst through a shaper's
+// bucket reads at GB/s on a 1 Gbit/s link and must not make the slices
+// whole batches again (seen on the harness: most samples 20 - 40 MB/s, the
+// largest 2.3 GB/s); a path that is fast all along (loopback) gets large ones.
+TEST(SendWindow, WriteSliceFollowsTheTypicalRateNotItsPeaks) {
+  SendWindow w(std::nullopt, 128 * kKiB);
+  EXPECT_EQ(w.write_slice(), 0u) << "whole batches until the path is measured";
+  auto t = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  for (int i = 0; i < 40; ++i, t += milliseconds(5)) {
+    w.OnSample({microseconds(100), i % 10 == 9 ? 2'300'000'000u : 30'000'000u}, t);
+  }
+  EXPECT_LE(w.write_slice(), 200'000u) << "a few peaks among many 30 MB/s samples";
+  SendWindow fast(std::nullopt, 128 * kKiB);
+  for (int i = 0; i < 40; ++i, t += milliseconds(5)) fast.OnSample({microseconds(20), 4'000'000'000u}, t);
+  EXPECT_GE(fast.write_slice(), 1'900'000u);
+}
+
 TEST(SendWindow, TheUsersWindowWinsAndNeverMoves) {
   SendWindow w(std::optional<size_t>(3 * kMiB), 128 * kKiB);
   EXPECT_FALSE(w.automatic());
   EXPECT_EQ(w.bytes(), 3 * kMiB);
   const auto t0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
-  EXPECT_FALSE(w.WantSample(t0));
+  EXPECT_TRUE(w.WantSample(t0)) << "sampled for the write slice all the same";
   w.OnSample({milliseconds(80), 6'250'000}, t0);
   EXPECT_EQ(w.bytes(), 3 * kMiB);
+  EXPECT_EQ(w.write_slice(), kMinWriteSlice) << "the slice follows the path whoever set the window";
   SendWindow unlimited(std::optional<size_t>(0), 128 * kKiB);
   EXPECT_EQ(unlimited.bytes(), 0u);  // 0: no limit, as before
 }

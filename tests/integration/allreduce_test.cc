@@ -128,6 +128,30 @@ TEST_F(AllReduceTest, ShuffledArrivalOrderGivesBitwiseIdenticalResults) {
   for (size_t i = 0; i < calm.size(); ++i) EXPECT_TRUE(calm[i] == shuffled[i]) << "case " << i;
 }
 
+// A rank's streams write their pieces a slice at a time, cut anywhere: inside
+// a frame's header, inside its elements, across frames. The reducers must
+// see whole frames and the results must not change.
+TEST_F(AllReduceTest, PiecesWrittenInSlicesGiveTheSameResults) {
+  const std::vector<Case> small = {{DataType::kFloat32, ReduceOp::kSum, 4099}, {DataType::kFloat16, ReduceOp::kSum, 3001}};
+  const std::vector<Case> large = {{DataType::kFloat32, ReduceOp::kSum, 1000003},
+                                   {DataType::kBfloat16, ReduceOp::kMax, 300001}};
+  for (const auto& [cases, slice] : {std::pair{small, size_t{7}}, std::pair{large, size_t{4093}}}) {
+    std::vector<std::vector<uint8_t>> whole, sliced;
+    RunCases(cases, [](uint32_t r) { return RankOptions("whole-writes", r); }, 4, false, &whole);
+    RunCases(
+        cases,
+        [slice = slice](uint32_t r) {
+          auto o = RankOptions("sliced-writes", r);
+          o.write_slice_bytes = slice;
+          o.streams_per_reducer = 2;
+          return o;
+        },
+        4, true, &sliced);
+    ASSERT_EQ(whole.size(), sliced.size());
+    for (size_t i = 0; i < whole.size(); ++i) EXPECT_TRUE(whole[i] == sliced[i]) << "slice " << slice << " case " << i;
+  }
+}
+
 TEST_F(AllReduceTest, ManyOperationsInFlight) {
   constexpr int kOps = 48;
   constexpr size_t kCount = 100003;

@@ -182,6 +182,20 @@ TEST_F(FailoverTest, FrozenReducerIsSurvivedWithBitwiseIdenticalResults) {
   for (const RankRun& run : after) EXPECT_TRUE(run.status.ok()) << run.status.ToString();
 }
 
+// The ranks write their pieces in small slices, so the move to a new epoch
+// finds pieces half written: each must be finished (the reducer discards
+// it) before the epoch's announcement, or the reducers would read garbage.
+TEST_F(FailoverTest, FrozenReducerIsSurvivedWithPiecesHalfWritten) {
+  Start(3);
+  const auto reference = RunJob(Endpoints(), "sliced-reference", -1, {});
+  const auto faulty = RunJob(
+      Endpoints(), "sliced-frozen", 12, [&] { EXPECT_TRUE(FreezeProcess(reducers_[2]->pid())); },
+      [](client::ClientOptions& o) { o.write_slice_bytes = 3001; });
+  kill(reducers_[2]->pid(), SIGCONT);
+  ExpectBitwiseEqual(reference, faulty);
+  for (uint32_t r = 0; r < kWorld; ++r) EXPECT_GE(faulty[r].stats.epoch, 1u) << "rank " << r;
+}
+
 TEST_F(FailoverTest, FailoverOffMakesReducerLossFatal) {
   Start(2);
   const auto faulty = RunJob(Endpoints(), "no-failover", 5, [&] { kill(reducers_[0]->pid(), SIGKILL); },
