@@ -84,13 +84,46 @@ void ReducerStream::RetryConnect(const std::string& why) {
 
 template <typename Handler>
 void ReducerStream::Read(asio::mutable_buffer buffer, Handler&& handler) {
+  read_pending_ = true;
   asio::async_read(socket_, buffer, protocol::CountProgress{&received_progress_, &low_water_, buffer.size()},
                    [self = shared_from_this(), handler = std::forward<Handler>(handler)](
                        const asio::error_code& ec, size_t bytes) mutable {
+                     self->read_pending_ = false;
                      if (bytes > 0) ++self->received_progress_;
                      self->low_water_.Reset();
-                     handler(self, ec);
+                     handler(self, ec);  // closed: it releases what it holds and reads no more
+                     if (self->lingering_ && !self->read_pending_) self->Drain(ec);
                    });
+}
+
+void ReducerStream::Linger() {
+  if (lingering_) return;
+  // Everything is written (the ERROR, BYE or EVICT frame last): send FIN and
+  // read until the reducer closes too. Closing with unread input (a
+  // heartbeat, a result) would reset the connection, and a reset throws away
+  // what the kernel has not sent yet: the reducer would get the end of a
+  // piece cut off, and no reason, and tell the other ranks "rank N
+  // disconnected" instead of this rank's reason.
+  lingering_ = true;
+  asio::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  retry_timer_.expires_after(kLinger);
+  retry_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec && self->lingering_) self->Shutdown();
+  });
+  if (!read_pending_) Drain({});
+}
+
+void ReducerStream::Drain(const asio::error_code& ec) {
+  if (ec || !socket_.is_open()) {
+    Shutdown();
+    return;
+  }
+  read_pending_ = true;
+  socket_.async_read_some(asio::buffer(drain_buf_), [self = shared_from_this()](const asio::error_code& ec2, size_t) {
+    self->read_pending_ = false;
+    if (self->lingering_) self->Drain(ec2);
+  });
 }
 
 void ReducerStream::ReadFrame() {
@@ -404,7 +437,7 @@ void ReducerStream::WriteUrgent(std::vector<uint8_t> frame) {
 void ReducerStream::WriteNext() {
   if (queue_.empty() && urgent_.empty()) {
     writing_ = false;
-    if (close_after_write_) Shutdown();
+    if (close_after_write_) Linger();
     return;
   }
   constexpr size_t kMaxUrgent = 16;
@@ -585,6 +618,7 @@ void ReducerStream::DropQueuedPieces() {
 
 void ReducerStream::Shutdown() {
   const bool was_open = state_ != State::kClosed || close_after_write_;
+  lingering_ = false;
   state_ = State::kClosed;
   close_after_write_ = false;
   DropQueued(/*keep_partial=*/false);

@@ -149,6 +149,11 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void Fail(const Status& status);  // fatal for the session
   void Lose(const Status& status);  // the connection is gone
   void Shutdown();
+  // After the last frame of a closing stream: FIN, then read and discard
+  // until the reducer closes or kLinger passes, then Shutdown.
+  void Linger();
+  void Drain(const asio::error_code& ec);
+  static constexpr std::chrono::milliseconds kLinger{1000};
   // keep_partial: a piece partly written stays, to be finished (the stream
   // goes on writing); otherwise only what a write in flight points into.
   void DropQueued(bool keep_partial);
@@ -192,6 +197,9 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   bool writing_ = false;
   bool close_after_write_ = false;
   bool write_failed_ = false;
+  bool read_pending_ = false;
+  bool lingering_ = false;
+  std::array<uint8_t, 4096> drain_buf_{};
 
   ReceiveLowWater low_water_;  // reset after every read
   SendWindow window_;          // sampled from TCP_INFO as results arrive
