@@ -458,19 +458,42 @@ void Connection::SendReady() {
 }
 
 void Connection::SendResult(const ResultPart& part) {
-  asio::post(socket_.get_executor(), [self = shared_from_this(), part]() mutable {
-    if (self->state_ == State::kClosing) return;
+  // The parts of a piece must go out in the order they come here (from
+  // several threads, one after another under the piece's lock). One post per
+  // part would not keep it: asio keeps what a thread posts to its own
+  // io_context in a private queue until its handler returns, so a part
+  // posted from this connection's thread could go after one posted later
+  // from another. So parts queue here, in order, and one posted TakeResults
+  // moves them all.
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(results_mu_);
+    first = results_in_.empty();
+    results_in_.push_back(part);
+  }
+  if (first) asio::post(socket_.get_executor(), [self = shared_from_this()] { self->TakeResults(); });
+}
+
+void Connection::TakeResults() {
+  std::vector<ResultPart> parts;
+  {
+    std::lock_guard<std::mutex> lock(results_mu_);
+    parts.swap(results_in_);
+  }
+  if (state_ == State::kClosing) return;
+  // The session's watermark, when it belongs to the piece's epoch.
+  const uint32_t epoch = session_->epoch();
+  const uint64_t watermark = session_->watermark();
+  for (ResultPart& part : parts) {
     Outgoing out;
     protocol::PieceHeader head = part.header;
-    // The session's watermark, when it belongs to the piece's epoch.
-    const uint32_t epoch = self->session_->epoch();
-    head.watermark = head.epoch == epoch ? self->session_->watermark() : 0;
+    head.watermark = head.epoch == epoch ? watermark : 0;
     protocol::EncodePieceFrame(protocol::FrameType::kResult, head, &out.piece_head);
     out.data = part.data;
     out.data_bytes = static_cast<size_t>(head.PayloadBytes());
     out.piece = std::move(part.piece);
-    self->Enqueue(std::move(out));
-  });
+    Enqueue(std::move(out));
+  }
 }
 
 void Connection::SendErrorAndClose(const Status& status) {

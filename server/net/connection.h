@@ -16,6 +16,7 @@
 #include <array>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void ArmLiveness();
   void OnLivenessTick();
 
+  void TakeResults();  // moves results_in_ to the write queue, in order
   void Enqueue(Outgoing out);
   void EnqueueControl(std::vector<uint8_t> frame);
   void WriteNext();
@@ -139,6 +141,8 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   std::shared_ptr<Piece> piece_;               // the contribution being read
   RunningCrc piece_crc_;                       // over piece_'s bytes, when checked
 
+  std::mutex results_mu_;
+  std::vector<ResultPart> results_in_;  // guarded by results_mu_: parts not yet queued, in order
   std::deque<Outgoing> write_queue_;
   bool writing_ = false;
   size_t in_flight_ = 0;                       // frames of write_queue_ being written

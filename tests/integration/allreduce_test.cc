@@ -21,7 +21,12 @@ class AllReduceTest : public ::testing::Test {
   static void SetUpTestSuite() {
     token_file_ = new std::string(WriteTokenFile("integration-token"));
     for (int i = 0; i < 2; ++i) {
-      reducers_[i] = new ReducerProcess({"--job-token-file", *token_file_, "--op-timeout", "60s"});
+      // The second sends results in small parts: its 2 I/O threads then
+      // release a piece's parts from both threads, and each rank must still
+      // get them in order.
+      std::vector<std::string> args = {"--job-token-file", *token_file_, "--op-timeout", "60s"};
+      if (i == 1) args.insert(args.end(), {"--result-part", "4KiB"});
+      reducers_[i] = new ReducerProcess(args);
     }
   }
   static void TearDownTestSuite() {
