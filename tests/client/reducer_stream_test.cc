@@ -93,6 +93,30 @@ class ScriptedReducer {
     return ReadAll(payload->data(), payload->size(), why);
   }
   void Write(const std::vector<uint8_t>& frame) { asio::write(socket_, asio::buffer(frame)); }
+  // Accepts the stream and answers its handshake: HELLO, CHALLENGE, AUTH,
+  // WELCOME (announcing max_piece_bytes), READY. False, with `why`, if the
+  // stream's frames are not those.
+  bool Handshake(uint64_t max_piece_bytes, std::string* why) {
+    Accept();
+    protocol::FrameHeader header;
+    std::vector<uint8_t> payload;
+    if (!ReadFrame(&header, &payload, why)) return false;
+    if (header.type != FrameType::kHello) {
+      *why = "expected HELLO";
+      return false;
+    }
+    Write(protocol::EncodeChallenge({}));
+    if (!ReadFrame(&header, &payload, why)) return false;
+    if (header.type != FrameType::kAuth) {
+      *why = "expected AUTH";
+      return false;
+    }
+    protocol::Welcome welcome;
+    welcome.max_piece_bytes = max_piece_bytes;
+    Write(protocol::EncodeWelcome(welcome));
+    Write(protocol::EncodeReady());
+    return true;
+  }
   void Close() {
     asio::error_code ignored;
     socket_.close(ignored);
@@ -131,6 +155,21 @@ class IoThread {
   std::thread thread_;
 };
 
+// A stream to `reducer` on `io`, closed (without goodbye) however the test ends.
+struct StartedStream {
+  StartedStream(asio::io_context& io, const ScriptedReducer& reducer, RecordingOwner* owner, uint32_t flags) {
+    StreamParams params;
+    params.endpoint = Endpoint{"127.0.0.1", reducer.port()};
+    params.hello.world = 1;
+    params.hello.flags = flags;
+    params.connect_deadline = Clock::now() + std::chrono::seconds(20);
+    stream = std::make_shared<ReducerStream>(io, params, owner);
+    stream->Start();
+  }
+  ~StartedStream() { stream->Close(/*bye=*/false); }
+  std::shared_ptr<ReducerStream> stream;
+};
+
 TEST(ReducerStreamTest, ResetWhileAWriteIsInFlightKeepsFrameBoundaries) {
   // Declared before the stream's thread, so they outlive it on every path.
   asio::io_context test_io;
@@ -144,32 +183,13 @@ TEST(ReducerStreamTest, ResetWhileAWriteIsInFlightKeepsFrameBoundaries) {
   IoThread io_thread;
   asio::io_context& io = io_thread.io();
 
-  StreamParams params;
-  params.endpoint = Endpoint{"127.0.0.1", reducer.port()};
-  params.hello.world = 1;
-  params.hello.flags = protocol::kHelloFailover;
-  params.connect_deadline = Clock::now() + std::chrono::seconds(20);
-  auto stream = std::make_shared<ReducerStream>(io, params, &owner);
-  struct Closer {
-    std::shared_ptr<ReducerStream> stream;
-    ~Closer() { stream->Close(/*bye=*/false); }
-  } closer{stream};
-  stream->Start();
-
-  // Handshake: HELLO, CHALLENGE, AUTH, WELCOME, READY.
-  reducer.Accept();
+  StartedStream started(io, reducer, &owner, protocol::kHelloFailover);
+  const auto& stream = started.stream;
   protocol::FrameHeader header;
   std::vector<uint8_t> payload;
   std::string why;
-  ASSERT_TRUE(reducer.ReadFrame(&header, &payload, &why)) << why;
-  ASSERT_EQ(header.type, FrameType::kHello);
-  reducer.Write(protocol::EncodeChallenge({}));
-  ASSERT_TRUE(reducer.ReadFrame(&header, &payload, &why)) << why;
-  ASSERT_EQ(header.type, FrameType::kAuth);
-  protocol::Welcome welcome;
-  welcome.max_piece_bytes = kPieceElems * sizeof(float);
-  reducer.Write(protocol::EncodeWelcome(welcome));
-  reducer.Write(protocol::EncodeReady());
+  constexpr uint64_t kMaxPiece = kPieceElems * sizeof(float);
+  ASSERT_TRUE(reducer.Handshake(kMaxPiece, &why)) << why;
   ASSERT_TRUE(owner.WaitReady()) << owner.failure().ToString();
 
   std::vector<protocol::PieceSpan> spans;
@@ -228,7 +248,7 @@ TEST(ReducerStreamTest, ResetWhileAWriteIsInFlightKeepsFrameBoundaries) {
     }
     ASSERT_EQ(header.type, FrameType::kData);
     protocol::PieceHeader h;
-    ASSERT_TRUE(protocol::DecodePieceHeader(payload, header.payload_bytes, welcome.max_piece_bytes, &h).ok());
+    ASSERT_TRUE(protocol::DecodePieceHeader(payload, header.payload_bytes, kMaxPiece, &h).ok());
     ASSERT_EQ(h.epoch, announced ? 1u : 0u);
     ASSERT_EQ(h.piece, next_piece[h.epoch]) << "epoch " << h.epoch;
     ++next_piece[h.epoch];
@@ -262,28 +282,12 @@ TEST(ReducerStreamTest, AnAbortedStreamDeliversWhatItWroteAndItsReasonWithInputU
   constexpr uint32_t kCount = 4;
   std::vector<float> send(kElems * kCount, 2.5f), recv(send.size());
   IoThread io_thread;
-  StreamParams params;
-  params.endpoint = Endpoint{"127.0.0.1", reducer.port()};
-  params.hello.world = 1;
-  params.connect_deadline = Clock::now() + std::chrono::seconds(20);
-  auto stream = std::make_shared<ReducerStream>(io_thread.io(), params, &owner);
-  struct Closer {
-    std::shared_ptr<ReducerStream> stream;
-    ~Closer() { stream->Close(/*bye=*/false); }
-  } closer{stream};
-  stream->Start();
-
-  reducer.Accept();
+  StartedStream started(io_thread.io(), reducer, &owner, 0);
+  const auto& stream = started.stream;
   protocol::FrameHeader header;
   std::vector<uint8_t> payload;
   std::string why;
-  ASSERT_TRUE(reducer.ReadFrame(&header, &payload, &why)) << why;
-  reducer.Write(protocol::EncodeChallenge({}));
-  ASSERT_TRUE(reducer.ReadFrame(&header, &payload, &why)) << why;
-  protocol::Welcome welcome;
-  welcome.max_piece_bytes = 4 << 20;
-  reducer.Write(protocol::EncodeWelcome(welcome));
-  reducer.Write(protocol::EncodeReady());
+  ASSERT_TRUE(reducer.Handshake(4 << 20, &why)) << why;
   ASSERT_TRUE(owner.WaitReady()) << owner.failure().ToString();
 
   // Input the stream will not read: the head of a 1 MiB RESULT (for no

@@ -8,7 +8,9 @@
 #include <sys/time.h>
 
 #include <array>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "protocol/auth.h"
@@ -112,6 +114,18 @@ struct Cluster {
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     if (created.ok()) server = std::move(created).value();
   }
+  // Ranks 0 and 1 of session `name` joined, `flags(rank)` in their HELLO,
+  // and told READY.
+  std::vector<std::unique_ptr<ScriptedRank>> JoinTwo(const std::string& name,
+                                                     const std::function<uint32_t(uint32_t)>& flags) {
+    std::vector<std::unique_ptr<ScriptedRank>> ranks;
+    for (uint32_t r = 0; r < 2; ++r) {
+      ranks.push_back(std::make_unique<ScriptedRank>(io, server->port()));
+      ranks[r]->Hello(protocol::SessionIdFromName(name), r, 2, flags(r));
+    }
+    for (auto& rank : ranks) EXPECT_EQ(rank->Read(nullptr), protocol::FrameType::kReady);
+    return ranks;
+  }
   asio::io_context io;
   std::unique_ptr<ReducerServer> server;
 };
@@ -119,13 +133,8 @@ struct Cluster {
 TEST(ResultPartsTest, TheFirstPartOfAResultArrivesBeforeTheRanksSendTheRest) {
   Cluster c(16 << 10);
   ASSERT_NE(c.server, nullptr);
-  const auto session = protocol::SessionIdFromName("cut-through");
-  std::vector<std::unique_ptr<ScriptedRank>> ranks;
-  for (uint32_t r = 0; r < 2; ++r) {
-    ranks.push_back(std::make_unique<ScriptedRank>(c.io, c.server->port()));
-    ASSERT_NO_FATAL_FAILURE(ranks[r]->Hello(session, r, 2, protocol::kHelloResultParts));
-  }
-  for (auto& rank : ranks) ASSERT_EQ(rank->Read(nullptr), protocol::FrameType::kReady);
+  auto ranks = c.JoinTwo("cut-through", [](uint32_t) { return protocol::kHelloResultParts; });
+  ASSERT_FALSE(::testing::Test::HasFailure());
   for (uint32_t r = 0; r < 2; ++r) ranks[r]->SendFirstHalf(r);
   // Only half of each contribution is sent: a RESULT now is a part of the piece.
   std::vector<uint64_t> next(2, 0);
@@ -152,14 +161,9 @@ TEST(ResultPartsTest, TheFirstPartOfAResultArrivesBeforeTheRanksSendTheRest) {
 TEST(ResultPartsTest, RanksThatDoNotAllAskForPartsGetWholePieces) {
   Cluster c(16 << 10);
   ASSERT_NE(c.server, nullptr);
-  const auto session = protocol::SessionIdFromName("whole-pieces");
-  std::vector<std::unique_ptr<ScriptedRank>> ranks;
-  for (uint32_t r = 0; r < 2; ++r) {
-    ranks.push_back(std::make_unique<ScriptedRank>(c.io, c.server->port()));
-    // Rank 1 is an older client: no parts.
-    ASSERT_NO_FATAL_FAILURE(ranks[r]->Hello(session, r, 2, r == 0 ? protocol::kHelloResultParts : 0u));
-  }
-  for (auto& rank : ranks) ASSERT_EQ(rank->Read(nullptr), protocol::FrameType::kReady);
+  // Rank 1 is an older client: no parts.
+  auto ranks = c.JoinTwo("whole-pieces", [](uint32_t r) { return r == 0 ? protocol::kHelloResultParts : 0u; });
+  ASSERT_FALSE(::testing::Test::HasFailure());
   for (uint32_t r = 0; r < 2; ++r) ranks[r]->SendFirstHalf(r);
   for (auto& rank : ranks) rank->SendSecondHalf();
   for (uint32_t r = 0; r < 2; ++r) {
