@@ -73,6 +73,9 @@ Status Validate(const RawFlags& raw, const Settings& s, Options* out) {
   if (s.IsSet("--send-window")) {
     RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, 1ull << 40), &out->send_window.emplace()));
   }
+  if (s.IsSet("--write-slice")) {
+    RS_RETURN_IF_ERROR(Assign(s.Size("--write-slice", 0, 1ull << 40), &out->write_slice.emplace()));
+  }
   RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &out->op_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &out->connect_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &out->liveness));
@@ -134,6 +137,10 @@ const std::vector<SettingInfo>& BenchSettings() {
       {"--send-window", "REDUCER_SEND_WINDOW", "SIZE", "", "auto: 4 pieces or 2 pieces + 2 x BDP",
        "Bytes of pieces a stream may have sent without their results back; 0: no limit. Unset: 4 pieces, "
        "or 2 pieces + twice the stream's bandwidth-delay product as TCP measures it, whichever is more"},
+      {"--write-slice", "REDUCER_WRITE_SLICE", "SIZE", "", "auto: 0.5 ms of the path, at least 64KiB",
+       "With streams to several reducers, bytes of pieces a stream writes at a time, so that they take turns on "
+       "this rank's link; 0: whole batches. Unset: half a millisecond of the stream's typical delivery rate as "
+       "TCP measures it, at least 64KiB"},
       {"--io-threads", "REDUCER_IO_THREADS", "N", "1", "", "Client I/O threads (1-64)"},
       {"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "90s", "",
        "An operation with no answer from a reducer for this long fails; keep it above the reducers' "

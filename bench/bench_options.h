@@ -41,6 +41,7 @@ struct Options {
   std::optional<uint64_t> max_piece;
   uint64_t min_piece = 64 << 10;
   std::optional<uint64_t> send_window;  // 0: no limit
+  std::optional<uint64_t> write_slice;  // 0: whole batches; unset: the client chooses
   int io_threads = 1;
   int inflight = 1;
   std::chrono::milliseconds op_timeout{90'000};

@@ -184,6 +184,7 @@ class Bench {
     c.max_piece_bytes = o_.max_piece;
     c.min_piece_bytes = o_.min_piece;
     c.send_window_bytes = o_.send_window;
+    c.write_slice_bytes = o_.write_slice;
     c.connect_timeout = o_.connect_timeout;
     c.op_timeout = o_.op_timeout;
     c.liveness_timeout = o_.liveness;

@@ -74,6 +74,7 @@ StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(const TrainOptions& o, const M
     c.max_piece_bytes = o.max_piece;
     c.min_piece_bytes = o.min_piece;
     c.send_window_bytes = o.send_window;
+    c.write_slice_bytes = o.write_slice;
     c.connect_timeout = o.connect_timeout;
     c.op_timeout = o.op_timeout;
     c.liveness_timeout = o.liveness_timeout;

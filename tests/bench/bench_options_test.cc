@@ -82,11 +82,13 @@ TEST(BenchOptions, TransportSettingsUnsetMeanAutomatic) {
   EXPECT_FALSE(o->streams.has_value());
   EXPECT_FALSE(o->max_piece.has_value());
   EXPECT_FALSE(o->send_window.has_value());
-  o = Parse({"--streams", "2", "--send-window", "0"}, {{"REDUCER_MAX_PIECE", "1MiB"}});
+  EXPECT_FALSE(o->write_slice.has_value());
+  o = Parse({"--streams", "2", "--send-window", "0"}, {{"REDUCER_MAX_PIECE", "1MiB"}, {"REDUCER_WRITE_SLICE", "0"}});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->streams, 2);
   EXPECT_EQ(o->max_piece, 1u << 20);
   EXPECT_EQ(o->send_window, 0u);  // set to 0: no limit, not automatic
+  EXPECT_EQ(o->write_slice, 0u);  // set to 0: whole batches, not automatic
 }
 
 TEST(BenchOptions, NewNameWinsOverOld) {

@@ -154,6 +154,9 @@ Status ResolveClient(const Settings& s, TrainOptions* o) {
   if (s.IsSet("--send-window")) {
     RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, uint64_t{1} << 40), &o->send_window.emplace()));
   }
+  if (s.IsSet("--write-slice")) {
+    RS_RETURN_IF_ERROR(Assign(s.Size("--write-slice", 0, uint64_t{1} << 40), &o->write_slice.emplace()));
+  }
   RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &o->op_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &o->connect_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &o->liveness_timeout));
@@ -206,8 +209,8 @@ Status CheckCombination(const TrainOptions& o, bool gpu_built) {
 // The CPU backend's client settings: a flag for one of them under --backend
 // gpu would be silently ignored (the NCCL plugin reads the variables).
 constexpr const char* kCpuClientFlags[] = {"--streams",     "--max-piece",        "--min-piece", "--send-window",
-                                           "--io-threads",  "--liveness-timeout", "--crc",       "--failover",
-                                           "--min-reducers", "--retention"};
+                                           "--write-slice", "--io-threads",       "--liveness-timeout", "--crc",
+                                           "--failover",    "--min-reducers",     "--retention"};
 
 Status CheckGpuFlags(const Settings& s) {
   for (const char* flag : kCpuClientFlags) {

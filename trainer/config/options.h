@@ -51,6 +51,7 @@ struct TrainOptions {
   std::optional<uint64_t> max_piece;  // unset: the client chooses, alike on every rank
   uint64_t min_piece = 64 << 10;
   std::optional<uint64_t> send_window;  // unset: the client chooses
+  std::optional<uint64_t> write_slice;  // unset: the client chooses; 0: whole batches
   std::chrono::milliseconds op_timeout{90'000};
   std::chrono::milliseconds connect_timeout{60'000};
   // Reliability (docs/reliability.md), CPU backend.

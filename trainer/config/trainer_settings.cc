@@ -35,6 +35,9 @@ const std::vector<SettingInfo>& TrainerSettings() {
        "rank)"},
       {"--send-window", "REDUCER_SEND_WINDOW", "SIZE", "", "auto: 4 pieces or 2 pieces + 2 x BDP",
        "CPU backend: bytes of pieces one stream may have sent without their results back; 0: no limit"},
+      {"--write-slice", "REDUCER_WRITE_SLICE", "SIZE", "", "auto: 0.5 ms of the path, at least 64KiB",
+       "CPU backend: with streams to several reducers, bytes of pieces a stream writes at a time, so that they "
+       "take turns on this rank's link; 0: whole batches"},
       {"--io-threads", "REDUCER_IO_THREADS", "N", "1", "", "CPU backend: client I/O threads (1-64)"},
       {"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "90s", "",
        "An all-reduce with no answer from a reducer for this long fails the run; keep it above the reducers' "

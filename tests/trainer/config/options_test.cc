@@ -201,6 +201,7 @@ TEST_F(OptionsTest, TheClientAndReliabilitySettingsHaveTheirDefaults) {
   EXPECT_FALSE(o->max_piece.has_value());
   EXPECT_EQ(o->min_piece, 64u << 10);
   EXPECT_FALSE(o->send_window.has_value());
+  EXPECT_FALSE(o->write_slice.has_value());
   EXPECT_EQ(o->op_timeout, std::chrono::seconds(90));
   EXPECT_EQ(o->connect_timeout, std::chrono::seconds(60));
   EXPECT_EQ(o->liveness_timeout, std::chrono::seconds(5));
@@ -223,7 +224,7 @@ TEST_F(OptionsTest, TheClientAndReliabilitySettingsTakeUnitsFromFlagsAndVariable
           {"REDUCER_MIN_REDUCERS", "2"},
           {"REDUCER_RETENTION", "1GiB"},
           {"REDUCER_IO_THREADS", "3"}};
-  auto o = Parse({"--send-window", "0", "--streams", "4"});
+  auto o = Parse({"--send-window", "0", "--streams", "4", "--write-slice", "128K"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->max_piece, 256u << 10);
   EXPECT_EQ(o->min_piece, 16u << 10);
@@ -236,6 +237,7 @@ TEST_F(OptionsTest, TheClientAndReliabilitySettingsTakeUnitsFromFlagsAndVariable
   EXPECT_EQ(o->retention, uint64_t{1} << 30);
   EXPECT_EQ(o->io_threads, 3);
   EXPECT_EQ(o->send_window, 0u);
+  EXPECT_EQ(o->write_slice, 128u << 10);
   EXPECT_EQ(o->streams, 4);
   o = Parse({"--failover", "1", "--max-piece", "2MiB", "--liveness-timeout", "10s"});  // flags win
   ASSERT_TRUE(o.ok()) << o.status().ToString();

@@ -24,6 +24,7 @@ TEST(TrainerSettingsTest, TheClientsSettingsHaveTheProjectsNames) {
       {"--max-piece", "REDUCER_MAX_PIECE"},
       {"--min-piece", "REDUCER_MIN_PIECE"},
       {"--send-window", "REDUCER_SEND_WINDOW"},
+      {"--write-slice", "REDUCER_WRITE_SLICE"},
       {"--io-threads", "REDUCER_IO_THREADS"},
       {"--op-timeout", "REDUCER_OP_TIMEOUT"},
       {"--connect-timeout", "REDUCER_CONNECT_TIMEOUT"},
