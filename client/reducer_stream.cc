@@ -369,8 +369,15 @@ void ReducerStream::Send(std::vector<PieceSend> sends) {
   asio::post(io_, [self = shared_from_this(), sends = std::move(sends)]() mutable {
     const bool open = self->state_ == State::kReady && !self->write_failed_;
     for (auto& s : sends) {
-      if (open && s.epoch >= self->epoch_) {
+      if (open && s.epoch == self->epoch_) {
         self->queue_.push_back(Outgoing{{}, std::move(s)});
+      } else if (open && s.epoch > self->epoch_) {
+        // Issued after the owner moved to a new epoch whose Reset has not
+        // run here yet: the owner posted that Reset first, but from this
+        // stream's own thread, where asio holds it until the handler that
+        // posted it returns, so this Send (from another thread) can come
+        // first. The pieces wait for the Reset, to go after its own.
+        self->early_.push_back(std::move(s));
       } else {
         s.op->Release();  // this stream has moved on, or is gone
       }
@@ -382,11 +389,12 @@ void ReducerStream::Send(std::vector<PieceSend> sends) {
 void ReducerStream::Reset(uint32_t epoch, std::vector<uint8_t> announce, std::vector<PieceSend> sends) {
   asio::post(io_, [self = shared_from_this(), epoch, announce = std::move(announce),
                    sends = std::move(sends)]() mutable {
+    self->epoch_ = std::max(self->epoch_, epoch);
     if (self->state_ != State::kReady || self->write_failed_) {
       for (auto& s : sends) s.op->Release();
+      self->ReleaseEarly();
       return;
     }
-    self->epoch_ = std::max(self->epoch_, epoch);
     self->DropQueuedPieces();
     // Pieces already written in older epochs will not be answered.
     self->unanswered_bytes_ = 0;
@@ -396,6 +404,16 @@ void ReducerStream::Reset(uint32_t epoch, std::vector<uint8_t> announce, std::ve
         self->queue_.push_back(Outgoing{{}, std::move(s)});
       } else {
         s.op->Release();
+      }
+    }
+    // Then what was issued in this epoch before this Reset ran, in order.
+    while (!self->early_.empty() && self->early_.front().epoch <= self->epoch_) {
+      PieceSend s = std::move(self->early_.front());
+      self->early_.pop_front();
+      if (s.epoch == self->epoch_) {
+        self->queue_.push_back(Outgoing{{}, std::move(s)});
+      } else {
+        s.op->Release();  // for an epoch passed over: redone in this one
       }
     }
     if (!self->writing_) self->WriteNext();
@@ -586,8 +604,14 @@ size_t ReducerStream::Pinned(bool keep_partial) const {
   return std::max(in_flight_, keep_partial && front_written_ > 0 ? size_t{1} : size_t{0});
 }
 
+void ReducerStream::ReleaseEarly() {
+  for (PieceSend& s : early_) s.op->Release();
+  early_.clear();
+}
+
 void ReducerStream::DropQueued(bool keep_partial) {
   // What is not being written goes; its leases go back to the operations.
+  ReleaseEarly();
   const size_t pinned = Pinned(keep_partial);
   while (queue_.size() > pinned) {
     if (queue_.back().piece.op) queue_.back().piece.op->Release();

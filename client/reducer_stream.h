@@ -159,6 +159,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void DropQueued(bool keep_partial);
   void DropQueuedPieces();  // leaves queued control frames in place
   size_t Pinned(bool keep_partial) const;  // queue_ entries that must stay
+  void ReleaseEarly();  // gives back the leases of early_
 
   asio::io_context& io_;
   asio::ip::tcp::socket socket_;
@@ -187,6 +188,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   };
   std::deque<std::vector<uint8_t>> urgent_;  // written before queue_
   std::deque<Outgoing> queue_;  // the first in_flight_ are being written: never moved or erased
+  std::deque<PieceSend> early_;  // sent for a newer epoch than epoch_: they wait for its Reset
   size_t urgent_in_flight_ = 0;
   size_t in_flight_ = 0;
   // Bytes of queue_.front() already written (a write slice ended inside

@@ -348,5 +348,79 @@ TEST(ReducerStreamTest, AnAbortedStreamDeliversWhatItWroteAndItsReasonWithInputU
   EXPECT_TRUE(op->Done());  // every lease went back
 }
 
+// The owner moves to a new epoch on the stream's own thread and posts the
+// Reset from there, where asio holds it until that handler returns; an
+// operation issued meanwhile from the caller's thread can reach the stream
+// first. Its pieces must wait for the Reset and follow its own, not be
+// dropped by it (the operation then never completed: a silent hang in CI) nor
+// go ahead of them (the reducer refused them as out of order).
+TEST(ReducerStreamTest, PiecesOfAnEpochWhoseResetHasNotRunYetWaitForIt) {
+  asio::io_context test_io;
+  ScriptedReducer reducer(test_io);
+  RecordingOwner owner;
+  constexpr uint64_t kElems = 1024;
+  std::vector<float> send(2 * kElems, 1.0f), recv(send.size());
+  IoThread io_thread;
+  StartedStream started(io_thread.io(), reducer, &owner, protocol::kHelloFailover);
+  std::string why;
+  ASSERT_TRUE(reducer.Handshake(1 << 20, &why)) << why;
+  ASSERT_TRUE(owner.WaitReady()) << owner.failure().ToString();
+
+  std::vector<std::shared_ptr<OperationImpl>> ops;
+  auto sends_of = [&](uint64_t seq) {
+    std::vector<protocol::PieceSpan> spans = {{0, 0, kElems, 0, 0}, {1, kElems, kElems, 0, 0}};
+    ops.push_back(std::make_shared<OperationImpl>(seq, send.data(), recv.data(), send.size(), DataType::kFloat32,
+                                                  ReduceOp::kSum, 1, spans, 1, Clock::now()));
+    std::vector<PieceSend> sends;
+    for (uint32_t p = 0; p < 2; ++p) {
+      protocol::PieceHeader h;
+      h.seq = seq;
+      h.piece = p;
+      h.pieces = 2;
+      h.total_count = send.size();
+      h.offset = p * kElems;
+      h.count = kElems;
+      h.epoch = 1;
+      PieceSend s;
+      s.data = reinterpret_cast<const uint8_t*>(send.data() + h.offset);
+      s.bytes = kElems * sizeof(float);
+      s.epoch = 1;
+      protocol::EncodePieceFrame(FrameType::kData, h, &s.head);
+      EXPECT_TRUE(ops.back()->Acquire());
+      s.op = ops.back();
+      sends.push_back(std::move(s));
+    }
+    return sends;
+  };
+  // Operation 8, issued in epoch 1, arrives before the Reset that redoes 7.
+  started.stream->Send(sends_of(8));
+  protocol::MembershipFrame announce;
+  announce.kind = protocol::MembershipKind::kAnnounce;
+  announce.epoch = 1;
+  announce.live = protocol::ReducerSet(1);
+  announce.live.Add(0);
+  started.stream->Reset(1, protocol::EncodeMembership(announce), sends_of(7));
+
+  protocol::FrameHeader header;
+  std::vector<uint8_t> payload;
+  ASSERT_TRUE(reducer.ReadFrame(&header, &payload, &why)) << why;
+  ASSERT_EQ(header.type, FrameType::kMembership) << "the announcement first";
+  const std::pair<uint64_t, uint32_t> want[] = {{7, 0}, {7, 1}, {8, 0}, {8, 1}};
+  for (const auto& [seq, piece] : want) {
+    ASSERT_TRUE(reducer.ReadFrame(&header, &payload, &why)) << why << " (waiting for operation " << seq << ")";
+    ASSERT_EQ(header.type, FrameType::kData);
+    protocol::PieceHeader h;
+    ASSERT_TRUE(protocol::DecodePieceHeader(payload, header.payload_bytes, 1 << 20, &h).ok());
+    EXPECT_EQ(h.seq, seq);
+    EXPECT_EQ(h.piece, piece);
+  }
+  started.stream->Close(/*bye=*/false);
+  io_thread.Join();
+  for (auto& op : ops) {
+    op->Finish(Status::Ok());
+    EXPECT_TRUE(op->Done());  // every lease went back
+  }
+}
+
 }  // namespace
 }  // namespace rs::client
