@@ -155,6 +155,42 @@ class IoThread {
   std::thread thread_;
 };
 
+// Operation `seq` over `send` (float32, in place of a result buffer `recv`)
+// cut into `pieces` equal pieces for one reducer, in `epoch`.
+std::shared_ptr<OperationImpl> MakeOp(uint64_t seq, std::vector<float>& send, std::vector<float>& recv,
+                                      uint32_t pieces, uint32_t epoch) {
+  const uint64_t elems = send.size() / pieces;
+  std::vector<protocol::PieceSpan> spans;
+  for (uint32_t p = 0; p < pieces; ++p) spans.push_back({p, p * elems, elems, 0, 0});
+  return std::make_shared<OperationImpl>(seq, send.data(), recv.data(), send.size(), DataType::kFloat32,
+                                         ReduceOp::kSum, epoch, spans, 1, Clock::now());
+}
+
+// The DATA frames of every piece of `op` in `epoch`, each holding a lease.
+std::vector<PieceSend> SendsOf(const std::shared_ptr<OperationImpl>& op, const std::vector<float>& send,
+                               uint32_t epoch) {
+  std::vector<PieceSend> sends;
+  for (const protocol::PieceSpan& span : op->pieces()) {
+    protocol::PieceHeader h;
+    h.seq = op->seq();
+    h.piece = span.index;
+    h.pieces = static_cast<uint32_t>(op->pieces().size());
+    h.total_count = send.size();
+    h.offset = span.offset;
+    h.count = span.count;
+    h.epoch = epoch;
+    PieceSend s;
+    s.data = reinterpret_cast<const uint8_t*>(send.data() + h.offset);
+    s.bytes = span.count * sizeof(float);
+    s.epoch = epoch;
+    protocol::EncodePieceFrame(FrameType::kData, h, &s.head);
+    EXPECT_TRUE(op->Acquire());
+    s.op = op;
+    sends.push_back(std::move(s));
+  }
+  return sends;
+}
+
 // A stream to `reducer` on `io`, closed (without goodbye) however the test ends.
 struct StartedStream {
   StartedStream(asio::io_context& io, const ScriptedReducer& reducer, RecordingOwner* owner, uint32_t flags) {
@@ -192,32 +228,8 @@ TEST(ReducerStreamTest, ResetWhileAWriteIsInFlightKeepsFrameBoundaries) {
   ASSERT_TRUE(reducer.Handshake(kMaxPiece, &why)) << why;
   ASSERT_TRUE(owner.WaitReady()) << owner.failure().ToString();
 
-  std::vector<protocol::PieceSpan> spans;
-  for (uint32_t p = 0; p < kPieces; ++p) spans.push_back({p, p * kPieceElems, kPieceElems, 0, 0});
-  auto op = std::make_shared<OperationImpl>(0, send.data(), recv.data(), send.size(), DataType::kFloat32,
-                                            ReduceOp::kSum, 0, spans, 1, Clock::now());
-  auto sends_for = [&](uint32_t epoch) {
-    std::vector<PieceSend> sends;
-    for (uint32_t p = 0; p < kPieces; ++p) {
-      protocol::PieceHeader h;
-      h.seq = 0;
-      h.piece = p;
-      h.pieces = kPieces;
-      h.total_count = send.size();
-      h.offset = p * kPieceElems;
-      h.count = kPieceElems;
-      h.epoch = epoch;
-      PieceSend s;
-      s.data = reinterpret_cast<const uint8_t*>(send.data() + h.offset);
-      s.bytes = kPieceElems * sizeof(float);
-      s.epoch = epoch;
-      protocol::EncodePieceFrame(FrameType::kData, h, &s.head);
-      EXPECT_TRUE(op->Acquire());
-      s.op = op;
-      sends.push_back(std::move(s));
-    }
-    return sends;
-  };
+  auto op = MakeOp(0, send, recv, kPieces, 0);
+  auto sends_for = [&](uint32_t epoch) { return SendsOf(op, send, epoch); };
 
   // 8 MiB for a reader that does not read: the write is still under way
   // (most piece headers not yet handed to the kernel) when the stream runs
@@ -307,27 +319,8 @@ TEST(ReducerStreamTest, AnAbortedStreamDeliversWhatItWroteAndItsReasonWithInputU
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   reducer.Write(std::vector<uint8_t>(16 * 1024));
 
-  std::vector<protocol::PieceSpan> spans;
-  for (uint32_t p = 0; p < kCount; ++p) spans.push_back({p, p * kElems, kElems, 0, 0});
-  auto op = std::make_shared<OperationImpl>(0, send.data(), recv.data(), send.size(), DataType::kFloat32,
-                                            ReduceOp::kSum, 0, spans, 1, Clock::now());
-  std::vector<PieceSend> sends;
-  for (uint32_t p = 0; p < kCount; ++p) {
-    protocol::PieceHeader h;
-    h.piece = p;
-    h.pieces = kCount;
-    h.total_count = send.size();
-    h.offset = p * kElems;
-    h.count = kElems;
-    PieceSend s;
-    s.data = reinterpret_cast<const uint8_t*>(send.data() + h.offset);
-    s.bytes = kElems * sizeof(float);
-    protocol::EncodePieceFrame(FrameType::kData, h, &s.head);
-    ASSERT_TRUE(op->Acquire());
-    s.op = op;
-    sends.push_back(std::move(s));
-  }
-  stream->Send(std::move(sends));
+  auto op = MakeOp(0, send, recv, kCount, 0);
+  stream->Send(SendsOf(op, send, 0));
   stream->Abort(Status(Code::kPeerFailed, "the made-up reason"));
   // Give the stream time to write everything into the kernel and close,
   // while this reducer (4 KiB receive buffer) has read none of it.
@@ -368,29 +361,8 @@ TEST(ReducerStreamTest, PiecesOfAnEpochWhoseResetHasNotRunYetWaitForIt) {
 
   std::vector<std::shared_ptr<OperationImpl>> ops;
   auto sends_of = [&](uint64_t seq) {
-    std::vector<protocol::PieceSpan> spans = {{0, 0, kElems, 0, 0}, {1, kElems, kElems, 0, 0}};
-    ops.push_back(std::make_shared<OperationImpl>(seq, send.data(), recv.data(), send.size(), DataType::kFloat32,
-                                                  ReduceOp::kSum, 1, spans, 1, Clock::now()));
-    std::vector<PieceSend> sends;
-    for (uint32_t p = 0; p < 2; ++p) {
-      protocol::PieceHeader h;
-      h.seq = seq;
-      h.piece = p;
-      h.pieces = 2;
-      h.total_count = send.size();
-      h.offset = p * kElems;
-      h.count = kElems;
-      h.epoch = 1;
-      PieceSend s;
-      s.data = reinterpret_cast<const uint8_t*>(send.data() + h.offset);
-      s.bytes = kElems * sizeof(float);
-      s.epoch = 1;
-      protocol::EncodePieceFrame(FrameType::kData, h, &s.head);
-      EXPECT_TRUE(ops.back()->Acquire());
-      s.op = ops.back();
-      sends.push_back(std::move(s));
-    }
-    return sends;
+    ops.push_back(MakeOp(seq, send, recv, 2, 1));
+    return SendsOf(ops.back(), send, 1);
   };
   // Operation 8, issued in epoch 1, arrives before the Reset that redoes 7.
   started.stream->Send(sends_of(8));
