@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "client/transport_plan.h"
+#include "common/io_context.h"
 
 namespace rs::client {
 namespace {
@@ -63,7 +64,7 @@ Status ClientImpl::Connect() {
   if (opts_.failover) membership_.emplace(names_, opts_.min_reducers, ChangeTimeout(opts_));
   const int threads = std::max(1, opts_.io_threads);
   for (int i = 0; i < threads; ++i) {
-    contexts_.push_back(std::make_unique<asio::io_context>(1));
+    contexts_.push_back(MakeIoContext());
     guards_.push_back(asio::make_work_guard(*contexts_.back()));
   }
   const auto deadline = Clock::now() + opts_.connect_timeout;
@@ -145,10 +146,9 @@ ClientImpl::~ClientImpl() {
       const bool bye = healthy && slot.state == Slot::State::kLive;
       for (auto& s : slot.streams) {
         // A failed client tells the reducers why once more: Fail's aborts may
-        // still wait in its I/O thread's private queue (posted from inside a
-        // handler), behind this post from another thread, and a plain close
-        // would reach the reducers as "rank N disconnected" instead of the
-        // cause. Whichever abort runs first sends the ERROR frame.
+        // not have run yet, and a plain close would reach the reducers as
+        // "rank N disconnected" instead of the cause. Whichever abort runs
+        // first sends the ERROR frame.
         if (healthy) {
           s->Close(bye);
         } else {

@@ -459,12 +459,10 @@ void Connection::SendReady() {
 
 void Connection::SendResult(const ResultPart& part) {
   // The parts of a piece must go out in the order they come here (from
-  // several threads, one after another under the piece's lock). One post per
-  // part would not keep it: asio keeps what a thread posts to its own
-  // io_context in a private queue until its handler returns, so a part
-  // posted from this connection's thread could go after one posted later
-  // from another. So parts queue here, in order, and one posted TakeResults
-  // moves them all.
+  // several threads, one after another under the piece's lock). They queue
+  // here, in order, and one posted TakeResults moves all that came meanwhile
+  // (posts run in the order they were made, common/io_context.h; one post
+  // per part would keep the order too, at a handler per part).
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(results_mu_);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "common/io_context.h"
 #include "server/net/connection.h"
 
 namespace rs::server {
@@ -41,7 +42,7 @@ StatusOr<std::unique_ptr<ReducerServer>> ReducerServer::Create(ServerConfig conf
   }
   std::unique_ptr<ReducerServer> server(new ReducerServer(std::move(config)));
   for (int i = 0; i < server->config_.io_threads; ++i) {
-    server->contexts_.push_back(std::make_unique<asio::io_context>(1));
+    server->contexts_.push_back(MakeIoContext());
     server->guards_.push_back(asio::make_work_guard(*server->contexts_.back()));
   }
   RS_RETURN_IF_ERROR(server->Listen());
