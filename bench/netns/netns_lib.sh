@@ -38,13 +38,28 @@ ns_name() { echo "${NS_PREFIX}-h$1"; }
 ns_switch() { echo "${NS_PREFIX}-sw"; }
 ns_addr() { echo "${NS_SUBNET}.$(($1 + 1))"; }
 
-# tbf needs a bucket of at least one packet plus what arrives in a timer tick;
-# 1 ms of traffic, and never below 64 KiB (GSO packets are up to 64 KiB).
+# tbf needs a bucket of at least one packet plus what arrives in a timer tick:
+# 1 ms of traffic, and never less than two of the largest GSO packets the
+# device hands it (GSO_BYTES, default 64 KiB; the packet's length as tbf
+# counts it adds every segment's headers, so one GSO size is not enough). A
+# GSO packet larger than the bucket is cut into MTU-sized packets in software
+# by tbf itself: below about 520 Mbit/s a bucket of 64 KiB did that to every
+# full-sized packet, and that segmentation, not the all-reduce, filled the
+# machine's 2 cores (irq + softirq 136 % at 500 Mbit/s, 4 + 4 hosts).
+# Usage: ns_burst_bytes BITS_PER_SECOND [GSO_BYTES]
 ns_burst_bytes() {
-  local bits=$1 burst
+  local bits=$1 gso=${2:-65536} burst
   burst=$((bits / 8 / 1000))
-  ((burst < 65536)) && burst=65536
+  ((burst < 2 * gso)) && burst=$((2 * gso))
   echo "$burst"
+}
+
+# The largest GSO packet a device in a namespace may carry (gso_max_size),
+# 65536 where ip cannot tell.
+ns_gso_bytes() {
+  local ns=$1 dev=$2 size
+  size=$(ip netns exec "$ns" ip -j -d link show dev "$dev" 2>/dev/null | grep -o '"gso_max_size":[0-9]*' | cut -d: -f2)
+  echo "${size:-65536}"
 }
 
 # Turns "1gbit", "500mbit", "100kbit" into bits per second (0 for unshaped).
@@ -65,7 +80,7 @@ ns_shape_dev() {
   local ns=$1 dev=$2 bits=$3 delay=$4
   if ((bits > 0)); then
     ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: tbf rate "${bits}bit" \
-      burst "$(ns_burst_bytes "$bits")" latency "${NS_TBF_LATENCY:-25ms}"
+      burst "$(ns_burst_bytes "$bits" "$(ns_gso_bytes "$ns" "$dev")")" latency "${NS_TBF_LATENCY:-25ms}"
     if [[ -n $delay && $delay != 0 ]]; then
       ip netns exec "$ns" tc qdisc add dev "$dev" parent 1:1 handle 10: netem delay "$delay" limit 100000
     fi
