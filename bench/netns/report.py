@@ -193,6 +193,39 @@ def reducer_cost(meta, rows):
             "(each byte received over TCP, summed in rank order, the result sent back to every worker)."]
 
 
+def cpu_caution(meta, rows, busy_limit=0.9, wait_limit=0.10):
+    """A warning per phase in which the machine, not the links, may have set the pace: the whole
+    machine at least `busy_limit` of its cores, or a reducer runnable but waiting for a CPU at
+    least `wait_limit` of the phase. Empty when no phase was."""
+    try:
+        cores = int(meta.get("CORES", "0"))
+    except ValueError:
+        cores = 0
+    phases = {}
+    for r in rows:
+        wall = float(r["wall_s"] or 0)
+        if wall <= 0:
+            continue
+        p = phases.setdefault(r["phase"], {"busy": None, "wait": 0.0})
+        if r["process"].startswith("all (whole machine") and cores > 0:
+            p["busy"] = float(r["cpu_s"]) / wall / cores
+        elif r["process"].startswith("reducerd") and "waiting" in r["process"]:
+            p["wait"] = max(p["wait"], float(r["cpu_s"]) / wall)
+    out = []
+    for phase, p in phases.items():
+        busy, wait = p["busy"], p["wait"]
+        if (busy is None or busy < busy_limit) and wait < wait_limit:
+            continue
+        why = []
+        if busy is not None and busy >= busy_limit:
+            why.append(f"the whole machine used {busy * cores:.2f} of its {cores} cores")
+        if wait >= wait_limit:
+            why.append(f"a reducer waited for a CPU {100 * wait:.0f} % of the phase")
+        out.append(f"**Short of CPU in phase {phase}:** {' and '.join(why)}. Its figures measure this "
+                   "machine as well as the links (section CPU below).")
+    return out
+
+
 def plot(folder, meta, series, line):
     try:
         import matplotlib
@@ -244,6 +277,9 @@ def main():
           f"Ours: reducer-bench, float32 sum, {meta.get('OURS_FLAGS', '')}. Peer: torch {meta.get('TORCH', '?')} "
           "gloo all_reduce (ring), float32 sum. Time per size: the slowest rank's average over the timed iterations.",
           "algbw = size / time. Bounds use the measured line rate B.", ""]
+    caution = cpu_caution(meta, cpu_rows)
+    if caution:
+        md[-1:-1] = [""] + [line for c in caution for line in (c, "")][:-1]
     if meta.get("DELAY_LINE"):
         md[-1:-1] = ["", f"Links delayed in user space by rs-delay-line (the kernel has no netem; bench/netns/"
                      f"delay_line.cc), over the whole run: {meta['DELAY_LINE']}."]
