@@ -372,11 +372,12 @@ void ReducerStream::Send(std::vector<PieceSend> sends) {
       if (open && s.epoch == self->epoch_) {
         self->queue_.push_back(Outgoing{{}, std::move(s)});
       } else if (open && s.epoch > self->epoch_) {
-        // Issued after the owner moved to a new epoch whose Reset has not
-        // run here yet: the owner posted that Reset first, but from this
-        // stream's own thread, where asio holds it until the handler that
-        // posted it returns, so this Send (from another thread) can come
-        // first. The pieces wait for the Reset, to go after its own.
+        // Issued in a new epoch whose Reset has not run here yet. The owner
+        // posts the Reset and the epoch's Sends under its lock, and posts
+        // run in order (common/io_context.h), so it does not happen through
+        // the owner; it did while asio's private queue could hold a Reset
+        // back. Should a Send still come first, its pieces wait for the
+        // Reset, to go after the Reset's own.
         self->early_.push_back(std::move(s));
       } else {
         s.op->Release();  // this stream has moved on, or is gone

@@ -279,7 +279,7 @@ def main():
           "algbw = size / time. Bounds use the measured line rate B.", ""]
     caution = cpu_caution(meta, cpu_rows)
     if caution:
-        md[-1:-1] = [""] + [line for c in caution for line in (c, "")][:-1]
+        md[-1:-1] = [line for c in caution for line in ("", c)]
     if meta.get("DELAY_LINE"):
         md[-1:-1] = ["", f"Links delayed in user space by rs-delay-line (the kernel has no netem; bench/netns/"
                      f"delay_line.cc), over the whole run: {meta['DELAY_LINE']}."]
