@@ -73,7 +73,11 @@ int main(int argc, char** argv) {
   spdlog::info("{} I/O threads, memory limit {}, max piece {}, result parts {}, op timeout {} ms, kernels: {}, "
                "CRC32C: {}",
                cfg.io_threads, rs::FormatBytes(cfg.memory_limit), rs::FormatBytes(cfg.max_piece_bytes),
-               cfg.result_part_bytes == 0 ? std::string("off") : rs::FormatBytes(cfg.result_part_bytes),
+               cfg.result_part_bytes == 0 ? std::string("off")
+               : cfg.whole_pieces_from == 0
+                   ? rs::FormatBytes(cfg.result_part_bytes)
+                   : rs::FormatBytes(cfg.result_part_bytes) + " (whole pieces from " +
+                         std::to_string(cfg.whole_pieces_from) + " pieces per worker)",
                cfg.op_timeout.count(), rs::kernels::ReduceTargetName(),
                cfg.crc ? rs::protocol::Crc32cImplementation() : "off");
   spdlog::info("limits: {} connections ({} per source, {} in the handshake per source), handshake timeout {} ms, "

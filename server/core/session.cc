@@ -251,8 +251,9 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
       return result;
     }
     const uint64_t part_bytes = result_part_bytes();
-    const uint64_t part = part_bytes == 0 ? header.count
-                                          : std::max<uint64_t>(1, part_bytes / DataTypeSize(header.dtype));
+    const bool whole = part_bytes == 0 || (limits_.whole_pieces_from != 0 &&
+                                           header.pieces >= uint64_t{limits_.whole_pieces_from} * world_);
+    const uint64_t part = whole ? header.count : std::max<uint64_t>(1, part_bytes / DataTypeSize(header.dtype));
     it = pending_.emplace(key, std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, part, now))
              .first;
   }
@@ -281,7 +282,7 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
 }
 
 void Session::ContributionProgress(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t bytes) {
-  if (result_part_bytes() == 0) return;
+  if (!piece->in_parts()) return;
   const uint64_t elements = bytes / DataTypeSize(piece->header_.dtype);
   Deliver(rank, piece, std::min(elements, piece->header_.count - 1));
 }

@@ -92,6 +92,9 @@ class Piece {
 
   const protocol::PieceHeader& header() const { return header_; }
   uint8_t* slot(uint32_t rank) { return buffer_->data() + rank * slot_bytes_; }
+  // The result goes out in more than one part: the connections report the
+  // contributions' progress (Session::ContributionProgress).
+  bool in_parts() const { return part_elements_ < header_.count; }
 
  private:
   friend class Session;
@@ -129,6 +132,12 @@ struct SessionLimits {
   // When the ranks take results in parts (kHelloResultParts): the smallest
   // part worth a RESULT frame. 0: whole pieces only.
   uint64_t result_part_bytes = 0;
+  // Operations cut into at least this many pieces per rank get whole pieces
+  // even then (0: parts for every operation). Whole pieces delay the
+  // operation's end by one piece from every rank on the reducer's link, at
+  // most world / pieces of the operation, and save a frame, a wake-up of
+  // every rank's connection and a reduction call per part.
+  uint32_t whole_pieces_from = 0;
 };
 
 struct SessionStats {
@@ -204,12 +213,14 @@ class Session {
                                  uint16_t stream, const protocol::PieceHeader& header,
                                  std::function<void()> wake, Clock::time_point now);
   // The first `bytes` of the payload are in the slot (checked already, if
-  // the rank sent a CRC32C). When the session sends results in parts, the
-  // calling thread reduces and sends what every rank has delivered, if
-  // that is a part's worth. Never the whole payload: EndContribution says so.
+  // the rank sent a CRC32C). When the piece's result goes out in parts
+  // (Piece::in_parts), the calling thread reduces and sends what every rank
+  // has delivered, if that is a part's worth. Never the whole payload:
+  // EndContribution says so.
   void ContributionProgress(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t bytes);
-  // The smallest result part (bytes), or 0 when results go out whole: the
-  // connections report progress only when it is not 0.
+  // The smallest result part (bytes), or 0 when results go out whole. Even
+  // when it is not 0, the pieces of large operations go out whole
+  // (SessionLimits::whole_pieces_from): Piece::in_parts says which.
   uint64_t result_part_bytes() const { return part_bytes_.load(std::memory_order_acquire); }
   // The payload has been read into the slot at `now`. The last rank's call
   // reduces what is left of the piece (on the calling thread), records it

@@ -382,7 +382,7 @@ void Connection::TryBeginContribution() {
       Read(asio::buffer(c.dest, piece_header_.PayloadBytes()),
            [this](const asio::error_code& ec) { OnContributionRead(ec); },
            server_.config().crc && (piece_header_.flags & protocol::kPieceCrc) != 0 ? &piece_crc_ : nullptr,
-           /*parts=*/true);
+           /*parts=*/piece_->in_parts());
       return;
   }
 }

@@ -71,7 +71,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   };
   // A completion condition: counts progress for liveness and advances `crc`.
   // Keeps the socket's receive low-water mark at what the read still needs,
-  // or at a result part when the session sends results in parts. Then
+  // or at a result part when the piece's result goes out in parts. Then
   // (`parts`) it reports the contribution's progress to the session each
   // time a read empties the socket, before it would wait for more.
   struct ReadProgress {

@@ -183,7 +183,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
       RS_RETURN_IF_ERROR(admission_->OpenPendingSession(source));
       pending_.emplace(hello.session, source);
       SessionLimits limits{MaxPieceBytes(hello.world), config_.op_timeout, config_.join_timeout, config_.crc,
-                           config_.result_part_bytes};
+                           config_.result_part_bytes, config_.whole_pieces_from};
       session = std::make_shared<Session>(hello.session, hello.world, hello.streams, budget_, limits,
                                           Clock::now(), reducer_stats_, hello.flags);
       sessions_.emplace(hello.session, session);

@@ -30,6 +30,9 @@ struct ServerConfig {
   // Send a piece's result in parts of at least this many bytes as they are
   // reduced, to ranks that take parts; 0: whole pieces only.
   size_t result_part_bytes = 32 << 10;
+  // ... except for operations cut into at least this many pieces per rank,
+  // whose pieces go out whole (SessionLimits::whole_pieces_from); 0: never.
+  uint32_t whole_pieces_from = 64;
 };
 
 }  // namespace rs::server

@@ -45,6 +45,8 @@ TEST(ReducerdOptions, DefaultsAreTheDocumentedOnes) {
   EXPECT_LE(o->net.io_threads, 8);
   EXPECT_EQ(o->net.memory_limit, size_t{1} << 30);
   EXPECT_EQ(o->net.max_piece_bytes, size_t{4} << 20);
+  EXPECT_EQ(o->net.result_part_bytes, size_t{32} << 10);
+  EXPECT_EQ(o->net.whole_pieces_from, 64u);
   EXPECT_EQ(o->net.op_timeout.count(), 60'000);
   EXPECT_EQ(o->net.join_timeout.count(), 300'000);
   EXPECT_EQ(o->drain_timeout.count(), 30'000);
@@ -60,7 +62,8 @@ TEST(ReducerdOptions, DefaultsAreTheDocumentedOnes) {
 TEST(ReducerdOptions, EnvironmentGivesDefaultsAndFlagsWin) {
   const Vars env = {{"REDUCER_LISTEN", "127.0.0.1:9000"}, {"REDUCER_IO_THREADS", "3"},
                     {"REDUCER_MAX_PIECE", "1MiB"},        {"REDUCER_OP_TIMEOUT", "90s"},
-                    {"REDUCER_METRICS_LISTEN", "[::1]:0"}, {"REDUCER_LOG_FORMAT", "json"}};
+                    {"REDUCER_METRICS_LISTEN", "[::1]:0"}, {"REDUCER_LOG_FORMAT", "json"},
+                    {"REDUCER_WHOLE_PIECES_FROM", "16"}};
   StatusOr<Options> o = Parse({}, env);
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->net.listen_port, 9000);
@@ -69,9 +72,11 @@ TEST(ReducerdOptions, EnvironmentGivesDefaultsAndFlagsWin) {
   EXPECT_EQ(o->net.op_timeout.count(), 90'000);
   EXPECT_EQ(o->control.metrics_listen, "[::1]:0");
   EXPECT_EQ(o->log_format, "json");
-  o = Parse({"--io-threads", "5", "--op-timeout", "1500ms"}, env);
+  EXPECT_EQ(o->net.whole_pieces_from, 16u);
+  o = Parse({"--io-threads", "5", "--op-timeout", "1500ms", "--whole-pieces-from", "0"}, env);
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->net.io_threads, 5);
+  EXPECT_EQ(o->net.whole_pieces_from, 0u) << "0: parts for every operation";
   EXPECT_EQ(o->net.op_timeout.count(), 1'500);
 }
 

@@ -202,6 +202,47 @@ TEST_F(SessionTest, PartsOnlyWhenEveryRankAsksForThem) {
   EXPECT_EQ(members_[0]->results[0].header.count, 4u) << "the whole piece in one part";
 }
 
+// whole_pieces_from: an operation of at least that many pieces per rank
+// gets whole pieces even when the ranks take parts; smaller ones get parts.
+TEST_F(SessionTest, OperationsOfManyPiecesPerRankGetWholePieces) {
+  SessionLimits limits;
+  limits.result_part_bytes = sizeof(float);
+  limits.whole_pieces_from = 2;
+  auto session = std::make_shared<Session>(protocol::SessionIdFromName("whole"), kWorld, 1, budget_, limits, t0_);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    protocol::Hello hello = HelloFor(r);
+    hello.session = session->id();
+    hello.flags = protocol::kHelloResultParts;
+    ASSERT_TRUE(session->Join(hello, members_[r]).ok());
+  }
+  // Operation 0: 2 * kWorld pieces, whole. Operation 1: one piece fewer, parts.
+  for (const uint32_t pieces : {2 * kWorld, 2 * kWorld - 1}) {
+    SCOPED_TRACE(std::to_string(pieces) + " pieces");
+    protocol::PieceHeader h = FloatPiece(pieces == 2 * kWorld ? 0 : 1, 4);
+    h.pieces = pieces;
+    h.total_count = 4 * pieces;
+    std::vector<Contribution> c(kWorld);
+    for (uint32_t r = 0; r < kWorld; ++r) {
+      c[r] = session->BeginContribution(r, members_[r], 0, h, {}, t0_);
+      ASSERT_EQ(c[r].kind, Contribution::Kind::kReceive);
+      const std::vector<float> in(4, static_cast<float>(r + 1));
+      std::memcpy(c[r].dest, in.data(), sizeof(float) * in.size());
+    }
+    const bool whole = pieces == 2 * kWorld;
+    EXPECT_EQ(c[0].piece->in_parts(), !whole);
+    for (uint32_t r = 0; r < kWorld; ++r) session->ContributionProgress(r, c[r].piece, 2 * sizeof(float));
+    EXPECT_EQ(members_[0]->results.size(), whole ? 0u : 1u) << "two elements are in from every rank";
+    for (uint32_t r = 0; r < kWorld; ++r) session->EndContribution(r, c[r].piece);
+    for (auto& m : members_) {
+      ASSERT_EQ(m->results.size(), whole ? 1u : 2u);
+      EXPECT_EQ(m->results.back().header.offset + m->results.back().header.count, 4u);
+      const float* out = reinterpret_cast<const float*>(m->results.back().data);
+      EXPECT_EQ(out[m->results.back().header.count - 1], 6.0f) << "1 + 2 + 3";
+      m->results.clear();
+    }
+  }
+}
+
 TEST_F(SessionTest, DtypeMismatchFailsEveryRankNamingBoth) {
   JoinAll();
   Contribute(0, FloatPiece(17, 4), {1, 2, 3, 4});

@@ -2,12 +2,15 @@
 // on raw sockets send half of a piece, and the reducer must already answer
 // with the reduced first part of it; the parts that follow cover the rest of
 // the piece in order, each equal to the rank-order sum. Ranks that do not
-// all ask for parts get whole pieces.
+// all ask for parts get whole pieces, and so do operations cut into many
+// pieces per rank (--whole-pieces-from).
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
 #include <array>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -64,13 +67,20 @@ class ScriptedRank {
     return h.type;
   }
 
-  // Sends the DATA frame's headers and elements [0, half).
-  void SendFirstHalf(uint32_t rank) {
+  // Whether a frame starts arriving within `wait`.
+  bool Readable(std::chrono::milliseconds wait) {
+    pollfd p{s_.native_handle(), POLLIN, 0};
+    return ::poll(&p, 1, static_cast<int>(wait.count())) == 1;
+  }
+
+  // Sends the DATA frame's headers and elements [0, half): piece 0 of an
+  // operation of `pieces` pieces (the others are never sent).
+  void SendFirstHalf(uint32_t rank, uint32_t pieces = 1) {
     elements_.resize(kCount);
     for (uint64_t i = 0; i < kCount; ++i) elements_[i] = Value(rank, i);
     protocol::PieceHeader p;
-    p.pieces = 1;
-    p.total_count = kCount;
+    p.pieces = pieces;
+    p.total_count = kCount * pieces;
     p.count = kCount;
     std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
     protocol::EncodePieceFrame(protocol::FrameType::kData, p, &head);
@@ -106,10 +116,11 @@ class ScriptedRank {
 };
 
 struct Cluster {
-  explicit Cluster(size_t part_bytes) {
+  explicit Cluster(size_t part_bytes, uint32_t whole_pieces_from = ServerConfig{}.whole_pieces_from) {
     ServerConfig config;
     config.listen_host = "127.0.0.1";
     config.result_part_bytes = part_bytes;
+    config.whole_pieces_from = whole_pieces_from;
     auto created = ReducerServer::Create(config);
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     if (created.ok()) server = std::move(created).value();
@@ -170,6 +181,45 @@ TEST(ResultPartsTest, RanksThatDoNotAllAskForPartsGetWholePieces) {
     const protocol::PieceHeader h = ranks[r]->ReadResult(2);
     EXPECT_EQ(h.offset, 0u);
     EXPECT_EQ(h.count, kCount) << "rank " << r << ": the whole piece in one RESULT";
+  }
+}
+
+// The default --whole-pieces-from (64 per rank, 2 ranks here): an operation
+// of 128 pieces gets its results whole, one of 127 in parts.
+TEST(ResultPartsTest, AnOperationOfManyPiecesPerRankGetsWholePieces) {
+  Cluster c(16 << 10);
+  ASSERT_NE(c.server, nullptr);
+  ASSERT_EQ(ServerConfig{}.whole_pieces_from, 64u);
+  auto ranks = c.JoinTwo("large-op", [](uint32_t) { return protocol::kHelloResultParts; });
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  for (uint32_t r = 0; r < 2; ++r) ranks[r]->SendFirstHalf(r, /*pieces=*/128);
+  // Half of every contribution is in: parts would be on their way (the
+  // first test gets one at once), a whole piece is not.
+  EXPECT_FALSE(ranks[0]->Readable(std::chrono::milliseconds(500))) << "a part of a whole piece was sent";
+  for (auto& rank : ranks) rank->SendSecondHalf();
+  for (uint32_t r = 0; r < 2; ++r) {
+    const protocol::PieceHeader h = ranks[r]->ReadResult(2);
+    EXPECT_EQ(h.offset, 0u);
+    EXPECT_EQ(h.count, kCount) << "rank " << r << ": the whole piece in one RESULT";
+  }
+}
+
+TEST(ResultPartsTest, OperationsOfFewerPiecesPerRankStillGetParts) {
+  for (const uint32_t whole_from : {64u, 0u}) {
+    SCOPED_TRACE("--whole-pieces-from " + std::to_string(whole_from));
+    Cluster c(16 << 10, whole_from);
+    ASSERT_NE(c.server, nullptr);
+    auto ranks = c.JoinTwo("medium-op-" + std::to_string(whole_from),
+                           [](uint32_t) { return protocol::kHelloResultParts; });
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    // 127 pieces: just under 64 per rank; with 0, any number of pieces.
+    for (uint32_t r = 0; r < 2; ++r) ranks[r]->SendFirstHalf(r, whole_from == 0 ? 1000 : 127);
+    for (uint32_t r = 0; r < 2; ++r) {
+      const protocol::PieceHeader h = ranks[r]->ReadResult(2);
+      EXPECT_EQ(h.offset, 0u);
+      EXPECT_LE(h.count, kHalf) << "a part, before the ranks sent the rest";
+    }
+    for (auto& rank : ranks) rank->SendSecondHalf();
   }
 }
 
