@@ -347,7 +347,9 @@ void Session::Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64
   // Every rank has delivered [begin, end) and nobody writes there any more:
   // reduce it in rank order outside the lock, in parallel with other parts.
   const size_t elem = DataTypeSize(p.header_.dtype);
-  std::vector<const void*> inputs(world_);
+  // One list per thread, reused: a part is reduced often, and small.
+  thread_local std::vector<const void*> inputs;
+  inputs.resize(world_);
   for (uint32_t r = 0; r < world_; ++r) inputs[r] = p.slot(r) + begin * elem;
   uint8_t* out = p.slot(0) + begin * elem;
   kernels::Reduce(p.header_.dtype, p.header_.op, out, inputs.data(), world_, end - begin);
