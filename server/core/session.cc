@@ -251,7 +251,7 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
       return result;
     }
     const uint64_t part_bytes = result_part_bytes();
-    const bool whole = part_bytes == 0 || (limits_.whole_pieces_from != 0 &&
+    const bool whole = part_bytes == 0 || (limits_.whole_pieces_from != 0 && paths_short_ &&
                                            header.pieces >= uint64_t{limits_.whole_pieces_from} * world_);
     const uint64_t part = whole ? header.count : std::max<uint64_t>(1, part_bytes / DataTypeSize(header.dtype));
     it = pending_.emplace(key, std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, part, now))
@@ -279,6 +279,16 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
   result.piece = it->second;
   result.dest = piece.slot(rank);
   return result;
+}
+
+void Session::ReportRoundTrip(uint32_t rank, uint16_t stream, uint32_t min_rtt_us) {
+  if (rank >= world_ || stream >= streams_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  members_[StreamIndex(rank, stream)].min_rtt_us = min_rtt_us;
+  const auto max_us = static_cast<uint64_t>(limits_.whole_pieces_max_rtt.count());
+  paths_short_ = std::all_of(members_.begin(), members_.end(), [max_us](const Stream& st) {
+    return st.member == nullptr || (st.min_rtt_us != 0 && st.min_rtt_us <= max_us);
+  });
 }
 
 void Session::ContributionProgress(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t bytes) {

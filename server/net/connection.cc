@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/socket_options.h"
+#include "common/tcp_path.h"
 #include "protocol/auth.h"
 #include "protocol/crc32c.h"
 #include "server/net/reducer_server.h"
@@ -296,8 +297,17 @@ void Connection::JoinSession() {
   hello_ = handshake_.hello();
   state_ = State::kJoined;
   EnqueueControl(handshake_.Joined(server_.MaxPieceBytes(hello_.world)));
+  ReportRoundTrip();
   StartLiveness();
   ReadHeader();
+}
+
+void Connection::ReportRoundTrip() {
+  // The handshake's round trips already gave TCP a sample; the liveness
+  // ticks keep it current.
+  if (std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle())) {
+    session_->ReportRoundTrip(hello_.rank, hello_.stream, path->min_rtt_us);
+  }
 }
 
 void Connection::StartLiveness() {
@@ -332,6 +342,7 @@ void Connection::OnLivenessTick() {
                               " (heartbeats stopped): the worker is frozen, its host down or the link to it cut"));
     return;
   }
+  ReportRoundTrip();
   // Only when idle: queued frames are bytes the worker will see anyway.
   if (verdict.send_heartbeat && write_queue_.empty()) {
     EnqueueControl(protocol::EncodeHeartbeat({session_->epoch(), 0, session_->watermark()}));

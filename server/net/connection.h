@@ -107,6 +107,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void OnContributionProgress(size_t bytes);
   void Discard(uint64_t bytes);  // reads and drops a stale piece's payload, then the next frame
   void OnJoinedFrame();
+  void ReportRoundTrip();  // TCP's smallest round trip on this stream, to the session
   void StartLiveness();
   void ArmLiveness();
   void OnLivenessTick();

@@ -203,7 +203,8 @@ TEST_F(SessionTest, PartsOnlyWhenEveryRankAsksForThem) {
 }
 
 // whole_pieces_from: an operation of at least that many pieces per rank
-// gets whole pieces even when the ranks take parts; smaller ones get parts.
+// gets whole pieces even when the ranks take parts (on short paths); smaller
+// ones get parts.
 TEST_F(SessionTest, OperationsOfManyPiecesPerRankGetWholePieces) {
   SessionLimits limits;
   limits.result_part_bytes = sizeof(float);
@@ -214,6 +215,7 @@ TEST_F(SessionTest, OperationsOfManyPiecesPerRankGetWholePieces) {
     hello.session = session->id();
     hello.flags = protocol::kHelloResultParts;
     ASSERT_TRUE(session->Join(hello, members_[r]).ok());
+    session->ReportRoundTrip(r, 0, 100);  // 100 us: a short path
   }
   // Operation 0: 2 * kWorld pieces, whole. Operation 1: one piece fewer, parts.
   for (const uint32_t pieces : {2 * kWorld, 2 * kWorld - 1}) {
@@ -241,6 +243,42 @@ TEST_F(SessionTest, OperationsOfManyPiecesPerRankGetWholePieces) {
       m->results.clear();
     }
   }
+}
+
+// Whole pieces need every stream's round trip known and short: a long path
+// (where a loss holds up a whole piece for a round trip) keeps parts.
+TEST_F(SessionTest, LargeOperationsKeepPartsUnlessEveryPathIsShort) {
+  SessionLimits limits;
+  limits.result_part_bytes = sizeof(float);
+  limits.whole_pieces_from = 1;
+  limits.whole_pieces_max_rtt = std::chrono::milliseconds(2);
+  auto session = std::make_shared<Session>(protocol::SessionIdFromName("rtt"), kWorld, 1, budget_, limits, t0_);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    protocol::Hello hello = HelloFor(r);
+    hello.session = session->id();
+    hello.flags = protocol::kHelloResultParts;
+    ASSERT_TRUE(session->Join(hello, members_[r]).ok());
+  }
+  uint64_t seq = 0;
+  auto in_parts = [&] {
+    protocol::PieceHeader h = FloatPiece(seq++, 4);
+    h.pieces = 100;
+    h.total_count = 400;
+    Contribution c = session->BeginContribution(0, members_[0], 0, h, {}, t0_);
+    EXPECT_EQ(c.kind, Contribution::Kind::kReceive);
+    return c.piece != nullptr && c.piece->in_parts();
+  };
+  EXPECT_TRUE(in_parts()) << "no round trip reported yet";
+  session->ReportRoundTrip(0, 0, 150);
+  session->ReportRoundTrip(1, 0, 2000);
+  EXPECT_TRUE(in_parts()) << "rank 2 has not reported";
+  session->ReportRoundTrip(2, 0, 80'000);
+  EXPECT_TRUE(in_parts()) << "rank 2's path has an 80 ms round trip";
+  session->ReportRoundTrip(2, 0, 300);
+  EXPECT_FALSE(in_parts()) << "every path at most 2 ms";
+  session->ReportRoundTrip(1, 0, 2001);
+  EXPECT_TRUE(in_parts()) << "rank 1's round trip grew past 2 ms";
+  session->DropMembers();
 }
 
 TEST_F(SessionTest, DtypeMismatchFailsEveryRankNamingBoth) {
