@@ -51,6 +51,19 @@ class SessionTest : public ::testing::Test {
     for (uint32_t r = 0; r < kWorld; ++r) ASSERT_TRUE(session_->Join(HelloFor(r), members_[r]).ok());
   }
 
+  // A session of its own, `limits`, that every rank joined asking for
+  // results in parts.
+  std::shared_ptr<Session> JoinedTakingParts(const std::string& name, const SessionLimits& limits) {
+    auto session = std::make_shared<Session>(protocol::SessionIdFromName(name), kWorld, 1, budget_, limits, t0_);
+    for (uint32_t r = 0; r < kWorld; ++r) {
+      protocol::Hello hello = HelloFor(r);
+      hello.session = session->id();
+      hello.flags = protocol::kHelloResultParts;
+      EXPECT_TRUE(session->Join(hello, members_[r]).ok());
+    }
+    return session;
+  }
+
   static protocol::PieceHeader FloatPiece(uint64_t seq, uint64_t count) {
     protocol::PieceHeader h;
     h.seq = seq;
@@ -123,13 +136,7 @@ TEST_F(SessionTest, ResultCarriesItsCrcWhenTheContributionsDid) {
 TEST_F(SessionTest, ResultGoesOutInPartsAsEveryRankDeliversThem) {
   SessionLimits limits;
   limits.result_part_bytes = 2 * sizeof(float);
-  auto session = std::make_shared<Session>(protocol::SessionIdFromName("parts"), kWorld, 1, budget_, limits, t0_);
-  for (uint32_t r = 0; r < kWorld; ++r) {
-    protocol::Hello hello = HelloFor(r);
-    hello.session = session->id();
-    hello.flags = protocol::kHelloResultParts;
-    ASSERT_TRUE(session->Join(hello, members_[r]).ok());
-  }
+  auto session = JoinedTakingParts("parts", limits);
   ASSERT_EQ(session->result_part_bytes(), 2 * sizeof(float));
   protocol::PieceHeader h = FloatPiece(3, 6);
   h.total_count = 16;
@@ -209,14 +216,8 @@ TEST_F(SessionTest, OperationsOfManyPiecesPerRankGetWholePieces) {
   SessionLimits limits;
   limits.result_part_bytes = sizeof(float);
   limits.whole_pieces_from = 2;
-  auto session = std::make_shared<Session>(protocol::SessionIdFromName("whole"), kWorld, 1, budget_, limits, t0_);
-  for (uint32_t r = 0; r < kWorld; ++r) {
-    protocol::Hello hello = HelloFor(r);
-    hello.session = session->id();
-    hello.flags = protocol::kHelloResultParts;
-    ASSERT_TRUE(session->Join(hello, members_[r]).ok());
-    session->ReportRoundTrip(r, 0, 100);  // 100 us: a short path
-  }
+  auto session = JoinedTakingParts("whole", limits);
+  for (uint32_t r = 0; r < kWorld; ++r) session->ReportRoundTrip(r, 0, 100);  // 100 us: a short path
   // Operation 0: 2 * kWorld pieces, whole. Operation 1: one piece fewer, parts.
   for (const uint32_t pieces : {2 * kWorld, 2 * kWorld - 1}) {
     SCOPED_TRACE(std::to_string(pieces) + " pieces");
@@ -252,13 +253,7 @@ TEST_F(SessionTest, LargeOperationsKeepPartsUnlessEveryPathIsShort) {
   limits.result_part_bytes = sizeof(float);
   limits.whole_pieces_from = 1;
   limits.whole_pieces_max_rtt = std::chrono::milliseconds(2);
-  auto session = std::make_shared<Session>(protocol::SessionIdFromName("rtt"), kWorld, 1, budget_, limits, t0_);
-  for (uint32_t r = 0; r < kWorld; ++r) {
-    protocol::Hello hello = HelloFor(r);
-    hello.session = session->id();
-    hello.flags = protocol::kHelloResultParts;
-    ASSERT_TRUE(session->Join(hello, members_[r]).ok());
-  }
+  auto session = JoinedTakingParts("rtt", limits);
   uint64_t seq = 0;
   auto in_parts = [&] {
     protocol::PieceHeader h = FloatPiece(seq++, 4);
