@@ -140,6 +140,11 @@ std::vector<MetricFamily> BuildMetricFamilies(const ServerStats& stats,
            MetricType::Counter, d(t.operations_completed));
   f.Single("reducer_pieces_completed_total", "Pieces reduced and sent back to every rank", MetricType::Counter,
            d(t.pieces_completed));
+  f.Single("reducer_pieces_in_parts_total",
+           "Of those, pieces reduced with cut-through: each part of the result sent as soon as every rank's "
+           "share of it was in. The rest waited for whole pieces (ranks that do not take parts, --result-part 0, "
+           "or --whole-pieces-from)",
+           MetricType::Counter, d(t.pieces_in_parts));
   f.Histogram("reducer_piece_latency_seconds",
               "Per piece: from the first rank's contribution arriving to the reduced result being ready",
               t.piece_latency);

@@ -3,9 +3,10 @@
 namespace rs::server {
 
 void ReducerStats::PieceCompleted(uint64_t bytes_sent, std::chrono::nanoseconds latency,
-                                  std::chrono::nanoseconds wait) {
+                                  std::chrono::nanoseconds wait, bool in_parts) {
   bytes_sent_.fetch_add(bytes_sent, std::memory_order_relaxed);
   pieces_completed_.fetch_add(1, std::memory_order_relaxed);
+  if (in_parts) pieces_in_parts_.fetch_add(1, std::memory_order_relaxed);
   piece_latency_.Observe(latency);
   straggler_wait_.Observe(wait);
 }
@@ -24,6 +25,7 @@ ReducerStatsSnapshot ReducerStats::Snapshot() const {
   out.bytes_received = bytes_received_.load(std::memory_order_relaxed);
   out.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
   out.pieces_completed = pieces_completed_.load(std::memory_order_relaxed);
+  out.pieces_in_parts = pieces_in_parts_.load(std::memory_order_relaxed);
   out.operations_completed = operations_completed_.load(std::memory_order_relaxed);
   out.piece_latency = piece_latency_.Snapshot();
   out.straggler_wait = straggler_wait_.Snapshot();

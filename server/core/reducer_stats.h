@@ -23,6 +23,7 @@ struct ReducerStatsSnapshot {
   uint64_t bytes_received = 0;
   uint64_t bytes_sent = 0;
   uint64_t pieces_completed = 0;
+  uint64_t pieces_in_parts = 0;  // of pieces_completed: reduced with cut-through (Piece::in_parts)
   uint64_t operations_completed = 0;
   HistogramSnapshot piece_latency;
   HistogramSnapshot straggler_wait;
@@ -36,10 +37,11 @@ class ReducerStats {
   ReducerStats& operator=(const ReducerStats&) = delete;
 
   void AddReceived(uint64_t bytes) { bytes_received_.fetch_add(bytes, std::memory_order_relaxed); }
-  // A piece was reduced and its result sent to every rank.
-  // latency: first contribution begun -> result ready; wait: first
+  // A piece was reduced and its result sent to every rank, in parts or
+  // whole. latency: first contribution begun -> result ready; wait: first
   // contribution complete -> last contribution complete.
-  void PieceCompleted(uint64_t bytes_sent, std::chrono::nanoseconds latency, std::chrono::nanoseconds wait);
+  void PieceCompleted(uint64_t bytes_sent, std::chrono::nanoseconds latency, std::chrono::nanoseconds wait,
+                      bool in_parts);
   void OperationCompleted() { operations_completed_.fetch_add(1, std::memory_order_relaxed); }
   void CountError(Code code);
 
@@ -49,6 +51,7 @@ class ReducerStats {
   std::atomic<uint64_t> bytes_received_{0};
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> pieces_completed_{0};
+  std::atomic<uint64_t> pieces_in_parts_{0};
   std::atomic<uint64_t> operations_completed_{0};
   LatencyHistogram piece_latency_;
   LatencyHistogram straggler_wait_;

@@ -332,7 +332,7 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
                                std::memory_order_relaxed);
   pieces_completed_.fetch_add(1, std::memory_order_relaxed);
   bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
-  reducer_stats_->PieceCompleted(sent, latency, wait);
+  reducer_stats_->PieceCompleted(sent, latency, wait, piece->in_parts());
   if (first_piece_of_op) {
     operations_completed_.fetch_add(1, std::memory_order_relaxed);
     reducer_stats_->OperationCompleted();

@@ -45,7 +45,8 @@ TEST(MetricsCollectorTest, EveryFamilyIsNamedReducerWhatUnitAndHasHelp) {
   }
   for (const char* required :
        {"reducer_bytes_received_total", "reducer_bytes_sent_total", "reducer_operations_completed_total",
-        "reducer_pieces_completed_total", "reducer_piece_latency_seconds", "reducer_straggler_wait_seconds",
+        "reducer_pieces_completed_total", "reducer_pieces_in_parts_total", "reducer_piece_latency_seconds",
+        "reducer_straggler_wait_seconds",
         "reducer_straggler_last_arrivals_total", "reducer_sessions_active", "reducer_memory_budget_in_use_bytes",
         "reducer_connections_active", "reducer_errors_total", "reducer_connections_refused_total",
         "reducer_handshakes_refused_total", "reducer_handshakes_timed_out_total", "reducer_sessions_pending"}) {

@@ -53,8 +53,10 @@ class SessionTest : public ::testing::Test {
 
   // A session of its own, `limits`, that every rank joined asking for
   // results in parts.
-  std::shared_ptr<Session> JoinedTakingParts(const std::string& name, const SessionLimits& limits) {
-    auto session = std::make_shared<Session>(protocol::SessionIdFromName(name), kWorld, 1, budget_, limits, t0_);
+  std::shared_ptr<Session> JoinedTakingParts(const std::string& name, const SessionLimits& limits,
+                                             std::shared_ptr<ReducerStats> stats = nullptr) {
+    auto session = std::make_shared<Session>(protocol::SessionIdFromName(name), kWorld, 1, budget_, limits, t0_,
+                                             std::move(stats));
     for (uint32_t r = 0; r < kWorld; ++r) {
       protocol::Hello hello = HelloFor(r);
       hello.session = session->id();
@@ -216,7 +218,8 @@ TEST_F(SessionTest, OperationsOfManyPiecesPerRankGetWholePieces) {
   SessionLimits limits;
   limits.result_part_bytes = sizeof(float);
   limits.whole_pieces_from = 2;
-  auto session = JoinedTakingParts("whole", limits);
+  auto stats = std::make_shared<ReducerStats>();
+  auto session = JoinedTakingParts("whole", limits, stats);
   for (uint32_t r = 0; r < kWorld; ++r) session->ReportRoundTrip(r, 0, 100);  // 100 us: a short path
   // Operation 0: 2 * kWorld pieces, whole. Operation 1: one piece fewer, parts.
   for (const uint32_t pieces : {2 * kWorld, 2 * kWorld - 1}) {
@@ -243,7 +246,9 @@ TEST_F(SessionTest, OperationsOfManyPiecesPerRankGetWholePieces) {
       EXPECT_EQ(out[m->results.back().header.count - 1], 6.0f) << "1 + 2 + 3";
       m->results.clear();
     }
+    EXPECT_EQ(stats->Snapshot().pieces_in_parts, whole ? 0u : 1u) << "the metric counts pieces sent in parts";
   }
+  EXPECT_EQ(stats->Snapshot().pieces_completed, 2u);
 }
 
 // Whole pieces need every stream's round trip known and short: a long path
