@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
                : cfg.whole_pieces_from == 0
                    ? rs::FormatBytes(cfg.result_part_bytes)
                    : rs::FormatBytes(cfg.result_part_bytes) + " (whole pieces from " +
-                         std::to_string(cfg.whole_pieces_from) + " pieces per worker)",
+                         std::to_string(cfg.whole_pieces_from) + " pieces per worker on paths up to " +
+                         std::to_string(rs::server::kWholePiecesMaxRtt.count() / 1000) + " ms)",
                cfg.op_timeout.count(), rs::kernels::ReduceTargetName(),
                cfg.crc ? rs::protocol::Crc32cImplementation() : "off");
   spdlog::info("limits: {} connections ({} per source, {} in the handshake per source), handshake timeout {} ms, "

@@ -92,8 +92,8 @@ class Piece {
 
   const protocol::PieceHeader& header() const { return header_; }
   uint8_t* slot(uint32_t rank) { return buffer_->data() + rank * slot_bytes_; }
-  // The result goes out in more than one part: the connections report the
-  // contributions' progress (Session::ContributionProgress).
+  // Cut-through: the result may go out in several parts, so the connections
+  // report the contributions' progress (Session::ContributionProgress).
   bool in_parts() const { return part_elements_ < header_.count; }
 
  private:
@@ -122,6 +122,10 @@ class Piece {
   std::map<uint64_t, protocol::PieceHeader> reduced_;
 };
 
+// Large operations get whole pieces only on paths whose round trip is at
+// most this (SessionLimits::whole_pieces_max_rtt).
+inline constexpr std::chrono::microseconds kWholePiecesMaxRtt{2000};
+
 struct SessionLimits {
   // Largest piece payload accepted (bytes); also announced in WELCOME.
   uint64_t max_piece_bytes = 4 << 20;
@@ -142,7 +146,7 @@ struct SessionLimits {
   // smallest) of at most this. On a long path a loss holds up a whole
   // piece's result for a round trip or more: with 80 ms round trips and
   // losses, 64 MiB operations took 8 % longer on average with whole pieces.
-  std::chrono::microseconds whole_pieces_max_rtt{2000};
+  std::chrono::microseconds whole_pieces_max_rtt = kWholePiecesMaxRtt;
 };
 
 struct SessionStats {
