@@ -70,15 +70,14 @@ int main(int argc, char** argv) {
   if (cfg.job_token.empty()) {
     spdlog::warn("no job token configured: any worker that can reach this port may join a session");
   }
+  std::string parts = cfg.result_part_bytes == 0 ? "off" : rs::FormatBytes(cfg.result_part_bytes);
+  if (cfg.result_part_bytes != 0 && cfg.whole_pieces_from != 0) {
+    parts += " (whole pieces from " + std::to_string(cfg.whole_pieces_from) + " pieces per worker on paths up to " +
+             std::to_string(rs::server::kWholePiecesMaxRtt.count() / 1000) + " ms)";
+  }
   spdlog::info("{} I/O threads, memory limit {}, max piece {}, result parts {}, op timeout {} ms, kernels: {}, "
                "CRC32C: {}",
-               cfg.io_threads, rs::FormatBytes(cfg.memory_limit), rs::FormatBytes(cfg.max_piece_bytes),
-               cfg.result_part_bytes == 0 ? std::string("off")
-               : cfg.whole_pieces_from == 0
-                   ? rs::FormatBytes(cfg.result_part_bytes)
-                   : rs::FormatBytes(cfg.result_part_bytes) + " (whole pieces from " +
-                         std::to_string(cfg.whole_pieces_from) + " pieces per worker on paths up to " +
-                         std::to_string(rs::server::kWholePiecesMaxRtt.count() / 1000) + " ms)",
+               cfg.io_threads, rs::FormatBytes(cfg.memory_limit), rs::FormatBytes(cfg.max_piece_bytes), parts,
                cfg.op_timeout.count(), rs::kernels::ReduceTargetName(),
                cfg.crc ? rs::protocol::Crc32cImplementation() : "off");
   spdlog::info("limits: {} connections ({} per source, {} in the handshake per source), handshake timeout {} ms, "

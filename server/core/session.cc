@@ -285,9 +285,8 @@ void Session::ReportRoundTrip(uint32_t rank, uint16_t stream, uint32_t min_rtt_u
   if (rank >= world_ || stream >= streams_) return;
   std::lock_guard<std::mutex> lock(mu_);
   members_[StreamIndex(rank, stream)].min_rtt_us = min_rtt_us;
-  const auto max_us = static_cast<uint64_t>(limits_.whole_pieces_max_rtt.count());
-  paths_short_ = std::all_of(members_.begin(), members_.end(), [max_us](const Stream& st) {
-    return st.member == nullptr || (st.min_rtt_us != 0 && st.min_rtt_us <= max_us);
+  paths_short_ = std::all_of(members_.begin(), members_.end(), [](const Stream& st) {
+    return st.member == nullptr || (st.min_rtt_us != 0 && st.min_rtt_us <= kWholePiecesMaxRtt.count());
   });
 }
 

@@ -122,8 +122,11 @@ class Piece {
   std::map<uint64_t, protocol::PieceHeader> reduced_;
 };
 
-// Large operations get whole pieces only on paths whose round trip is at
-// most this (SessionLimits::whole_pieces_max_rtt).
+// Large operations (SessionLimits::whole_pieces_from) get whole pieces only
+// while every stream's path has reported a round trip (TCP's smallest) of at
+// most this. On a long path a loss holds up a whole piece's result for a
+// round trip or more: with 80 ms round trips and losses, 64 MiB operations
+// took 8 % longer on average with whole pieces.
 inline constexpr std::chrono::microseconds kWholePiecesMaxRtt{2000};
 
 struct SessionLimits {
@@ -141,12 +144,7 @@ struct SessionLimits {
   // operation's end by one piece from every rank on the reducer's link, at
   // most world / pieces of the operation, and save a frame, a wake-up of
   // every rank's connection and a reduction call per part.
-  uint32_t whole_pieces_from = 0;
-  // ... and only while every stream's path has reported a round trip (TCP's
-  // smallest) of at most this. On a long path a loss holds up a whole
-  // piece's result for a round trip or more: with 80 ms round trips and
-  // losses, 64 MiB operations took 8 % longer on average with whole pieces.
-  std::chrono::microseconds whole_pieces_max_rtt = kWholePiecesMaxRtt;
+  uint32_t whole_pieces_from = 0;  // ... on short paths only (kWholePiecesMaxRtt)
 };
 
 struct SessionStats {
@@ -233,7 +231,7 @@ class Session {
   uint64_t result_part_bytes() const { return part_bytes_.load(std::memory_order_acquire); }
   // What TCP measured on a stream's path: its smallest round trip (0: not
   // measured yet). Large operations get whole pieces only while every
-  // joined stream has reported one of at most whole_pieces_max_rtt.
+  // joined stream has reported one of at most kWholePiecesMaxRtt.
   void ReportRoundTrip(uint32_t rank, uint16_t stream, uint32_t min_rtt_us);
   // The payload has been read into the slot at `now`. The last rank's call
   // reduces what is left of the piece (on the calling thread), records it

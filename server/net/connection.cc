@@ -304,10 +304,11 @@ void Connection::JoinSession() {
 
 void Connection::ReportRoundTrip() {
   // The handshake's round trips already gave TCP a sample; the liveness
-  // ticks keep it current.
-  if (std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle())) {
-    session_->ReportRoundTrip(hello_.rank, hello_.stream, path->min_rtt_us);
-  }
+  // ticks keep it current. Only a change takes the session's lock.
+  std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle());
+  if (!path || path->min_rtt_us == reported_rtt_us_) return;
+  reported_rtt_us_ = path->min_rtt_us;
+  session_->ReportRoundTrip(hello_.rank, hello_.stream, reported_rtt_us_);
 }
 
 void Connection::StartLiveness() {

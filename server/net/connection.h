@@ -156,6 +156,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   protocol::LivenessMonitor liveness_;
   uint64_t received_progress_ = 0;  // read completions, partial ones included
   uint64_t sent_progress_ = 0;      // write completions, partial ones included
+  uint32_t reported_rtt_us_ = 0;    // the round trip last given to the session
 };
 
 }  // namespace rs::server

@@ -41,7 +41,9 @@ TEST(MetricsCollectorTest, EveryFamilyIsNamedReducerWhatUnitAndHasHelp) {
     EXPECT_TRUE(std::regex_match(f.name, name)) << f.name;
     EXPECT_FALSE(f.help.empty()) << f.name;
     EXPECT_TRUE(seen.insert(f.name).second) << "duplicate " << f.name;
-    if (f.type == prometheus::MetricType::Counter) EXPECT_TRUE(f.name.ends_with("_total")) << f.name;
+    if (f.type == prometheus::MetricType::Counter) {
+      EXPECT_TRUE(f.name.ends_with("_total")) << f.name;
+    }
   }
   for (const char* required :
        {"reducer_bytes_received_total", "reducer_bytes_sent_total", "reducer_operations_completed_total",

@@ -257,7 +257,7 @@ TEST_F(SessionTest, LargeOperationsKeepPartsUnlessEveryPathIsShort) {
   SessionLimits limits;
   limits.result_part_bytes = sizeof(float);
   limits.whole_pieces_from = 1;
-  limits.whole_pieces_max_rtt = std::chrono::milliseconds(2);
+  ASSERT_EQ(kWholePiecesMaxRtt, std::chrono::milliseconds(2));
   auto session = JoinedTakingParts("rtt", limits);
   uint64_t seq = 0;
   auto in_parts = [&] {
