@@ -546,6 +546,16 @@ void Session::Fail(const Status& status) {
   for (auto& m : notify) m->SendErrorAndClose(status);
 }
 
+void Session::ReleaseReplies(const std::map<PieceKey, std::shared_ptr<Piece>>& pieces) {
+  // A piece not yet sent in full holds its ranks' members, and they may hold
+  // it (the piece being read, results queued): a cycle that only sending the
+  // whole result breaks. No result goes out after a failure or a teardown.
+  for (const auto& [key, piece] : pieces) {
+    std::lock_guard<std::mutex> lock(piece->parts_mu_);
+    piece->reply_to_.clear();
+  }
+}
+
 void Session::DropMembers() {
   std::vector<std::shared_ptr<SessionMember>> members;
   std::map<PieceKey, std::shared_ptr<Piece>> pending;
@@ -555,6 +565,7 @@ void Session::DropMembers() {
     joined_ = 0;
     pending.swap(pending_);
   }
+  ReleaseReplies(pending);
   // Released here, outside the lock: a member's destructor may be the last
   // reference to this session's other members.
 }
@@ -563,6 +574,7 @@ std::vector<std::shared_ptr<SessionMember>> Session::FailLocked(const Status& st
   failure_ = status;
   // Counted here, once per session, however many members are told.
   reducer_stats_->CountError(status.code());
+  ReleaseReplies(pending_);
   pending_.clear();
   std::vector<std::shared_ptr<SessionMember>> notify;
   for (const Stream& s : members_) {

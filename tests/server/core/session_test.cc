@@ -281,6 +281,37 @@ TEST_F(SessionTest, LargeOperationsKeepPartsUnlessEveryPathIsShort) {
   session->DropMembers();
 }
 
+// A piece being received holds the streams it answers, and a stream holds
+// the piece it is reading: a failed session, and one dropped at teardown,
+// must let go of them, or a reducer keeps every such connection (and its
+// buffers) forever.
+TEST_F(SessionTest, FailedAndDroppedSessionsLetGoOfTheStreamsAPieceWouldAnswer) {
+  for (const bool fail : {true, false}) {
+    SCOPED_TRACE(fail ? "failed" : "dropped");
+    auto session = std::make_shared<Session>(protocol::SessionIdFromName(fail ? "f" : "d"), kWorld, 1, budget_,
+                                             SessionLimits{}, t0_);
+    std::vector<std::weak_ptr<FakeMember>> gone;
+    std::vector<Contribution> reading;  // what the streams' reads still hold
+    {
+      std::vector<std::shared_ptr<FakeMember>> members;
+      for (uint32_t r = 0; r < kWorld; ++r) {
+        members.push_back(std::make_shared<FakeMember>());
+        gone.push_back(members[r]);
+        protocol::Hello hello = HelloFor(r);
+        hello.session = session->id();
+        ASSERT_TRUE(session->Join(hello, members[r]).ok());
+      }
+      for (uint32_t r = 0; r + 1 < kWorld; ++r) {
+        reading.push_back(session->BeginContribution(r, members[r], 0, FloatPiece(0, 4), {}, t0_));
+        ASSERT_EQ(reading.back().kind, Contribution::Kind::kReceive);
+      }
+    }
+    if (fail) session->Fail(Status(Code::kPeerFailed, "rank 2 is gone"));
+    session->DropMembers();
+    for (uint32_t r = 0; r < kWorld; ++r) EXPECT_TRUE(gone[r].expired()) << "rank " << r << "'s stream is kept";
+  }
+}
+
 TEST_F(SessionTest, DtypeMismatchFailsEveryRankNamingBoth) {
   JoinAll();
   Contribute(0, FloatPiece(17, 4), {1, 2, 3, 4});
