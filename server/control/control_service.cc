@@ -19,6 +19,7 @@ v1::ServerStatus ToProto(const ServerStats& stats) {
   out.set_bytes_sent(stats.totals.bytes_sent);
   out.set_operations_completed(stats.totals.operations_completed);
   out.set_pieces_completed(stats.totals.pieces_completed);
+  out.set_pieces_in_parts(stats.totals.pieces_in_parts);
   out.set_memory_limit_bytes(stats.memory_limit);
   out.set_memory_in_use_bytes(stats.memory_in_use);
   out.set_memory_peak_bytes(stats.memory_peak);

@@ -44,6 +44,8 @@ TEST(ControlPlaneIntegrationTest, StatusAndSessionsReportAFourRankRun) {
     EXPECT_EQ(status.connections_active(), 8u);  // 4 ranks x 2 streams
     EXPECT_EQ(status.operations_completed(), static_cast<uint64_t>(kOps));
     EXPECT_EQ(status.pieces_completed(), s.pieces_completed());
+    // 4 MiB operations, a few pieces per rank: every result went out in parts.
+    EXPECT_EQ(status.pieces_in_parts(), status.pieces_completed());
     EXPECT_EQ(status.bytes_received(), bytes);
     EXPECT_EQ(status.bytes_sent(), bytes);
     EXPECT_EQ(status.data_address(), "127.0.0.1:" + std::to_string(reducer.process().port()));

@@ -72,7 +72,8 @@ std::string RenderStatus(const v1::ServerStatus& s) {
                             Count(s.sessions_failed()) + " failed"});
   t.AddRow({"connections", Count(s.connections_active()) + " active, " + Count(s.connections_accepted()) +
                                " accepted"});
-  t.AddRow({"operations", Count(s.operations_completed()) + " (" + Count(s.pieces_completed()) + " pieces)"});
+  t.AddRow({"operations", Count(s.operations_completed()) + " (" + Count(s.pieces_completed()) + " pieces, " +
+                              Count(s.pieces_in_parts()) + " of them sent in parts)"});
   t.AddRow({"bytes", FormatBytes(s.bytes_received()) + " received, " + FormatBytes(s.bytes_sent()) + " sent"});
   t.AddRow({"memory", FormatBytes(s.memory_in_use_bytes()) + " in use of " + FormatBytes(s.memory_limit_bytes()) +
                           " (peak " + FormatBytes(s.memory_peak_bytes()) + "), " + Count(s.memory_waits()) +

@@ -34,6 +34,16 @@ TEST(OutputTest, SessionsTableNamesTheSlowestRankAndItsShare) {
   EXPECT_EQ(RenderSessions(v1::ListSessionsResponse()), "no sessions\n");
 }
 
+TEST(OutputTest, StatusSaysHowManyPiecesWentOutInParts) {
+  v1::ServerStatus status;
+  status.set_operations_completed(10);
+  status.set_pieces_completed(640);
+  status.set_pieces_in_parts(40);
+  const std::string text = RenderStatus(status);
+  EXPECT_NE(text.find("10 (640 pieces, 40 of them sent in parts)"), std::string::npos) << text;
+  EXPECT_NE(ToJson(status).find("\"pieces_in_parts\":\"40\""), std::string::npos);
+}
+
 TEST(OutputTest, JsonUsesProtoFieldNamesAndPrintsZeros) {
   v1::ServerStatus status;
   status.set_bytes_received(12345);
