@@ -14,6 +14,7 @@ constexpr size_t kEarlyWrapMargin = 8;
 }  // namespace
 
 RetentionRing::~RetentionRing() {
+  prefault_.reset();  // before the pages it faults in go
   if (ring_ != nullptr) munmap(ring_, capacity_);
 }
 
@@ -56,6 +57,7 @@ uint8_t* RetentionRing::Allocate(uint64_t seq, size_t bytes, bool overflow) {
         void* p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) return overflow || need > capacity_ ? AllocateOverflow(seq, need) : nullptr;
         ring_ = static_cast<uint8_t*>(p);
+        prefault_ = std::make_unique<Prefault>(ring_, capacity_);
       }
       entries_.push_back({seq, offset, need + padding, need});
       head_ = offset + need;
@@ -64,6 +66,11 @@ uint8_t* RetentionRing::Allocate(uint64_t seq, size_t bytes, bool overflow) {
       ring_used_ += need + padding;
       in_use_ += need;
       peak_ = std::max(peak_, in_use_);
+      // What the copies will cycle through: the early wrap's bound
+      // (kEarlyWrapMargin times what is kept) past what is kept, and some
+      // slack; the whole ring for large copies. Faulted in ahead of them, off
+      // this thread.
+      prefault_->RaiseTarget(std::max(high_water_, (kEarlyWrapMargin + 2) * in_use_));
       return ring_ + offset;
     }
   }

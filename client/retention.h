@@ -21,6 +21,8 @@
 #include <map>
 #include <memory>
 
+#include "client/prefault.h"
+
 namespace rs::client {
 
 class RetentionRing {
@@ -55,6 +57,9 @@ class RetentionRing {
 
   const size_t capacity_;
   uint8_t* ring_ = nullptr;  // mmap'd on first use: pages become resident as they are written
+  // Faults in, ahead of the copies, the part of the ring they will cycle
+  // through (prefault.h): with ring_.
+  std::unique_ptr<Prefault> prefault_;
   std::deque<Entry> entries_;  // ring allocations, oldest first
   size_t head_ = 0;            // next free offset
   size_t ring_used_ = 0;       // bytes taken, padding included
