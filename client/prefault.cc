@@ -18,7 +18,7 @@ Prefault::~Prefault() {
 }
 
 void Prefault::RaiseTarget(size_t bytes) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   bytes = std::min(bytes_, (bytes + page - 1) / page * page);
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -4,7 +4,7 @@
 // operation's input writes fresh ring pages until the ring has been through
 // its footprint once, and an operation's completion waits for its copy. On
 // loopback, 4 MiB all-reduces took 14 - 18 ms while the ring was fresh and
-// 9 - 10 ms once it was resident (docs/performance.md, "The first pass
+// 9 - 12 ms once it was resident (docs/performance.md, "The first pass
 // through the failover copies").
 //
 // The owner raises a target; pages in [0, target) are faulted in, in 512 KiB
@@ -13,10 +13,10 @@
 // time. Where the kernel lacks it, pages fault on their first write, as
 // without this class.
 //
-// The thread runs at normal priority, in steps of kStepBytes: each holds the
-// process's memory-map lock (for reading) for one step only. It runs during
-// the ring's first pass only; idle priority was tried and dropped, since a
-// starved thread holding that lock would stall every mmap in the process.
+// The thread runs at normal priority, a step of kStepBytes per call, and
+// only until the target is reached. Idle priority gained less where no CPU
+// was idle, and a starved thread in the middle of a call, holding the
+// process's memory-map lock, could hold up every mmap in the process.
 //
 // Thread-safe.
 #pragma once
