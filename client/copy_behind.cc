@@ -3,7 +3,65 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RS_STREAMING_STORES 1
+#endif
+
 namespace rs::client {
+namespace {
+
+// Below this the fence and the unaligned ends cost more than the cache saves.
+constexpr size_t kMinStreamingCopy = 4096;
+constexpr size_t kLine = 64;
+
+#ifdef RS_STREAMING_STORES
+// `lines` whole cache lines to a line-aligned `to`.
+__attribute__((target("avx2"))) void StreamLinesAvx2(uint8_t* to, const uint8_t* from, size_t lines) {
+  for (size_t i = 0; i < lines; ++i, to += kLine, from += kLine) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 32));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(to), a);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(to + 32), b);
+  }
+}
+
+void StreamLinesSse2(uint8_t* to, const uint8_t* from, size_t lines) {
+  for (size_t i = 0; i < lines; ++i, to += kLine, from += kLine) {
+    for (size_t k = 0; k < kLine; k += 16) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + k)));
+    }
+  }
+}
+
+using StreamLines = void (*)(uint8_t*, const uint8_t*, size_t);
+
+StreamLines PickStreamLines() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") ? StreamLinesAvx2 : StreamLinesSse2;
+}
+#endif
+
+}  // namespace
+
+void StreamingCopy(uint8_t* to, const uint8_t* from, size_t bytes) {
+#ifdef RS_STREAMING_STORES
+  if (bytes >= kMinStreamingCopy) {
+    static const StreamLines stream_lines = PickStreamLines();
+    // Whole lines only: a line half written by streaming stores and half by
+    // the cache is written twice.
+    const size_t head = (kLine - reinterpret_cast<uintptr_t>(to) % kLine) % kLine;
+    const size_t lines = (bytes - head) / kLine;
+    const size_t tail = head + lines * kLine;
+    std::memcpy(to, from, head);
+    stream_lines(to + head, from + head, lines);
+    std::memcpy(to + tail, from + tail, bytes - tail);
+    _mm_sfence();
+    return;
+  }
+#endif
+  std::memcpy(to, from, bytes);
+}
 
 CopyBehind::CopyBehind(const uint8_t* from, uint8_t* to, size_t bytes)
     : from_(from),
@@ -30,7 +88,7 @@ void CopyBehind::Ensure(size_t offset, size_t bytes) {
       continue;
     }
     const size_t begin = i * kChunkBytes;
-    std::memcpy(to_ + begin, from_ + begin, std::min(kChunkBytes, bytes_ - begin));
+    StreamingCopy(to_ + begin, from_ + begin, std::min(kChunkBytes, bytes_ - begin));
     state_[i].store(kCopied, std::memory_order_release);
     state_[i].notify_all();
   }

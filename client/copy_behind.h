@@ -29,6 +29,16 @@
 
 namespace rs::client {
 
+// Copies `bytes` from `from` to `to` with stores that go around the caches
+// where the CPU has them (x86-64: AVX2 when present, else SSE2), memcpy
+// elsewhere and below a few KiB. For the failover copies: they are written
+// once and read only when a reducer is lost, so the cache lines a normal
+// store first reads in (read-for-ownership) and the lines it evicts (the
+// next pieces' bytes on their way into the kernel) only cost. The stores are
+// fenced before it returns: a release store after it publishes the copy to
+// other threads as after memcpy. Thread-safe.
+void StreamingCopy(uint8_t* to, const uint8_t* from, size_t bytes);
+
 class CopyBehind {
  public:
   static constexpr size_t kChunkBytes = 64 << 10;

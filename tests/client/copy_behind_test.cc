@@ -24,6 +24,31 @@ std::vector<uint8_t> Pattern(size_t bytes) {
   return v;
 }
 
+// The failover copy goes around the caches for all but small copies: what
+// is kept must be the input, byte for byte, whatever the buffers' alignment
+// and length, and not a byte beyond it may change.
+TEST(CopyBehindTest, StreamingCopyKeepsEveryByteAtAnyAlignmentAndLength) {
+  const std::vector<uint8_t> in = Pattern(3 * kChunk);
+  constexpr uint8_t kUntouched = 0xEE;
+  constexpr size_t kMargin = 128;
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{63}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{65535},
+                       kChunk, kChunk + 1, 2 * kChunk + 77}) {
+    for (size_t to_offset : {0, 1, 8, 31, 32, 63}) {
+      for (size_t from_offset : {0, 5, 16, 33}) {
+        SCOPED_TRACE(testing::Message() << bytes << " bytes, to + " << to_offset << ", from + " << from_offset);
+        std::vector<uint8_t> out(bytes + 3 * kMargin, kUntouched);
+        // `to` is to_offset bytes past a cache line, kMargin or more into `out`.
+        const size_t line_start = kMargin - reinterpret_cast<uintptr_t>(out.data() + kMargin) % 64;
+        const size_t at = line_start + to_offset;
+        StreamingCopy(out.data() + at, in.data() + from_offset, bytes);
+        ASSERT_EQ(std::memcmp(out.data() + at, in.data() + from_offset, bytes), 0);
+        for (size_t i = 0; i < at; ++i) ASSERT_EQ(out[i], kUntouched) << "byte " << i << " before the copy";
+        for (size_t i = at + bytes; i < out.size(); ++i) ASSERT_EQ(out[i], kUntouched) << "byte " << i << " after it";
+      }
+    }
+  }
+}
+
 TEST(CopyBehindTest, EnsureCopiesTheChunksUnderTheRangeAndNothingElse) {
   const size_t bytes = 3 * kChunk + 100;  // a short last chunk
   const std::vector<uint8_t> in = Pattern(bytes);
