@@ -53,7 +53,7 @@ Hello MakeHello(bool failover) {
   hello.stream = 0;
   hello.streams = 2;
   hello.client_nonce.fill(0x11);
-  hello.flags = failover ? kHelloFailover : 0;
+  hello.flags = failover ? uint32_t{kHelloFailover} : 0u;
   hello.liveness_ms = 5000;
   return hello;
 }
