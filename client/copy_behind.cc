@@ -11,11 +11,11 @@
 namespace rs::client {
 namespace {
 
+#ifdef RS_STREAMING_STORES
 // Below this the fence and the unaligned ends cost more than the cache saves.
 constexpr size_t kMinStreamingCopy = 4096;
 constexpr size_t kLine = 64;
 
-#ifdef RS_STREAMING_STORES
 // `lines` whole cache lines to a line-aligned `to`.
 __attribute__((target("avx2"))) void StreamLinesAvx2(uint8_t* to, const uint8_t* from, size_t lines) {
   for (size_t i = 0; i < lines; ++i, to += kLine, from += kLine) {
