@@ -35,13 +35,13 @@ TEST(ReducerctlTest, PlanReproducesTheFieldSizingExample) {
 }
 
 // The cloud sizing again with the reducers' cores: 16 n1-highcpu-16 are
-// needed for their NICs, 3 would do for their CPU at the measured rate.
+// needed for their NICs, 2 would do for their CPU at the measured rate.
 TEST(ReducerctlTest, PlanCountsTheReducersCpu) {
   CommandResult r = RunCommand(
       {kCtl, "plan", "--workers", "5", "--worker-gbps", "100", "--reducer-gbps", "32", "--reducer-cores", "16"});
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(Contains(r, "16 reducers (NIC: 16")) << r.output;
-  EXPECT_TRUE(Contains(r, "CPU: 3")) << r.output;
+  EXPECT_TRUE(Contains(r, "CPU: 2")) << r.output;
   r = RunCommand({kCtl, "plan", "--workers", "8", "--worker-gbps", "100", "--reducer-gbps", "100", "--reducer-cores",
                   "4", "--gb-per-core-second", "1.8", "--reducers", "8", "--json"});
   EXPECT_EQ(r.code, 0) << r.output;
