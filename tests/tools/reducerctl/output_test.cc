@@ -71,10 +71,10 @@ TEST(OutputTest, PlanShowsTheCpuSide) {
   ASSERT_TRUE(plan.ok());
   const std::string text = RenderPlan(*plan);
   EXPECT_NE(text.find("16 reducers (NIC: 16, "), std::string::npos) << text;
-  EXPECT_NE(text.find("CPU: 3, "), std::string::npos) << text;
+  EXPECT_NE(text.find("CPU: 2, "), std::string::npos) << text;
   EXPECT_NE(text.find("16 x 16 = 256 cores"), std::string::npos) << text;
   const std::string json = PlanJson(*plan);
-  EXPECT_NE(json.find("\"cpu_reducers\":3,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"cpu_reducers\":2,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"nic_reducers\":16,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"cpu_bound\":false}"), std::string::npos) << json;
   // Without --reducer-cores the CPU is reported, not sized.
