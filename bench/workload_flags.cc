@@ -17,8 +17,10 @@ const char kPatternHelp[] =
     "  ddp      one training step of PyTorch DDP: --ddp-model bytes of gradients in buckets (the first\n"
     "           --ddp-first-bucket, then --ddp-bucket each), one all-reduce per bucket issued as the\n"
     "           backward pass makes it ready (--ddp-gap of compute before each), all waited for at the\n"
-    "           end of the step. One line per bucket size: step time, compute, exposed communication\n"
-    "           (step - compute) and algbw = model bytes / step time. -b/-e/-f are not used.\n"
+    "           end of the step; --ddp-forward of compute before the backward pass leaves the connections\n"
+    "           idle, as the forward pass does. One line per bucket size: step time, compute (forward +\n"
+    "           buckets x gap), exposed communication (step - compute) and algbw = model bytes / step time.\n"
+    "           -b/-e/-f are not used.\n"
     "Every pattern checks every element of the user's data (--check 1).\n";
 
 void AddWorkloadFlags(CLI::App& app, WorkloadFlags* flags) {
@@ -43,6 +45,10 @@ void AddWorkloadFlags(CLI::App& app, WorkloadFlags* flags) {
       ->capture_default_str();
   app.add_option("--ddp-gap", flags->ddp_gap,
                  "ddp: backward compute before each bucket is ready (e.g. 5ms); 0: all at once")
+      ->capture_default_str();
+  app.add_option("--ddp-forward", flags->ddp_forward,
+                 "ddp: forward compute at the start of each step, before the first bucket's gap, with no "
+                 "communication (e.g. 500ms); 0: none")
       ->capture_default_str();
 }
 
@@ -80,6 +86,10 @@ Status ParseWorkloadFlags(const WorkloadFlags& flags, WorkloadOptions* out) {
   if (!gap.ok()) return gap.status().Prefixed("--ddp-gap");
   if (gap->count() < 0) return Status(Code::kInvalidArgument, "--ddp-gap must not be negative");
   out->ddp_gap = *gap;
+  auto forward = ParseDuration(flags.ddp_forward);
+  if (!forward.ok()) return forward.status().Prefixed("--ddp-forward");
+  if (forward->count() < 0) return Status(Code::kInvalidArgument, "--ddp-forward must not be negative");
+  out->ddp_forward = *forward;
   return Status::Ok();
 }
 

@@ -27,7 +27,8 @@ struct WorkloadOptions {
   uint64_t ddp_model_bytes = 100 << 20;
   std::vector<uint64_t> ddp_bucket_bytes = {25 << 20};
   uint64_t ddp_first_bucket_bytes = 1 << 20;
-  std::chrono::milliseconds ddp_gap{0};  // backward compute before each bucket is ready
+  std::chrono::milliseconds ddp_gap{0};      // backward compute before each bucket is ready
+  std::chrono::milliseconds ddp_forward{0};  // forward compute before the backward pass: no communication
 };
 
 // The flags' text, as typed.
@@ -36,7 +37,8 @@ struct WorkloadFlags {
   uint32_t collnet_channels = 4;
   std::string collnet_chunk = "auto";
   std::string collnet_poll = "spin";
-  std::string ddp_model = "100M", ddp_buckets = "25M", ddp_first_bucket = "1M", ddp_gap = "0";
+  std::string ddp_model = "100M", ddp_buckets = "25M", ddp_first_bucket = "1M", ddp_gap = "0",
+              ddp_forward = "0";
 };
 
 void AddWorkloadFlags(CLI::App& app, WorkloadFlags* flags);

@@ -260,16 +260,18 @@ class DdpRun : public RunBase {
 
   void Describe() const override {
     if (s_.rank != 0) return;
-    std::printf("# pattern ddp: %s of gradients per step, first bucket %s, %lld ms of compute before each bucket\n",
-                FormatBytes(o_.ddp_model_bytes).c_str(), FormatBytes(o_.ddp_first_bucket_bytes).c_str(),
-                static_cast<long long>(o_.ddp_gap.count()));
+    std::printf(
+        "# pattern ddp: %s of gradients per step, first bucket %s, %lld ms of compute before each bucket, "
+        "%lld ms of forward pass before the first\n",
+        FormatBytes(o_.ddp_model_bytes).c_str(), FormatBytes(o_.ddp_first_bucket_bytes).c_str(),
+        static_cast<long long>(o_.ddp_gap.count()), static_cast<long long>(o_.ddp_forward.count()));
     std::fflush(stdout);
   }
 
   int Run(client::Client& client) override {
     client_ = &client;
     if (Status st = OpenCsv("model_bytes,bucket_bytes,first_bucket_bytes,buckets,gap_us,dtype,op,ranks,reducers,"
-                            "step_us,compute_us,exposed_us,algbw_GBps,wrong");
+                            "step_us,compute_us,exposed_us,algbw_GBps,wrong,forward_us");
         !st.ok()) {
       return Fail("opening the CSV", st);
     }
@@ -331,11 +333,13 @@ class DdpRun : public RunBase {
     }
   }
 
-  // One training step: bucket b is ready after b + 1 gaps of backward
-  // compute (a sleep: the GPU computes, the CPU waits), and is all-reduced
-  // at once; the step ends when every bucket's result is in.
+  // One training step: the forward pass (a sleep, nothing on the wire),
+  // then bucket b is ready after b + 1 gaps of backward compute (a sleep:
+  // the GPU computes, the CPU waits) and is all-reduced at once; the step
+  // ends when every bucket's result is in.
   Status Step(DataType dtype, const std::vector<uint64_t>& buckets) {
-    const auto start = Clock::now();
+    const auto start = Clock::now() + o_.ddp_forward;
+    if (o_.ddp_forward.count() > 0) std::this_thread::sleep_until(start);
     std::vector<std::shared_ptr<client::Operation>> ops;
     ops.reserve(buckets.size());
     uint64_t offset = 0;
@@ -352,8 +356,9 @@ class DdpRun : public RunBase {
     if (s_.rank != 0) return;
     uint64_t model = 0;
     for (uint64_t b : buckets) model += b;
+    const double forward_us = std::chrono::duration<double, std::micro>(o_.ddp_forward).count();
     const double compute_us =
-        std::chrono::duration<double, std::micro>(o_.ddp_gap).count() * static_cast<double>(buckets.size());
+        forward_us + std::chrono::duration<double, std::micro>(o_.ddp_gap).count() * static_cast<double>(buckets.size());
     const double exposed_us = std::max(0.0, step_us - compute_us);
     const double algbw = static_cast<double>(model) / step_us / 1e3;
     const std::string_view type = DataTypeName(dtype), op = ReduceOpName(s_.op);
@@ -366,7 +371,7 @@ class DdpRun : public RunBase {
       csv_ << model << ',' << cap << ',' << buckets.front() << ',' << buckets.size() << ','
            << std::chrono::duration<double, std::micro>(o_.ddp_gap).count() << ',' << type << ',' << op << ','
            << s_.world << ',' << s_.reducers << ',' << step_us << ',' << compute_us << ',' << exposed_us << ','
-           << algbw << ',' << wrong << '\n'
+           << algbw << ',' << wrong << ',' << forward_us << '\n'
            << std::flush;
     }
   }

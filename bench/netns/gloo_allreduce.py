@@ -9,8 +9,8 @@ average, as in reducer-bench. Every result is checked against the exact sum.
 --pattern ddp replays reducer-bench's DDP step with the same buckets: the
 first bucket --ddp-first-bucket, then --ddp-bucket each, one async all_reduce
 per bucket issued after --ddp-gap of (simulated) backward compute, all waited
-for at the end of the step; one CSV line per bucket cap, reducer-bench's
-columns.
+for at the end of the step, with --ddp-forward of (simulated) forward compute
+before it; one CSV line per bucket cap, reducer-bench's columns.
 """
 import argparse
 import csv
@@ -72,6 +72,7 @@ def main():
     p.add_argument("--ddp-bucket", default="25M", help="ddp: bucket cap; a comma list gives one line each")
     p.add_argument("--ddp-first-bucket", default="1M", help="ddp: cap of the first bucket")
     p.add_argument("--ddp-gap", default="0", help="ddp: compute before each bucket, e.g. 5ms")
+    p.add_argument("--ddp-forward", default="0", help="ddp: forward compute before the first bucket's gap, e.g. 1s")
     a = p.parse_args()
 
     import torch
@@ -139,6 +140,7 @@ def run_ddp(a, torch, dist):
     """One DDP step per iteration; returns the wrong elements of all ranks and this rank's input bytes."""
     model, first = parse_size(a.ddp_model), parse_size(a.ddp_first_bucket)
     gap_s = parse_duration_us(a.ddp_gap) / 1e6
+    forward_s = parse_duration_us(a.ddp_forward) / 1e6
     flat = torch.empty(model // 4, dtype=torch.float32)
     expected = a.world * (a.world + 1) / 2  # rank r contributes r + 1: exact in float32
     out = w = None
@@ -146,9 +148,10 @@ def run_ddp(a, torch, dist):
         out = open(a.csv, "w", newline="")
         w = csv.writer(out)
         w.writerow(["model_bytes", "bucket_bytes", "first_bucket_bytes", "buckets", "gap_us", "dtype", "op", "ranks",
-                    "step_us", "compute_us", "exposed_us", "algbw_GBps", "wrong"])
+                    "step_us", "compute_us", "exposed_us", "algbw_GBps", "wrong", "forward_us"])
     if a.rank == 0:
-        print(f"# ddp: {model} bytes per step, first bucket {first}, gap {gap_s * 1e6:.0f} us", flush=True)
+        print(f"# ddp: {model} bytes per step, first bucket {first}, gap {gap_s * 1e6:.0f} us,"
+              f" forward {forward_s * 1e6:.0f} us", flush=True)
         print(f"#{'model':>14} {'bucket':>12} {'buckets':>8} {'step(us)':>12} {'compute':>12} {'exposed':>12}"
               f" {'algbw':>10} {'wrong':>6}", flush=True)
     wrong_total = input_bytes = 0
@@ -160,7 +163,9 @@ def run_ddp(a, torch, dist):
             offset += n
 
         def step():
-            start = time.perf_counter()
+            start = time.perf_counter() + forward_s
+            if forward_s > 0:
+                time.sleep(forward_s)  # the forward pass: nothing on the wire
             works = []
             for b, view in enumerate(views):
                 if gap_s > 0:
@@ -190,7 +195,7 @@ def run_ddp(a, torch, dist):
         wrong_total += int(total.item())
         input_bytes += offset * 4 * (max(a.warmup, 1) + a.iters)
         step_us = float(elapsed.item())
-        compute_us = gap_s * 1e6 * len(counts)
+        compute_us = (forward_s + gap_s * len(counts)) * 1e6
         exposed_us = max(0.0, step_us - compute_us)
         algbw = offset * 4 / step_us / 1e3
         if a.rank == 0:
@@ -199,7 +204,7 @@ def run_ddp(a, torch, dist):
             if w:
                 w.writerow([offset * 4, cap, counts[0] * 4, len(counts), f"{gap_s * 1e6:.0f}", "float32", "sum",
                             a.world, f"{step_us:.1f}", f"{compute_us:.1f}", f"{exposed_us:.1f}", f"{algbw:.6f}",
-                            int(total.item())])
+                            int(total.item()), f"{forward_s * 1e6:.0f}"])
                 out.flush()
     if out:
         out.close()

@@ -31,6 +31,10 @@ NS_DELAY_LINE_PID=""
 # operations through tbf took 4 - 10 ms against 1.7 - 3.2 ms with cubic;
 # docs/performance.md). Empty: the machine's default.
 NS_TCP_CC=${NS_TCP_CC-cubic}
+# net.ipv4.tcp_slow_start_after_idle in every host: 1 (Linux's default) lets
+# a connection idle for longer than its retransmission timeout start again
+# from a smaller window; 0 keeps the window it had. Empty: the machine's.
+NS_SLOW_START_AFTER_IDLE=${NS_SLOW_START_AFTER_IDLE-}
 NS_NETEM=""                           # yes / no once probed
 NS_HOSTS=()
 
@@ -97,6 +101,12 @@ ns_tune() {
   local ns=$1
   ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_rmem="4096 131072 16777216" \
     net.ipv4.tcp_wmem="4096 65536 16777216" >/dev/null 2>&1 || true
+  if [[ -n $NS_SLOW_START_AFTER_IDLE ]]; then
+    ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_slow_start_after_idle="$NS_SLOW_START_AFTER_IDLE" >/dev/null || {
+      echo "cannot set net.ipv4.tcp_slow_start_after_idle to '$NS_SLOW_START_AFTER_IDLE' (use 0 or 1)" >&2
+      return 1
+    }
+  fi
   [[ -z $NS_TCP_CC ]] && return 0
   ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$NS_TCP_CC" >/dev/null 2>&1 || {
     echo "cannot set TCP congestion control '$NS_TCP_CC' (available: $(sysctl -n net.ipv4.tcp_available_congestion_control 2>/dev/null)); set NS_TCP_CC" >&2
@@ -106,6 +116,13 @@ ns_tune() {
 
 # The congestion control the hosts run: NS_TCP_CC, or the machine's default.
 ns_tcp_cc() { echo "${NS_TCP_CC:-$(sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null)}"; }
+
+# The hosts' net.ipv4.tcp_slow_start_after_idle, as host 0 has it after
+# ns_setup (NS_SLOW_START_AFTER_IDLE, or what a new namespace gets: Linux's
+# default, 1, whatever this machine's is); empty when it cannot be read.
+ns_slow_start_after_idle() {
+  ip netns exec "$(ns_name 0)" sysctl -n net.ipv4.tcp_slow_start_after_idle 2>/dev/null || true
+}
 
 # 0 for no delay: empty, 0, 0ms, 0.0us...
 ns_delay_is_zero() { [[ -z $1 || $1 =~ ^0+(\.0*)?(us|ms|s)?$ ]]; }

@@ -87,6 +87,7 @@ command_line() {
   [[ $NS_DELAY_IMPL == auto ]] || cmd+=" NS_DELAY_IMPL=$NS_DELAY_IMPL"
   [[ -z $NS_DELAY_LINE_ARGS ]] || cmd+=" NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'"
   [[ $NS_TCP_CC == cubic ]] || cmd+=" NS_TCP_CC=$NS_TCP_CC"
+  [[ -z $NS_SLOW_START_AFTER_IDLE ]] || cmd+=" NS_SLOW_START_AFTER_IDLE=$NS_SLOW_START_AFTER_IDLE"
   cmd+=" MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP ITERS=$ITERS WARMUP=$WARMUP"
   [[ $PHASES == "$DEFAULT_PHASES" ]] || cmd+=" PHASES='$PHASES'"
   [[ -z $BIN_DIR ]] || cmd+=" BIN_DIR=$BIN_DIR"
@@ -94,6 +95,7 @@ command_line() {
   [[ $REDUCERD_ARGS == "$DEFAULT_REDUCERD_ARGS" ]] || cmd+=" REDUCERD_ARGS='$REDUCERD_ARGS'"
   [[ $PHASES != *collnet* ]] || cmd+=" COLLNET_ARGS='$COLLNET_ARGS'"
   [[ $PHASES != *ddp* ]] || cmd+=" DDP_MODEL=$DDP_MODEL DDP_BUCKETS=$DDP_BUCKETS DDP_FIRST_BUCKET=$DDP_FIRST_BUCKET DDP_GAP=$DDP_GAP"
+  [[ $PHASES != *ddp* || $DDP_FORWARD == 0 ]] || cmd+=" DDP_FORWARD=$DDP_FORWARD"
   echo "$cmd bench/netns/run.sh"
 }
 
@@ -108,11 +110,12 @@ DELAY=$DELAY
 DELAY_IMPL=$NS_DELAY_USED
 CORES=$CORES
 TCP_CC=$(ns_tcp_cc)
+SLOW_START_AFTER_IDLE=$(ns_slow_start_after_idle)
 IPERF_SECONDS=$IPERF_SECONDS
 TORCH=$torch
 OURS_FLAGS=$BENCH_ARGS, reducerd $REDUCERD_ARGS, iters $ITERS, warmup $WARMUP
 COLLNET_FLAGS=$COLLNET_ARGS
-DDP_FLAGS=model $DDP_MODEL, buckets $DDP_BUCKETS, first bucket $DDP_FIRST_BUCKET, compute gap $DDP_GAP
+DDP_FLAGS=model $DDP_MODEL, buckets $DDP_BUCKETS, first bucket $DDP_FIRST_BUCKET, compute gap $DDP_GAP, forward $DDP_FORWARD
 COMMAND=$(command_line)
 EOF
 }
@@ -294,7 +297,7 @@ phase_collnet() { run_ours collnet --pattern collnet $COLLNET_ARGS; }
 
 phase_ddp() {
   run_ours ddp --pattern ddp --ddp-model "$DDP_MODEL" --ddp-bucket "$DDP_BUCKETS" \
-    --ddp-first-bucket "$DDP_FIRST_BUCKET" --ddp-gap "$DDP_GAP"
+    --ddp-first-bucket "$DDP_FIRST_BUCKET" --ddp-gap "$DDP_GAP" --ddp-forward "$DDP_FORWARD"
 }
 
 # run_gloo PHASE FLAGS...: gloo_allreduce.py on every worker host.
@@ -336,5 +339,5 @@ phase_gloo() { run_gloo gloo; }
 # phase_ddp's step as a bucketed torch.distributed loop: the same buckets.
 phase_gloo_ddp() {
   run_gloo gloo_ddp --pattern ddp --ddp-model "$DDP_MODEL" --ddp-bucket "$DDP_BUCKETS" \
-    --ddp-first-bucket "$DDP_FIRST_BUCKET" --ddp-gap "$DDP_GAP"
+    --ddp-first-bucket "$DDP_FIRST_BUCKET" --ddp-gap "$DDP_GAP" --ddp-forward "$DDP_FORWARD"
 }

@@ -98,10 +98,16 @@ def ddp_table(ddp, gloo_ddp, line):
         o, g = ddp.get(cap), gloo_ddp.get(cap)
         oa, ga = num(o, "algbw_GBps"), num(g, "algbw_GBps")
         first = o or g
+        # Against the line rate: the model's bytes over the step less its
+        # forward pass (older CSVs have no forward_us: none).
+        o_line = None
+        if o and num(o, "step_us"):
+            window = num(o, "step_us") - (num(o, "forward_us") or 0)
+            o_line = ratio(float(o["model_bytes"]) / window / 1e3, line) if window > 0 else None
         out.append(f"| {human(cap)} | {first['buckets']} | {fmt(num(first, 'compute_us'), 0)}"
                    f" | {fmt(num(o, 'step_us'), 0)} | {fmt(num(o, 'exposed_us'), 0)} | {fmt(oa)}"
                    f" | {fmt(num(g, 'step_us'), 0)} | {fmt(num(g, 'exposed_us'), 0)} | {fmt(ga)}"
-                   f" | {fmt(ratio(oa, ga), 2)} | {fmt(ratio(oa, line), 2)} |")
+                   f" | {fmt(ratio(oa, ga), 2)} | {fmt(o_line, 2)} |")
     return out
 
 
@@ -270,7 +276,8 @@ def main():
     md = [f"# All-reduce: {meta['WORKERS']} workers, {meta['REDUCERS']} reducers, links {meta['RATE']}"
           f"{' + ' + meta['DELAY'] + ' delay' if meta.get('DELAY') else ''}"
           f"{' (rs-delay-line, userspace)' if meta.get('DELAY_IMPL') == 'userspace' else ''}"
-          f"{', TCP ' + meta['TCP_CC'] if meta.get('TCP_CC') else ''}", "",
+          f"{', TCP ' + meta['TCP_CC'] if meta.get('TCP_CC') else ''}"
+          f"{', tcp_slow_start_after_idle 0' if meta.get('SLOW_START_AFTER_IDLE') == '0' else ''}", "",
           f"Command: `{meta.get('COMMAND', '')}`", "",
           f"Measured line rate (iperf3, 1 TCP stream, {meta.get('IPERF_SECONDS', '?')} s): "
           f"{fmt(line)} GB/s = {fmt(line * 8 if line else None, 2)} Gbit/s", "",
@@ -294,11 +301,12 @@ def main():
         md += collnet_table(collnet, ours, gloo, line)
     if ddp or gloo_ddp:
         md += ["", "## DDP pattern", "",
-               f"One training step ({meta.get('DDP_FLAGS', '')}): one all-reduce per bucket, bucket i issued after "
-               "i + 1 compute gaps (a sleep standing for the backward pass; `compute` = buckets x gap), all waited "
-               "for at the end of the step. Ours: reducer-bench `--pattern ddp`; gloo: the same buckets with "
-               "`dist.all_reduce(async_op=True)`. exposed = step - compute, the communication the step waits for; "
-               "algbw = model bytes / step time.", ""]
+               f"One training step ({meta.get('DDP_FLAGS', '')}): a forward pass with nothing on the wire, then "
+               "one all-reduce per bucket, bucket i issued after i + 1 compute gaps (sleeps standing for the "
+               "passes; `compute` = forward + buckets x gap), all waited for at the end of the step. Ours: "
+               "reducer-bench `--pattern ddp`; gloo: the same buckets with `dist.all_reduce(async_op=True)`. "
+               "exposed = step - compute, the communication the step waits for; algbw = model bytes / step time; "
+               "ours/line rate = model bytes / (step - forward) against the line rate.", ""]
         md += ddp_table(ddp, gloo_ddp, line)
     md += ["", "## CPU", "", "CPU per process (utime + stime from /proc, over the phase; the machine has "
            f"{meta.get('CORES', '?')} cores; machine-wide busy share in the `all` rows, from /proc/stat, which "

@@ -43,6 +43,7 @@ DDP_MODEL=${DDP_MODEL:-100M}
 DDP_BUCKETS=${DDP_BUCKETS:-25M}
 DDP_FIRST_BUCKET=${DDP_FIRST_BUCKET:-1M}
 DDP_GAP=${DDP_GAP:-0}
+DDP_FORWARD=${DDP_FORWARD:-0}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-perf}
 BIN_DIR=${BIN_DIR:-}  # set: reducerd and reducer-bench from this folder, nothing built
@@ -81,6 +82,9 @@ Settings, from the environment (current value):
                         the rs-delay-line binary (built with the others when userspace is used)
   NS_TCP_CC=$NS_TCP_CC          TCP congestion control in every host (empty: this machine's default,
                         now $(sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null))
+  NS_SLOW_START_AFTER_IDLE=$NS_SLOW_START_AFTER_IDLE   net.ipv4.tcp_slow_start_after_idle in every host: 1 (Linux's
+                        default) shrinks the window of a connection idle past its retransmission
+                        timeout, 0 keeps it; empty = what a new namespace gets (1)
   NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'   more rs-delay-line flags (its defaults: a thread per CPU
                         at SCHED_FIFO priority 1; e.g. '--threads 1 --rt-priority 0')
   MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP   float32 size sweep (ours, collnet, gloo)
@@ -98,6 +102,8 @@ Settings, from the environment (current value):
   DDP_MODEL=$DDP_MODEL DDP_BUCKETS=$DDP_BUCKETS DDP_FIRST_BUCKET=$DDP_FIRST_BUCKET DDP_GAP=$DDP_GAP
                         ddp and gloo_ddp: gradient bytes per step, bucket caps (a comma list
                         gives one line each), first bucket, compute before each bucket
+  DDP_FORWARD=$DDP_FORWARD   ddp and gloo_ddp: forward compute at each step's start, nothing on
+                        the wire (e.g. 1s: longer than TCP's retransmission timeout)
   RUN_TIMEOUT=$RUN_TIMEOUT      seconds any one phase may take
   PYTHON=$PYTHON   the interpreter with python3-torch
   BUILD_DIR=$BUILD_DIR   (reducerd and reducer-bench built here, or brought up to date)

@@ -1,6 +1,7 @@
 // reducer-bench's traffic shapes against what NCCL 2.28.9 and PyTorch DDP
 // actually issue (../shared/docs/nccl-abi.md; torch's bucket defaults).
 #include "bench/workloads.h"
+#include "bench/workload_flags.h"
 
 #include <gtest/gtest.h>
 
@@ -104,6 +105,24 @@ TEST(WorkloadFlagsTest, PatternsAndSizeListsParse) {
   EXPECT_FALSE(ParseSizeList("25M,0").ok());
   EXPECT_FALSE(ParseSizeList("").ok());
   EXPECT_FALSE(ParseSizeList("lots").ok());
+}
+
+// The DDP step's forward pass: a duration like --ddp-gap, none by default,
+// and a bad value is an error that names the flag.
+TEST(WorkloadFlagsTest, DdpForwardIsADurationNamedInErrors) {
+  WorkloadFlags flags;
+  WorkloadOptions options;
+  ASSERT_TRUE(ParseWorkloadFlags(flags, &options).ok());
+  EXPECT_EQ(options.ddp_forward.count(), 0);
+  flags.ddp_forward = "1500ms";
+  ASSERT_TRUE(ParseWorkloadFlags(flags, &options).ok());
+  EXPECT_EQ(options.ddp_forward, std::chrono::milliseconds(1500));
+  for (const char* bad : {"soon", "-1s"}) {
+    flags.ddp_forward = bad;
+    Status st = ParseWorkloadFlags(flags, &options);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("--ddp-forward"), std::string::npos) << st.message();
+  }
 }
 
 }  // namespace

@@ -17,10 +17,13 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 REPORT = os.path.join(ROOT, "bench", "netns", "report.py")
 
 
-def run_report(cpu_rows):
+def run_report(cpu_rows, extra=None):
     with tempfile.TemporaryDirectory() as folder:
         with open(os.path.join(folder, "meta.env"), "w") as f:
             f.write("WORKERS=2\nREDUCERS=2\nRATE=1gbit\nCORES=2\nINPUT_BYTES_ours=1000000000\n")
+        for name, text in (extra or {}).items():
+            with open(os.path.join(folder, name), "w") as f:
+                f.write(text)
         with open(os.path.join(folder, "ours.csv"), "w") as f:
             f.write("bytes,count,dtype,op,ranks,reducers,time_us,algbw_GBps,busbw_GBps,wrong\n"
                     "1048576,262144,float32,sum,2,2,10000,0.1,0.1,0\n")
@@ -61,6 +64,20 @@ def main():
     expect("**Short of CPU in phase ours:** a reducer waited for a CPU 32 % of the phase" in waiting,
            "a reducer waiting 32 % of the phase was not named", waiting)
     expect("phase gloo" not in waiting, "a phase with CPU to spare was flagged", waiting)
+
+    # A DDP step with a forward pass: its share of the line rate counts the
+    # step less the forward pass, when nothing is on the wire (100 MiB in
+    # 5 s of 6 at 0.02 GB/s: 1.05); a CSV from before forward_us, all of it.
+    ddp_header = ("model_bytes,bucket_bytes,first_bucket_bytes,buckets,gap_us,dtype,op,ranks,reducers,"
+                  "step_us,compute_us,exposed_us,algbw_GBps,wrong")
+    iperf = '{"end": {"sum_received": {"bits_per_second": 160000000}}}'
+    for forward, line_share in (("1000000", "1.05"), (None, "0.87")):
+        ddp = ddp_header + (",forward_us" if forward else "") + "\n104857600,26214400,1048576,5,0,float32,sum,2,2," \
+            "6000000,1000000,5000000,0.017476,0" + (f",{forward}" if forward else "") + "\n"
+        text = run_report([("ours", machine, "8.0", "10.0", "", "")], {"ddp.csv": ddp, "iperf.json": iperf})
+        row = next((r for r in text.splitlines() if r.startswith("| 25 MiB | 5 |")), "")
+        expect(row.endswith(f"| {line_share} |"), f"the DDP row's line-rate share is not {line_share}", text)
+        expect("compute` = forward + buckets x gap" in text, "the DDP section does not say what compute is", text)
     print("PASS")
 
 
