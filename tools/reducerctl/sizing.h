@@ -28,16 +28,17 @@
 namespace rs::reducerctl {
 
 // GB of worker input per CPU-second, measured on loopback with
-// bench/cpu_per_byte.sh (4 ranks, 2 reducers, 64 MiB float32 sum, the
-// client's defaults; docs/performance.md has the table and the conditions).
-// Reducer: reducerd's user + system time, 0.37-0.40 s/GB, plus half the
+// bench/cpu_per_byte.sh (4 ranks, 2 reducers, 64 MiB float32 sum, 40
+// operations per run so that start-up does not count, the client's defaults;
+// docs/performance.md has the table and the conditions).
+// Reducer: reducerd's user + system time, 0.34-0.41 s/GB, plus half the
 // machine's irq + softirq time (the packet work charged to no process, split
-// between the two ends), 0.06-0.08 s/GB: about 0.45 s/GB.
+// between the two ends), about 0.07 s/GB: about 0.45 s/GB.
 inline constexpr double kReducerGbPerCoreSecond = 2.2;
 // Worker: the client library's user + system time without the benchmark's
-// checks (failover's copy of every input included), 0.79-0.85 s/GB, plus the
-// other half of the irq + softirq: about 0.9 s/GB.
-inline constexpr double kWorkerGbPerCoreSecond = 1.1;
+// checks (failover's copy of every input included), 0.59-0.66 s/GB, plus the
+// other half of the irq + softirq: about 0.7 s/GB.
+inline constexpr double kWorkerGbPerCoreSecond = 1.4;
 
 struct PlanInput {
   uint32_t workers = 0;        // worker nodes (one NIC each, or their sum)
