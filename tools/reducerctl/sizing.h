@@ -29,7 +29,7 @@ namespace rs::reducerctl {
 
 // GB of worker input per CPU-second, measured on loopback with
 // bench/cpu_per_byte.sh (4 ranks, 2 reducers, 64 MiB float32 sum, 40
-// operations per run so that start-up does not count, the client's defaults;
+// operations per run so that start-up counts little, the client's defaults;
 // docs/performance.md has the table and the conditions).
 // Reducer: reducerd's user + system time, 0.34-0.41 s/GB, plus half the
 // machine's irq + softirq time (the packet work charged to no process, split
