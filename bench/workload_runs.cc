@@ -356,9 +356,9 @@ class DdpRun : public RunBase {
     if (s_.rank != 0) return;
     uint64_t model = 0;
     for (uint64_t b : buckets) model += b;
-    const double forward_us = std::chrono::duration<double, std::micro>(o_.ddp_forward).count();
-    const double compute_us =
-        forward_us + std::chrono::duration<double, std::micro>(o_.ddp_gap).count() * static_cast<double>(buckets.size());
+    using Micros = std::chrono::duration<double, std::micro>;
+    const double forward_us = Micros(o_.ddp_forward).count(), gap_us = Micros(o_.ddp_gap).count();
+    const double compute_us = forward_us + gap_us * static_cast<double>(buckets.size());
     const double exposed_us = std::max(0.0, step_us - compute_us);
     const double algbw = static_cast<double>(model) / step_us / 1e3;
     const std::string_view type = DataTypeName(dtype), op = ReduceOpName(s_.op);
@@ -369,7 +369,7 @@ class DdpRun : public RunBase {
     std::fflush(stdout);
     if (csv_.is_open()) {
       csv_ << model << ',' << cap << ',' << buckets.front() << ',' << buckets.size() << ','
-           << std::chrono::duration<double, std::micro>(o_.ddp_gap).count() << ',' << type << ',' << op << ','
+           << gap_us << ',' << type << ',' << op << ','
            << s_.world << ',' << s_.reducers << ',' << step_us << ',' << compute_us << ',' << exposed_us << ','
            << algbw << ',' << wrong << ',' << forward_us << '\n'
            << std::flush;

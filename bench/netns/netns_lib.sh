@@ -33,7 +33,8 @@ NS_DELAY_LINE_PID=""
 NS_TCP_CC=${NS_TCP_CC-cubic}
 # net.ipv4.tcp_slow_start_after_idle in every host: 1 (Linux's default) lets
 # a connection idle for longer than its retransmission timeout start again
-# from a smaller window; 0 keeps the window it had. Empty: the machine's.
+# from a smaller window; 0 keeps the window it had. Empty: a new namespace's
+# own 1, whatever the machine's (it is not inherited).
 NS_SLOW_START_AFTER_IDLE=${NS_SLOW_START_AFTER_IDLE-}
 NS_NETEM=""                           # yes / no once probed
 NS_HOSTS=()
@@ -118,8 +119,8 @@ ns_tune() {
 ns_tcp_cc() { echo "${NS_TCP_CC:-$(sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null)}"; }
 
 # The hosts' net.ipv4.tcp_slow_start_after_idle, as host 0 has it after
-# ns_setup (NS_SLOW_START_AFTER_IDLE, or what a new namespace gets: Linux's
-# default, 1, whatever this machine's is); empty when it cannot be read.
+# ns_setup (NS_SLOW_START_AFTER_IDLE, or a new namespace's 1); empty when it
+# cannot be read.
 ns_slow_start_after_idle() {
   ip netns exec "$(ns_name 0)" sysctl -n net.ipv4.tcp_slow_start_after_idle 2>/dev/null || true
 }

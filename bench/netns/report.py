@@ -103,7 +103,7 @@ def ddp_table(ddp, gloo_ddp, line):
         o_line = None
         if o and num(o, "step_us"):
             window = num(o, "step_us") - (num(o, "forward_us") or 0)
-            o_line = ratio(float(o["model_bytes"]) / window / 1e3, line) if window > 0 else None
+            o_line = ratio(num(o, "model_bytes") / window / 1e3, line) if window > 0 else None
         out.append(f"| {human(cap)} | {first['buckets']} | {fmt(num(first, 'compute_us'), 0)}"
                    f" | {fmt(num(o, 'step_us'), 0)} | {fmt(num(o, 'exposed_us'), 0)} | {fmt(oa)}"
                    f" | {fmt(num(g, 'step_us'), 0)} | {fmt(num(g, 'exposed_us'), 0)} | {fmt(ga)}"
