@@ -109,10 +109,27 @@ ns_tune() {
     }
   fi
   [[ -z $NS_TCP_CC ]] && return 0
+  ns_allow_tcp_cc "$NS_TCP_CC"
   ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$NS_TCP_CC" >/dev/null 2>&1 || {
-    echo "cannot set TCP congestion control '$NS_TCP_CC' (available: $(sysctl -n net.ipv4.tcp_available_congestion_control 2>/dev/null)); set NS_TCP_CC" >&2
+    echo "cannot set TCP congestion control '$NS_TCP_CC' (available: $(sysctl -n net.ipv4.tcp_available_congestion_control 2>/dev/null); allowed in namespaces: $(sysctl -n net.ipv4.tcp_allowed_congestion_control 2>/dev/null)); set NS_TCP_CC" >&2
     return 1
   }
+}
+
+# A namespace other than the machine's own may only make an algorithm its
+# default when the machine allows it (net.ipv4.tcp_allowed_congestion_control;
+# the kernel refuses with EPERM otherwise). The machine's boot default is
+# always allowed, others only when listed: on a machine that boots with bbr,
+# cubic is not. Adds an available algorithm to the list, once, and says so;
+# the change stays (it only lets unprivileged sockets pick that algorithm).
+ns_allow_tcp_cc() {
+  local cc=$1 allowed available
+  allowed=$(sysctl -n net.ipv4.tcp_allowed_congestion_control 2>/dev/null) || return 0
+  available=$(sysctl -n net.ipv4.tcp_available_congestion_control 2>/dev/null) || return 0
+  [[ " $allowed " == *" $cc "* || " $available " != *" $cc "* ]] && return 0
+  if sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $cc" >/dev/null 2>&1; then
+    echo "note: added $cc to net.ipv4.tcp_allowed_congestion_control (was: $allowed), so that the hosts' namespaces may use it" >&2
+  fi
 }
 
 # The congestion control the hosts run: NS_TCP_CC, or the machine's default.
