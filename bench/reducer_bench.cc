@@ -150,6 +150,15 @@ void PrintTransport(const client::ClientStats& st) {
               FormatBytes(st.piece_bytes).c_str(), window(st.send_window_min).c_str());
   if (st.send_window_max != st.send_window_min) std::printf(" to %s", window(st.send_window_max).c_str());
   std::printf("\n");
+  // Rank 0's streams only: a buffer ceiling below the path's bandwidth-delay
+  // product shows up here (the client also logs a warning).
+  if (st.tcp_busy_us > 0) {
+    const double busy = static_cast<double>(st.tcp_busy_us);
+    std::printf("# TCP waits      : %.1f s with pieces to send (all streams), %.1f %% of it for a reducer's "
+                "receive window, %.1f %% for room in the send buffer\n",
+                busy / 1e6, 100.0 * static_cast<double>(st.tcp_rwnd_limited_us) / busy,
+                100.0 * static_cast<double>(st.tcp_sndbuf_limited_us) / busy);
+  }
   std::fflush(stdout);
 }
 

@@ -131,6 +131,15 @@ struct ClientStats {
   size_t piece_bytes = 0;
   size_t send_window_min = 0;       // the streams' send windows now (0: no limit)
   size_t send_window_max = 0;
+  // What TCP waited for on the streams' connections, summed over streams, in
+  // microseconds (0 on kernels before 4.10): time it had pieces to send, and
+  // of that, time it waited for a reducer's receive window or for room in this
+  // host's send buffer. A share of either above a few % means a buffer
+  // ceiling, not the link, sets the pace (the client then logs a warning
+  // naming the setting; README, "Tuning the network").
+  uint64_t tcp_busy_us = 0;
+  uint64_t tcp_rwnd_limited_us = 0;
+  uint64_t tcp_sndbuf_limited_us = 0;
 };
 
 // One all-reduce in flight. Keep send and recv buffers alive until Done().

@@ -195,6 +195,10 @@ ClientStats ClientImpl::stats() const {
       const size_t w = stream->send_window();
       out.send_window_min = out.send_window_min == 0 ? w : std::min(out.send_window_min, w);
       out.send_window_max = std::max(out.send_window_max, w);
+      const TcpWaitTotals waits = stream->tcp_waits();
+      out.tcp_busy_us += waits.busy_us;
+      out.tcp_rwnd_limited_us += waits.rwnd_limited_us;
+      out.tcp_sndbuf_limited_us += waits.sndbuf_limited_us;
     }
   }
   return out;

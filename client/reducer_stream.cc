@@ -5,6 +5,7 @@
 
 #include "common/socket_options.h"
 #include "common/tcp_path.h"
+#include "common/tcp_waits.h"
 #include "protocol/auth.h"
 #include "protocol/crc32c.h"
 
@@ -52,6 +53,7 @@ void ReducerStream::Connect() {
                               asio::error_code ignored;
                               self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
                               self->low_water_ = ReceiveLowWater(self->socket_.native_handle());
+                              self->waits_.Reconnected();
                               // Best effort: the heartbeats work without it.
                               (void)SetTcpLiveness(self->socket_.native_handle(), self->params_.liveness_timeout);
                               auto nonce = protocol::RandomNonce();
@@ -559,6 +561,15 @@ void ReducerStream::SampleWindow() {
   if (std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle())) {
     window_.OnSample({std::chrono::microseconds(path->min_rtt_us), path->delivery_rate_bps}, now);
     window_now_.store(window_.bytes(), std::memory_order_relaxed);
+    std::optional<TcpWaitFinding> finding = waits_.OnSample(*path, now);
+    const TcpWaitTotals& totals = waits_.totals();
+    busy_us_.store(totals.busy_us, std::memory_order_relaxed);
+    rwnd_limited_us_.store(totals.rwnd_limited_us, std::memory_order_relaxed);
+    sndbuf_limited_us_.store(totals.sndbuf_limited_us, std::memory_order_relaxed);
+    if (finding) {
+      owner_->Log(LogLevel::kWarn,
+                  Name() + ": " + DescribeTcpWait(*finding, "the reducer", SendBufferBytes(socket_.native_handle())));
+    }
   }
 }
 

@@ -35,6 +35,7 @@
 #include "client/operation.h"
 #include "client/transport_plan.h"
 #include "common/socket_options.h"
+#include "common/tcp_waits.h"
 #include "protocol/liveness.h"
 #include "protocol/membership.h"
 #include "protocol/wire.h"
@@ -123,6 +124,11 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   // The send window now (0: no limit); any thread.
   size_t send_window() const { return window_now_.load(std::memory_order_relaxed); }
   std::string Name() const;  // "reducer 10.0.0.5:7450 (stream 1)"
+  // What TCP waited for on this stream's connections, so far; any thread.
+  TcpWaitTotals tcp_waits() const {
+    return {busy_us_.load(std::memory_order_relaxed), rwnd_limited_us_.load(std::memory_order_relaxed),
+            sndbuf_limited_us_.load(std::memory_order_relaxed)};
+  }
 
  private:
   enum class State { kConnecting, kAwaitChallenge, kAwaitWelcome, kAwaitReady, kReady, kClosed };
@@ -206,6 +212,10 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   ReceiveLowWater low_water_;  // reset after every read
   SendWindow window_;          // sampled from TCP_INFO as results arrive
   std::atomic<size_t> window_now_{0};
+  TcpWaitWatch waits_;  // sampled with the window; warns when a buffer holds the stream back
+  std::atomic<uint64_t> busy_us_{0};
+  std::atomic<uint64_t> rwnd_limited_us_{0};
+  std::atomic<uint64_t> sndbuf_limited_us_{0};
   protocol::LivenessMonitor liveness_;
   uint64_t received_progress_ = 0;  // read completions, partial ones included
   uint64_t sent_progress_ = 0;      // write completions, partial ones included

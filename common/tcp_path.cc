@@ -23,6 +23,11 @@ std::optional<TcpPath> ReadTcpPath(int fd) {
   if (len >= offsetof(struct tcp_info, tcpi_delivery_rate) + sizeof(info.tcpi_delivery_rate)) {
     out.delivery_rate_bps = info.tcpi_delivery_rate;
   }
+  if (len >= offsetof(struct tcp_info, tcpi_sndbuf_limited) + sizeof(info.tcpi_sndbuf_limited)) {
+    out.busy_us = info.tcpi_busy_time;
+    out.rwnd_limited_us = info.tcpi_rwnd_limited;
+    out.sndbuf_limited_us = info.tcpi_sndbuf_limited;
+  }
   return out;
 #else
   (void)fd;
