@@ -134,6 +134,17 @@ std::vector<MetricFamily> BuildMetricFamilies(const ServerStats& stats,
            MetricType::Counter, d(t.bytes_received));
   f.Single("reducer_bytes_sent_total", "Reduced element bytes sent to workers (each rank gets every result)",
            MetricType::Counter, d(t.bytes_sent));
+  f.Single("reducer_tcp_send_busy_seconds_total",
+           "Time the connections to the ranks had results to send, summed over connections (TCP_INFO, sampled "
+           "at the liveness ticks)",
+           MetricType::Counter, d(t.tcp_send_busy_us) / 1e6);
+  auto& waits = f.Add("reducer_tcp_send_waits_seconds_total",
+                      "Of reducer_tcp_send_busy_seconds_total, time TCP waited for a rank's receive window or for "
+                      "room in the reducer's send buffer: a share of more than a few % means a buffer ceiling, not "
+                      "the link, sets the pace (README, \"Tuning the network\")",
+                      MetricType::Counter);
+  Families::Sample(waits, d(t.tcp_rwnd_limited_us) / 1e6, {{"cause", "receive_window"}});
+  Families::Sample(waits, d(t.tcp_sndbuf_limited_us) / 1e6, {{"cause", "send_buffer"}});
   f.Single("reducer_operations_completed_total",
            "Operations with at least one piece reduced on this reducer (an operation spread over several "
            "reducers counts on each)",

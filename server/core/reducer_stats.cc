@@ -30,6 +30,9 @@ ReducerStatsSnapshot ReducerStats::Snapshot() const {
   out.piece_latency = piece_latency_.Snapshot();
   out.straggler_wait = straggler_wait_.Snapshot();
   for (size_t i = 0; i < kErrorKinds; ++i) out.errors[i] = errors_[i].load(std::memory_order_relaxed);
+  out.tcp_send_busy_us = tcp_send_busy_us_.load(std::memory_order_relaxed);
+  out.tcp_rwnd_limited_us = tcp_rwnd_limited_us_.load(std::memory_order_relaxed);
+  out.tcp_sndbuf_limited_us = tcp_sndbuf_limited_us_.load(std::memory_order_relaxed);
   return out;
 }
 

@@ -28,6 +28,12 @@ struct ReducerStatsSnapshot {
   HistogramSnapshot piece_latency;
   HistogramSnapshot straggler_wait;
   std::array<uint64_t, kErrorKinds> errors{};  // indexed by Code; [kOk] stays 0
+  // What TCP waited for on the connections to the ranks (TCP_INFO, sampled
+  // at the liveness ticks): time with results to send, and of that, time
+  // waiting for a rank's receive window or for room in the send buffer.
+  uint64_t tcp_send_busy_us = 0;
+  uint64_t tcp_rwnd_limited_us = 0;
+  uint64_t tcp_sndbuf_limited_us = 0;
 };
 
 class ReducerStats {
@@ -44,6 +50,12 @@ class ReducerStats {
                       bool in_parts);
   void OperationCompleted() { operations_completed_.fetch_add(1, std::memory_order_relaxed); }
   void CountError(Code code);
+  // Increments of a connection's TCP busy and wait times since its last sample.
+  void AddTcpSendTimes(uint64_t busy_us, uint64_t rwnd_limited_us, uint64_t sndbuf_limited_us) {
+    tcp_send_busy_us_.fetch_add(busy_us, std::memory_order_relaxed);
+    tcp_rwnd_limited_us_.fetch_add(rwnd_limited_us, std::memory_order_relaxed);
+    tcp_sndbuf_limited_us_.fetch_add(sndbuf_limited_us, std::memory_order_relaxed);
+  }
 
   ReducerStatsSnapshot Snapshot() const;
 
@@ -56,6 +68,9 @@ class ReducerStats {
   LatencyHistogram piece_latency_;
   LatencyHistogram straggler_wait_;
   std::array<std::atomic<uint64_t>, kErrorKinds> errors_{};
+  std::atomic<uint64_t> tcp_send_busy_us_{0};
+  std::atomic<uint64_t> tcp_rwnd_limited_us_{0};
+  std::atomic<uint64_t> tcp_sndbuf_limited_us_{0};
 };
 
 }  // namespace rs::server

@@ -297,16 +297,27 @@ void Connection::JoinSession() {
   hello_ = handshake_.hello();
   state_ = State::kJoined;
   EnqueueControl(handshake_.Joined(server_.MaxPieceBytes(hello_.world)));
-  ReportRoundTrip();
+  SamplePath();
   StartLiveness();
   ReadHeader();
 }
 
-void Connection::ReportRoundTrip() {
+void Connection::SamplePath() {
   // The handshake's round trips already gave TCP a sample; the liveness
   // ticks keep it current. Only a change takes the session's lock.
   std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle());
-  if (!path || path->min_rtt_us == reported_rtt_us_) return;
+  if (!path) return;
+  const TcpWaitTotals before = waits_.totals();
+  std::optional<TcpWaitFinding> finding = waits_.OnSample(*path, Clock::now());
+  const TcpWaitTotals& after = waits_.totals();
+  server_.reducer_stats().AddTcpSendTimes(after.busy_us - before.busy_us, after.rwnd_limited_us - before.rwnd_limited_us,
+                                          after.sndbuf_limited_us - before.sndbuf_limited_us);
+  if (finding) {
+    const std::string rank = "rank " + std::to_string(hello_.rank);
+    spdlog::warn("session {}, results to {} ({}, stream {}): {}", protocol::SessionIdToString(session_->id()), rank,
+                 peer_, hello_.stream, DescribeTcpWait(*finding, rank, SendBufferBytes(socket_.native_handle())));
+  }
+  if (path->min_rtt_us == reported_rtt_us_) return;
   reported_rtt_us_ = path->min_rtt_us;
   session_->ReportRoundTrip(hello_.rank, hello_.stream, reported_rtt_us_);
 }
@@ -343,7 +354,7 @@ void Connection::OnLivenessTick() {
                               " (heartbeats stopped): the worker is frozen, its host down or the link to it cut"));
     return;
   }
-  ReportRoundTrip();
+  SamplePath();
   // Only when idle: queued frames are bytes the worker will see anyway.
   if (verdict.send_heartbeat && write_queue_.empty()) {
     EnqueueControl(protocol::EncodeHeartbeat({session_->epoch(), 0, session_->watermark()}));

@@ -23,6 +23,7 @@
 #include <asio.hpp>
 
 #include "common/socket_options.h"
+#include "common/tcp_waits.h"
 #include "protocol/liveness.h"
 #include "protocol/wire.h"
 #include "server/core/admission.h"
@@ -107,7 +108,9 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void OnContributionProgress(size_t bytes);
   void Discard(uint64_t bytes);  // reads and drops a stale piece's payload, then the next frame
   void OnJoinedFrame();
-  void ReportRoundTrip();  // TCP's smallest round trip on this stream, to the session
+  // TCP's smallest round trip on this stream, to the session; a warning
+  // when a buffer held the results back (common/tcp_waits.h).
+  void SamplePath();
   void StartLiveness();
   void ArmLiveness();
   void OnLivenessTick();
@@ -157,6 +160,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   uint64_t received_progress_ = 0;  // read completions, partial ones included
   uint64_t sent_progress_ = 0;      // write completions, partial ones included
   uint32_t reported_rtt_us_ = 0;    // the round trip last given to the session
+  TcpWaitWatch waits_;              // sampled with the round trip
 };
 
 }  // namespace rs::server

@@ -51,7 +51,8 @@ TEST(MetricsCollectorTest, EveryFamilyIsNamedReducerWhatUnitAndHasHelp) {
         "reducer_straggler_wait_seconds",
         "reducer_straggler_last_arrivals_total", "reducer_sessions_active", "reducer_memory_budget_in_use_bytes",
         "reducer_connections_active", "reducer_errors_total", "reducer_connections_refused_total",
-        "reducer_handshakes_refused_total", "reducer_handshakes_timed_out_total", "reducer_sessions_pending"}) {
+        "reducer_handshakes_refused_total", "reducer_handshakes_timed_out_total", "reducer_sessions_pending",
+        "reducer_tcp_send_busy_seconds_total", "reducer_tcp_send_waits_seconds_total"}) {
     EXPECT_TRUE(seen.count(required)) << required;
   }
 }
@@ -87,6 +88,21 @@ TEST(MetricsCollectorTest, TotalsAndHistogramsComeFromTheSnapshot) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+// An operator alerts on the share of send time a buffer held the results
+// back: both causes are exported, in seconds, zero or not.
+TEST(MetricsCollectorTest, TcpSendWaitsAreExportedInSecondsByCause) {
+  server::ServerStats stats;
+  stats.totals.tcp_send_busy_us = 8'000'000;
+  stats.totals.tcp_rwnd_limited_us = 2'500'000;
+  const auto families = BuildMetricFamilies(stats, {}, MetricsLimits{});
+  EXPECT_EQ(Find(families, "reducer_tcp_send_busy_seconds_total")->metric.at(0).counter.value, 8.0);
+  std::map<std::string, double> waits;
+  for (const auto& m : Find(families, "reducer_tcp_send_waits_seconds_total")->metric) {
+    waits[m.label.at(0).value] = m.counter.value;
+  }
+  EXPECT_EQ(waits, (std::map<std::string, double>{{"receive_window", 2.5}, {"send_buffer", 0.0}}));
 }
 
 TEST(MetricsCollectorTest, RefusedAndTimedOutHandshakesAreExportedByLimitAndKind) {
