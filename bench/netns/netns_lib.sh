@@ -36,6 +36,13 @@ NS_TCP_CC=${NS_TCP_CC-cubic}
 # from a smaller window; 0 keeps the window it had. Empty: a new namespace's
 # own 1, whatever the machine's (it is not inherited).
 NS_SLOW_START_AFTER_IDLE=${NS_SLOW_START_AFTER_IDLE-}
+# net.ipv4.tcp_rmem and tcp_wmem in every host (min, default, max): room for
+# autotuning on long paths by default. Debian's own ("4096 131072 6291456",
+# "4096 16384 4194304") or smaller ceilings show what a short buffer costs.
+NS_TCP_RMEM_DEFAULT="4096 131072 16777216"
+NS_TCP_WMEM_DEFAULT="4096 65536 16777216"
+NS_TCP_RMEM=${NS_TCP_RMEM:-$NS_TCP_RMEM_DEFAULT}
+NS_TCP_WMEM=${NS_TCP_WMEM:-$NS_TCP_WMEM_DEFAULT}
 NS_NETEM=""                           # yes / no once probed
 NS_HOSTS=()
 
@@ -94,14 +101,17 @@ ns_shape_dev() {
   fi
 }
 
-# Room for TCP autotuning inside a host namespace (tcp_rmem and tcp_wmem are
-# per namespace; net.core.*mem_max is not, and autotuning does not need it),
+# The socket buffers' ceilings inside a host namespace (NS_TCP_RMEM and
+# NS_TCP_WMEM; per namespace, unlike net.core.*mem_max, which autotuning
+# does not need),
 # and NS_TCP_CC, which must take: a run must not measure another algorithm
 # than it reports.
 ns_tune() {
   local ns=$1
-  ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_rmem="4096 131072 16777216" \
-    net.ipv4.tcp_wmem="4096 65536 16777216" >/dev/null 2>&1 || true
+  ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_rmem="$NS_TCP_RMEM" net.ipv4.tcp_wmem="$NS_TCP_WMEM" >/dev/null || {
+    echo "cannot set net.ipv4.tcp_rmem='$NS_TCP_RMEM' tcp_wmem='$NS_TCP_WMEM' (three sizes in bytes: min default max)" >&2
+    return 1
+  }
   if [[ -n $NS_SLOW_START_AFTER_IDLE ]]; then
     ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_slow_start_after_idle="$NS_SLOW_START_AFTER_IDLE" >/dev/null || {
       echo "cannot set net.ipv4.tcp_slow_start_after_idle to '$NS_SLOW_START_AFTER_IDLE' (use 0 or 1)" >&2

@@ -88,6 +88,8 @@ command_line() {
   [[ -z $NS_DELAY_LINE_ARGS ]] || cmd+=" NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'"
   [[ $NS_TCP_CC == cubic ]] || cmd+=" NS_TCP_CC=$NS_TCP_CC"
   [[ -z $NS_SLOW_START_AFTER_IDLE ]] || cmd+=" NS_SLOW_START_AFTER_IDLE=$NS_SLOW_START_AFTER_IDLE"
+  [[ $NS_TCP_RMEM == "$NS_TCP_RMEM_DEFAULT" ]] || cmd+=" NS_TCP_RMEM='$NS_TCP_RMEM'"
+  [[ $NS_TCP_WMEM == "$NS_TCP_WMEM_DEFAULT" ]] || cmd+=" NS_TCP_WMEM='$NS_TCP_WMEM'"
   cmd+=" MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP ITERS=$ITERS WARMUP=$WARMUP"
   [[ $PHASES == "$DEFAULT_PHASES" ]] || cmd+=" PHASES='$PHASES'"
   [[ -z $BIN_DIR ]] || cmd+=" BIN_DIR=$BIN_DIR"

@@ -85,6 +85,9 @@ Settings, from the environment (current value):
   NS_SLOW_START_AFTER_IDLE=$NS_SLOW_START_AFTER_IDLE   net.ipv4.tcp_slow_start_after_idle in every host: 1 (Linux's
                         default) shrinks the window of a connection idle past its retransmission
                         timeout, 0 keeps it; empty = what a new namespace gets (1)
+  NS_TCP_RMEM='$NS_TCP_RMEM' NS_TCP_WMEM='$NS_TCP_WMEM'
+                        net.ipv4.tcp_rmem / tcp_wmem in every host (min default max, bytes);
+                        Debian's own ceilings are 6291456 / 4194304
   NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'   more rs-delay-line flags (its defaults: a thread per CPU
                         at SCHED_FIFO priority 1; e.g. '--threads 1 --rt-priority 0')
   MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP   float32 size sweep (ours, collnet, gloo)
