@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/host_tuning.h"
 #include "common/socket_options.h"
 #include "common/tcp_path.h"
 #include "common/tcp_waits.h"
@@ -561,6 +562,9 @@ void ReducerStream::SampleWindow() {
   if (std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle())) {
     window_.OnSample({std::chrono::microseconds(path->min_rtt_us), path->delivery_rate_bps}, now);
     window_now_.store(window_.bytes(), std::memory_order_relaxed);
+    if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us), Name())) {
+      owner_->Log(LogLevel::kWarn, *warning);
+    }
     std::optional<TcpWaitFinding> finding = waits_.OnSample(*path, now);
     const TcpWaitTotals& totals = waits_.totals();
     busy_us_.store(totals.busy_us, std::memory_order_relaxed);

@@ -9,7 +9,7 @@
 #include "server/control/control_plane.h"
 #include "server/control/stop_request.h"
 #include "server/fd_limit.h"
-#include "server/host_tuning.h"
+#include "common/host_tuning.h"
 #include "kernels/kernels.h"
 #include "protocol/crc32c.h"
 #include "common/units.h"
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   if (!options->listen_origin.empty()) spdlog::info("listening address from {}", options->listen_origin);
   const auto fds = rs::server::ReserveFileDescriptors(options->net.limits.max_connections);
   if (!fds.warning.empty()) spdlog::warn("{}", fds.warning);
-  for (const std::string& notice : rs::server::HostTuningNotices()) spdlog::info("{}", notice);
+  for (const std::string& notice : rs::HostTuningNotices()) spdlog::info("{}", notice);
   options->net.limits.max_connections = fds.max_connections;
 
   // Before any thread starts, so that only the watcher receives them.

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "common/host_tuning.h"
 #include "common/socket_options.h"
 #include "common/tcp_path.h"
 #include "protocol/auth.h"
@@ -316,6 +317,10 @@ void Connection::SamplePath() {
     const std::string rank = "rank " + std::to_string(hello_.rank);
     spdlog::warn("session {}, results to {} ({}, stream {}): {}", protocol::SessionIdToString(session_->id()), rank,
                  peer_, hello_.stream, DescribeTcpWait(*finding, rank, SendBufferBytes(socket_.native_handle())));
+  }
+  if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us),
+                                            "rank " + std::to_string(hello_.rank) + " (" + peer_ + ")")) {
+    spdlog::warn("{}", *warning);
   }
   if (path->min_rtt_us == reported_rtt_us_) return;
   reported_rtt_us_ = path->min_rtt_us;

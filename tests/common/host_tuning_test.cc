@@ -1,5 +1,6 @@
-// reducerd's start-up notices about the host's TCP settings.
-#include "server/host_tuning.h"
+// The host's TCP settings: reducerd's start-up notices, and the warning both
+// ends give once a long path shows the idle restart will cost time.
+#include "common/host_tuning.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-namespace rs::server {
+namespace rs {
 namespace {
 
 class HostTuningTest : public ::testing::Test {
@@ -49,5 +50,30 @@ TEST_F(HostTuningTest, AnUnreadableSettingIsSkipped) {
   EXPECT_TRUE(HostTuningNotices(path()).empty());
 }
 
+// The warning once a path shows the setting will cost time: on, and a round
+// trip of 5 ms or more. A LAN's round trip, a tuned host or an unreadable
+// setting say nothing.
+TEST(IdleRestartWarning, OnlyAnOnSettingWithALongRoundTripIsWorthAWarning) {
+  using std::chrono::microseconds;
+  const auto warning = IdleRestartWarning(1, microseconds(40'100), "reducer 10.0.0.5:7450");
+  ASSERT_TRUE(warning);
+  EXPECT_NE(warning->find("the round trip to reducer 10.0.0.5:7450 is 40.1 ms"), std::string::npos) << *warning;
+  EXPECT_NE(warning->find("sysctl -w net.ipv4.tcp_slow_start_after_idle=0"), std::string::npos) << *warning;
+  EXPECT_TRUE(IdleRestartWarning(1, kIdleRestartRoundTrip, "rank 1"));
+  EXPECT_FALSE(IdleRestartWarning(1, microseconds(4'999), "rank 1"));
+  EXPECT_FALSE(IdleRestartWarning(1, microseconds(120), "rank 1"));
+  EXPECT_FALSE(IdleRestartWarning(0, microseconds(80'000), "rank 1"));
+  EXPECT_FALSE(IdleRestartWarning(std::nullopt, microseconds(80'000), "rank 1"));
+}
+
+TEST_F(HostTuningTest, TheSettingIsReadAsANumber) {
+  Write("1\n");
+  EXPECT_EQ(ReadSlowStartAfterIdle(path()), 1);
+  Write("0\n");
+  EXPECT_EQ(ReadSlowStartAfterIdle(path()), 0);
+  Write("on\n");
+  EXPECT_EQ(ReadSlowStartAfterIdle(path()), std::nullopt);
+}
+
 }  // namespace
-}  // namespace rs::server
+}  // namespace rs
