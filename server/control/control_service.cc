@@ -20,6 +20,9 @@ v1::ServerStatus ToProto(const ServerStats& stats) {
   out.set_operations_completed(stats.totals.operations_completed);
   out.set_pieces_completed(stats.totals.pieces_completed);
   out.set_pieces_in_parts(stats.totals.pieces_in_parts);
+  out.set_tcp_send_busy_seconds(static_cast<double>(stats.totals.tcp_send_busy_us) / 1e6);
+  out.set_tcp_receive_window_wait_seconds(static_cast<double>(stats.totals.tcp_rwnd_limited_us) / 1e6);
+  out.set_tcp_send_buffer_wait_seconds(static_cast<double>(stats.totals.tcp_sndbuf_limited_us) / 1e6);
   out.set_memory_limit_bytes(stats.memory_limit);
   out.set_memory_in_use_bytes(stats.memory_in_use);
   out.set_memory_peak_bytes(stats.memory_peak);

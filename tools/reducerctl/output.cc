@@ -78,6 +78,14 @@ std::string RenderStatus(const v1::ServerStatus& s) {
   t.AddRow({"memory", FormatBytes(s.memory_in_use_bytes()) + " in use of " + FormatBytes(s.memory_limit_bytes()) +
                           " (peak " + FormatBytes(s.memory_peak_bytes()) + "), " + Count(s.memory_waits()) +
                           " waits"});
+  if (s.tcp_send_busy_seconds() > 0) {
+    char waits[160];
+    std::snprintf(waits, sizeof(waits), "%.1f %% for the ranks' receive windows, %.1f %% for the send buffer",
+                  100.0 * s.tcp_receive_window_wait_seconds() / s.tcp_send_busy_seconds(),
+                  100.0 * s.tcp_send_buffer_wait_seconds() / s.tcp_send_busy_seconds());
+    t.AddRow({"tcp waits", std::string(waits) + " (of " + FormatSeconds(s.tcp_send_busy_seconds()) +
+                               " sending results)"});
+  }
   return t.Render();
 }
 

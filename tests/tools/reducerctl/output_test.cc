@@ -44,6 +44,20 @@ TEST(OutputTest, StatusSaysHowManyPiecesWentOutInParts) {
   EXPECT_NE(ToJson(status).find("\"pieces_in_parts\":\"40\""), std::string::npos);
 }
 
+// The share of sending time a buffer held the results back, when there was
+// any sending; an idle reducer shows no row.
+TEST(OutputTest, StatusShowsWhatTcpWaitedForAsAShareOfSendingTime) {
+  v1::ServerStatus status;
+  EXPECT_EQ(RenderStatus(status).find("tcp waits"), std::string::npos);
+  status.set_tcp_send_busy_seconds(80);
+  status.set_tcp_receive_window_wait_seconds(2);
+  status.set_tcp_send_buffer_wait_seconds(36);
+  const std::string text = RenderStatus(status);
+  EXPECT_NE(text.find("2.5 % for the ranks' receive windows, 45.0 % for the send buffer (of 1m20s sending results)"),
+            std::string::npos)
+      << text;
+}
+
 TEST(OutputTest, JsonUsesProtoFieldNamesAndPrintsZeros) {
   v1::ServerStatus status;
   status.set_bytes_received(12345);
