@@ -7,6 +7,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/host_tuning.h"
+#include "common/tcp_path.h"
+#include "nccl_plugin/log.h"
+
 namespace rs::plugin {
 
 StatusOr<std::unique_ptr<SocketWorker>> SocketWorker::Create(std::vector<Socket> sockets, std::string what,
@@ -118,11 +122,30 @@ Status SocketWorker::Progress(size_t i) {
       if (*moved == 0) return Status::Ok();  // would block: poll again
       lane.done += *moved;
     }
+    const bool sent = c.send;
     c.pending->fetch_sub(1, std::memory_order_release);
     lane.queue.pop_front();
     lane.done = 0;
+    if (sent) SamplePath(i);
   }
   return Status::Ok();
+}
+
+void SocketWorker::SamplePath(size_t i) {
+  Lane& lane = lanes_[i];
+  const auto now = std::chrono::steady_clock::now();
+  if (now - lane.last_sample < kSampleInterval) return;
+  lane.last_sample = now;
+  const std::optional<TcpPath> path = ReadTcpPath(lane.sock.fd());
+  if (!path) return;
+  const std::string name = what_ + ", data socket " + std::to_string(i);
+  if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us), name)) {
+    RS_PLOG_WARN("%s", warning->c_str());
+  }
+  if (std::optional<TcpWaitFinding> finding = lane.waits.OnSample(*path, now)) {
+    RS_PLOG_WARN("%s: %s", name.c_str(),
+                 DescribeTcpWait(*finding, "the receiving rank", SendBufferBytes(lane.sock.fd())).c_str());
+  }
 }
 
 }  // namespace rs::plugin

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -21,6 +22,7 @@
 
 #include "nccl_plugin/p2p/socket.h"
 #include "common/status.h"
+#include "common/tcp_waits.h"
 
 namespace rs::plugin {
 
@@ -50,12 +52,20 @@ class SocketWorker {
   void Loop();
   // Moves bytes of socket i's head chunks until the socket would block.
   Status Progress(size_t i);
+  // After a send chunk: at most every kSampleInterval, what TCP measured on
+  // the lane (a warning when a buffer holds it back, or when the host's idle
+  // restart will cost a long path time).
+  void SamplePath(size_t i);
   void Wake();
+
+  static constexpr std::chrono::milliseconds kSampleInterval{100};
 
   struct Lane {
     Socket sock;
     std::deque<Chunk> queue;  // worker thread only
     size_t done = 0;          // bytes of queue.front() already moved
+    TcpWaitWatch waits;       // send lanes only
+    std::chrono::steady_clock::time_point last_sample{};
   };
 
   std::vector<Lane> lanes_;  // sockets: worker thread only after start
