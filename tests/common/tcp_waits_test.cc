@@ -3,22 +3,17 @@
 // in a connection's first one), with the setting that lifts it, and not again
 // for ten minutes; the totals survive reconnects. ReadTcpPath (common/tcp_path.h) on a real loopback pair:
 // a reader that cannot keep up shows as time waited for its receive window.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
 
 #include "common/tcp_path.h"
 #include "common/tcp_waits.h"
+#include "tests/support/loopback_pair.h"
 
 namespace rs {
 namespace {
@@ -142,57 +137,26 @@ TEST(TcpWaitWatch, TotalsAddUpOverReconnects) {
 // receive buffer: the writer's connection spends most of its busy time
 // waiting for the reader's window.
 TEST(ReadTcpPath, ASlowReaderShowsAsReceiveWindowWaits) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(listener, 0);
-  const int small = 4096;
-  ASSERT_EQ(setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(listener, 1), 0);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const int writer = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_EQ(connect(writer, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  const int reader = accept(listener, nullptr, nullptr);
-  close(listener);
-  ASSERT_GE(reader, 0);
-
+  test::SlowLoopbackPair pair;
+  ASSERT_TRUE(pair.ok());
   constexpr size_t kTotal = 2 << 20;
-  std::atomic<size_t> got{0};
-  std::thread slow([reader, &got] {
-    std::vector<char> buf(16 << 10);
-    // Bounded: the writer's bytes, or 5 s of empty polls.
-    for (int idle = 0; got < kTotal && idle < 5000;) {
-      pollfd p{reader, POLLIN, 0};
-      if (poll(&p, 1, 1) != 1) {
-        ++idle;
-        continue;
-      }
-      const ssize_t n = recv(reader, buf.data(), buf.size(), 0);
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  });
+  pair.StartReading(kTotal, std::chrono::seconds(10));
   std::vector<char> data(kTotal, 'x');
   size_t sent = 0;
   while (sent < kTotal) {
-    const ssize_t n = send(writer, data.data() + sent, kTotal - sent, 0);
+    const ssize_t n = send(pair.sender(), data.data() + sent, kTotal - sent, 0);
     if (n <= 0) break;
     sent += static_cast<size_t>(n);
   }
+  ASSERT_EQ(sent, kTotal);
   // The send buffer takes the 2 MiB at once: the waiting happens after the
   // last send returns, while the reader drains it. Read the counters once
   // the reader has most of it (bounded: 10 s).
-  for (int i = 0; i < 10000 && got < kTotal * 3 / 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const std::optional<TcpPath> path = ReadTcpPath(writer);
-  shutdown(writer, SHUT_WR);
-  slow.join();
-  close(writer);
-  close(reader);
-  ASSERT_EQ(sent, kTotal);
+  for (int i = 0; i < 10000 && pair.received() < kTotal * 3 / 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const std::optional<TcpPath> path = ReadTcpPath(pair.sender());
+  pair.StopReading();
   ASSERT_TRUE(path);
   if (path->busy_us == 0) GTEST_SKIP() << "this kernel's TCP_INFO has no busy time (before 4.10)";
   EXPECT_GT(path->rwnd_limited_us, path->busy_us / 4) << "busy " << path->busy_us << " us";
