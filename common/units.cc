@@ -60,20 +60,25 @@ StatusOr<uint64_t> ParseSize(std::string_view text) {
   return static_cast<uint64_t>(bytes);
 }
 
-StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
+namespace {
+
+// A duration's milliseconds, fractions kept; `micros` also takes "us".
+StatusOr<double> DurationMillis(std::string_view text, bool micros) {
   double n = 0;
   std::string suffix;
-  const Status bad(Code::kInvalidArgument,
-                   "'" + std::string(text) + "' is not a duration (examples: 500ms, 30s, 2m)");
+  const std::string examples = micros ? "examples: 200us, 1.5ms, 30s" : "examples: 500ms, 30s, 2m";
+  const Status bad(Code::kInvalidArgument, "'" + std::string(text) + "' is not a duration (" + examples + ")");
   if (!SplitNumber(text, &n, &suffix)) return bad;
   // A bare number would be read as seconds by some and milliseconds by
   // others (the plugin's old *_MS variables): only 0 may go without a unit.
   if (suffix.empty() && n != 0) {
-    return Status(Code::kInvalidArgument, "'" + std::string(text) +
-                                              "' has no unit; durations need one (examples: 500ms, 30s, 2m)");
+    return Status(Code::kInvalidArgument, "'" + std::string(text) + "' has no unit; durations need one (" +
+                                              examples + ")");
   }
   double ms = 0;
-  if (suffix == "ms") {
+  if (micros && suffix == "us") {
+    ms = n / 1000;
+  } else if (suffix == "ms") {
     ms = n;
   } else if (suffix.empty() || suffix == "s") {
     ms = n * 1000;
@@ -85,7 +90,21 @@ StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     return bad;
   }
   if (ms > 1e15) return bad;
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(ms)));
+  return ms;
+}
+
+}  // namespace
+
+StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
+  StatusOr<double> ms = DurationMillis(text, /*micros=*/false);
+  if (!ms.ok()) return ms.status();
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(*ms)));
+}
+
+StatusOr<std::chrono::microseconds> ParseFineDuration(std::string_view text) {
+  StatusOr<double> ms = DurationMillis(text, /*micros=*/true);
+  if (!ms.ok()) return ms.status();
+  return std::chrono::microseconds(static_cast<int64_t>(std::llround(*ms * 1000)));
 }
 
 std::string FormatBytes(uint64_t bytes) {

@@ -19,6 +19,10 @@ StatusOr<uint64_t> ParseSize(std::string_view text);
 // A number without a unit is refused (except 0): "90000" means seconds to
 // some readers and milliseconds to others.
 StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text);
+// The same to the microsecond, with "us" as well ("200us", "0.3ms"): for
+// round trips, not for settings, where a value rounding to 0 could turn
+// something off.
+StatusOr<std::chrono::microseconds> ParseFineDuration(std::string_view text);
 // "4 KiB", "1.5 MiB", "12 B".
 std::string FormatBytes(uint64_t bytes);
 

@@ -26,6 +26,15 @@ TEST(UnitsTest, ParsesDurations) {
   EXPECT_EQ(ParseDuration("0")->count(), 0);
   EXPECT_FALSE(ParseDuration("soon").ok());
   EXPECT_FALSE(ParseDuration("5 fortnights").ok());
+  // Settings take whole milliseconds and no microseconds: "300us" must not
+  // round to 0, which turns some of them off.
+  EXPECT_FALSE(ParseDuration("300us").ok());
+  // Round trips keep their fractions.
+  EXPECT_EQ(ParseFineDuration("300us")->count(), 300);
+  EXPECT_EQ(ParseFineDuration("0.25ms")->count(), 250);
+  EXPECT_EQ(ParseFineDuration("20ms")->count(), 20'000);
+  EXPECT_EQ(ParseFineDuration("0")->count(), 0);
+  EXPECT_FALSE(ParseFineDuration("20").ok()) << "a round trip needs its unit too";
 }
 
 // "90000" is 90 s under the plugin's old REDUCER_OP_TIMEOUT_MS and 25 hours

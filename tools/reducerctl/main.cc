@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
   plan->add_option("--worker-gb-per-core-second", plan_input.worker_gb_per_core_second,
                    "The client library's rate on a worker node, GB per CPU-second")
       ->capture_default_str();
+  std::string rtt_text;
+  plan->add_option("--rtt", rtt_text,
+                   "Round trip between workers and reducers (e.g. 300us, 20ms); with it the plan also sizes the "
+                   "socket buffers");
 
   try {
     app.parse(argc, argv);
@@ -81,6 +85,14 @@ int main(int argc, char** argv) {
   }
 
   if (*plan) {
+    if (!rtt_text.empty()) {
+      auto rtt = rs::ParseFineDuration(rtt_text);
+      if (!rtt.ok()) {
+        std::fprintf(stderr, "reducerctl plan: --rtt: %s\n", rtt.status().message().c_str());
+        return kUsage;
+      }
+      plan_input.rtt_ms = static_cast<double>(rtt->count()) / 1e3;
+    }
     auto p = rs::reducerctl::ComputePlan(plan_input);
     if (!p.ok()) {
       std::fprintf(stderr, "reducerctl plan: %s\n", p.status().message().c_str());

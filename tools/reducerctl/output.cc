@@ -168,11 +168,24 @@ std::string RenderPlan(const Plan& p) {
                               Format("%.3g", in.worker_gb_per_core_second) + " GB per core-second)"});
   t.AddRow({"connections", "each reducer serves all " + Count(in.workers) +
                                " workers (fewer, larger reducers mean fewer connections)"});
+  if (in.rtt_ms > 0) {
+    std::string buffers = Gbps(p.connection_gbps) + " per connection; at a " + Format("%g", in.rtt_ms) +
+                          " ms round trip that is " + FormatBytes(static_cast<uint64_t>(p.connection_bdp_bytes)) +
+                          " in flight, so the buffers' ceilings need about " +
+                          FormatBytes(static_cast<uint64_t>(p.buffer_ceiling_bytes));
+    if (p.default_buffers_suffice) {
+      buffers += ": Linux's defaults (4 MiB send, 6 MiB receive) suffice";
+    } else {
+      buffers += ": more than Linux's defaults (4 MiB send, 6 MiB receive); raise the third value of "
+                 "net.ipv4.tcp_wmem and tcp_rmem to at least that on workers and reducers";
+    }
+    t.AddRow({"socket buffers", buffers});
+  }
   return t.Render();
 }
 
 std::string PlanJson(const Plan& p) {
-  char buf[1024];
+  char buf[1536];
   std::snprintf(buf, sizeof(buf),
                 "{\"workers\":%u,\"worker_gbps\":%.10g,\"reducer_gbps\":%.10g,\"reducers\":%u,"
                 "\"recommended_reducers\":%u,\"worker_total_gbps\":%.10g,\"reducer_total_gbps\":%.10g,"
@@ -180,12 +193,15 @@ std::string PlanJson(const Plan& p) {
                 "\"reducer_cores\":%.10g,\"gb_per_core_second\":%.10g,\"worker_gb_per_core_second\":%.10g,"
                 "\"nic_reducers\":%u,\"cpu_reducers\":%u,\"reducer_cores_per_worker\":%.10g,"
                 "\"reducer_cores_needed\":%.10g,\"reducer_cores_total\":%.10g,\"worker_cores\":%.10g,"
-                "\"cpu_bound\":%s}\n",
+                "\"cpu_bound\":%s,\"rtt_ms\":%.10g,\"connection_gbps\":%.10g,\"connection_bdp_bytes\":%.10g,"
+                "\"buffer_ceiling_bytes\":%.10g,\"default_buffers_suffice\":%s}\n",
                 p.input.workers, p.input.worker_gbps, p.input.reducer_gbps, p.reducers, p.recommended_reducers,
                 p.worker_total_gbps, p.reducer_total_gbps, p.algbw_gbps, p.ring_algbw_gbps, p.speedup,
                 p.reducer_bound ? "true" : "false", p.input.reducer_cores, p.input.gb_per_core_second,
                 p.input.worker_gb_per_core_second, p.nic_reducers, p.cpu_reducers, p.reducer_cores_per_worker,
-                p.reducer_cores_needed, p.reducer_cores_total, p.worker_cores, p.cpu_bound ? "true" : "false");
+                p.reducer_cores_needed, p.reducer_cores_total, p.worker_cores, p.cpu_bound ? "true" : "false",
+                p.input.rtt_ms, p.connection_gbps, p.connection_bdp_bytes, p.buffer_ceiling_bytes,
+                p.default_buffers_suffice ? "true" : "false");
   return buf;
 }
 

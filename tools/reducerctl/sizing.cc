@@ -35,6 +35,9 @@ StatusOr<Plan> ComputePlan(const PlanInput& input) {
     return Status(Code::kInvalidArgument,
                   "--worker-gb-per-core-second must be a positive number of GB per CPU-second");
   }
+  if (!(input.rtt_ms >= 0) || !std::isfinite(input.rtt_ms)) {
+    return Status(Code::kInvalidArgument, "--rtt must be a duration, 0 or more");
+  }
   const double n = input.workers;
   Plan plan;
   plan.input = input;
@@ -60,6 +63,12 @@ StatusOr<Plan> ComputePlan(const PlanInput& input) {
   plan.reducer_bound = plan.algbw_gbps < input.worker_gbps;
   plan.ring_algbw_gbps = input.worker_gbps * n / (2 * (n - 1));
   plan.speedup = plan.algbw_gbps / plan.ring_algbw_gbps;
+  if (input.rtt_ms > 0) {
+    plan.connection_gbps = plan.algbw_gbps / plan.reducers;
+    plan.connection_bdp_bytes = plan.connection_gbps * 1e9 / 8 * input.rtt_ms / 1e3;
+    plan.buffer_ceiling_bytes = 2 * plan.connection_bdp_bytes;
+    plan.default_buffers_suffice = plan.buffer_ceiling_bytes <= kDefaultSendBufferCeiling;
+  }
   return plan;
 }
 

@@ -13,6 +13,8 @@
 //   NIC count       = ceil(n * B / R)          the fewest with K*R >= n*B
 //   CPU count       = ceil(n * B / 8 / (C * G)) the fewest whose cores reduce n*B
 //   recommended K   = the larger of the two (the NIC count without C)
+//   socket buffers  = 2 * (algbw / K) * RTT per connection, against Linux's
+//                     default ceilings (4 MiB send, 6 MiB receive)
 //
 // G is the reduction rate per core: GB of worker input a reducer takes in,
 // reduces and sends back per CPU-second, its kernel's TCP work included.
@@ -48,7 +50,13 @@ struct PlanInput {
   double reducer_cores = 0;    // each reducer machine's cores (vCPUs); 0: CPU not sized
   double gb_per_core_second = kReducerGbPerCoreSecond;          // G, the reducers' rate
   double worker_gb_per_core_second = kWorkerGbPerCoreSecond;    // the client library's rate
+  double rtt_ms = 0;           // round trip between workers and reducers; 0: buffers not sized
 };
+
+// Linux's default ceilings for autotuned socket buffers (the third value of
+// net.ipv4.tcp_wmem and tcp_rmem).
+inline constexpr double kDefaultSendBufferCeiling = 4 << 20;
+inline constexpr double kDefaultReceiveBufferCeiling = 6 << 20;
 
 struct Plan {
   PlanInput input;
@@ -68,10 +76,19 @@ struct Plan {
   double reducer_cores_total = 0;         // K * C
   double worker_cores = 0;                // cores of each worker node the client library uses at B
   bool cpu_bound = false;                 // the reducers' cores, not their NICs, limit algbw
+  // The socket buffers (with rtt_ms). Each worker has one connection per
+  // reducer and each carries algbw / K both ways; a connection needs its
+  // bandwidth-delay product in flight, and a buffer holds about half its
+  // size in payload (the rest is the kernel's bookkeeping), so the ceilings
+  // should be twice the product.
+  double connection_gbps = 0;        // algbw / K
+  double connection_bdp_bytes = 0;   // connection_gbps * RTT
+  double buffer_ceiling_bytes = 0;   // 2 * connection_bdp_bytes: what tcp_wmem and tcp_rmem should allow
+  bool default_buffers_suffice = true;  // Linux's default ceilings are at least that
 };
 
 // Errors name the flag: --workers below 2, a bandwidth or rate not above
-// zero, negative cores.
+// zero, negative cores or round trip.
 StatusOr<Plan> ComputePlan(const PlanInput& input);
 
 }  // namespace rs::reducerctl

@@ -90,10 +90,33 @@ TEST(OutputTest, PlanShowsTheCpuSide) {
   const std::string json = PlanJson(*plan);
   EXPECT_NE(json.find("\"cpu_reducers\":2,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"nic_reducers\":16,"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"cpu_bound\":false}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"cpu_bound\":false,"), std::string::npos) << json;
   // Without --reducer-cores the CPU is reported, not sized.
   const std::string plain = RenderPlan(*ComputePlan({5, 100, 32, 0}));
   EXPECT_NE(plain.find("--reducer-cores sizes the fleet"), std::string::npos) << plain;
+}
+
+// With --rtt the plan says how large the socket buffers must be allowed to
+// grow, and the setting when Linux's defaults are short.
+TEST(OutputTest, PlanSizesTheSocketBuffersForTheRoundTrip) {
+  PlanInput in{5, 100, 32, 0};
+  in.rtt_ms = 20;
+  auto plan = ComputePlan(in);
+  ASSERT_TRUE(plan.ok());
+  const std::string text = RenderPlan(*plan);
+  EXPECT_NE(text.find("6.25 Gbps = 0.7812 GB/s per connection; at a 20 ms round trip that is 14.9 MiB in flight, "
+                      "so the buffers' ceilings need about 29.8 MiB"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("raise the third value of net.ipv4.tcp_wmem and tcp_rmem"), std::string::npos) << text;
+  const std::string json = PlanJson(*plan);
+  EXPECT_NE(json.find("\"buffer_ceiling_bytes\":31250000,\"default_buffers_suffice\":false}"), std::string::npos)
+      << json;
+  in.rtt_ms = 0.3;
+  EXPECT_NE(RenderPlan(*ComputePlan(in)).find("Linux's defaults (4 MiB send, 6 MiB receive) suffice"),
+            std::string::npos);
+  // Without --rtt there is no such row.
+  EXPECT_EQ(RenderPlan(*ComputePlan({5, 100, 32, 0})).find("socket buffers"), std::string::npos);
 }
 
 TEST(OutputTest, DurationsReadLikeAClock) {

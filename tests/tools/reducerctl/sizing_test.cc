@@ -109,6 +109,35 @@ TEST(SizingTest, CpuCountFitsExactlyAndIsOffWithoutCores) {
   EXPECT_FALSE(without.cpu_bound);
 }
 
+// Each worker's line rate is spread over its connections, one per reducer:
+// 100 Gbps over 16 reducers is 6.25 Gbps a connection, 0.78 MB in flight at
+// 1 ms (Linux's default ceilings hold twice that) and 15.6 MB at 20 ms (they
+// do not).
+TEST(SizingTest, SocketBuffersFollowTheRoundTripPerConnection) {
+  PlanInput in{5, 100, 32, 0};
+  in.rtt_ms = 1;
+  auto near = ComputePlan(in);
+  ASSERT_TRUE(near.ok());
+  EXPECT_DOUBLE_EQ(near->connection_gbps, 6.25);
+  EXPECT_DOUBLE_EQ(near->connection_bdp_bytes, 781'250);
+  EXPECT_DOUBLE_EQ(near->buffer_ceiling_bytes, 1'562'500);
+  EXPECT_TRUE(near->default_buffers_suffice);
+  in.rtt_ms = 20;
+  auto far = ComputePlan(in);
+  ASSERT_TRUE(far.ok());
+  EXPECT_DOUBLE_EQ(far->buffer_ceiling_bytes, 31'250'000);
+  EXPECT_FALSE(far->default_buffers_suffice);
+  // Fewer reducers than recommended: each connection carries what the
+  // reducers' NICs allow, spread over fewer connections.
+  in.reducers = 8;
+  auto fewer = ComputePlan(in);
+  ASSERT_TRUE(fewer.ok());
+  EXPECT_DOUBLE_EQ(fewer->connection_gbps, fewer->algbw_gbps / 8);
+  // Without a round trip nothing is sized.
+  EXPECT_EQ(MustPlan(5, 100, 32).buffer_ceiling_bytes, 0);
+  EXPECT_TRUE(MustPlan(5, 100, 32).default_buffers_suffice);
+}
+
 TEST(SizingTest, BadInputNamesTheFlag) {
   for (auto [input, flag] : {std::pair{WithCores(4, 100, 32, -1, 1.8), "--reducer-cores"},
                              std::pair{WithCores(4, 100, 32, 16, 0), "--gb-per-core-second"}}) {
@@ -129,6 +158,9 @@ TEST(SizingTest, BadInputNamesTheFlag) {
   p = ComputePlan({4, 100, -1, 0});
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("--reducer-gbps"), std::string::npos);
+  PlanInput rtt{4, 100, 32, 0};
+  rtt.rtt_ms = -1;
+  EXPECT_NE(ComputePlan(rtt).status().message().find("--rtt"), std::string::npos);
 }
 
 }  // namespace
