@@ -275,8 +275,19 @@ run_ours() {
   stop_reducers
   rm -f "$TOKEN_FILE"
   record_input_bytes "$phase"
+  record_tcp_waits "$phase"
   cat "$OUT/logs/$phase-rank0.out"
   ((ok == 0)) || exit 1
+}
+
+# What rank 0's streams waited for in a phase (reducer-bench's "# TCP waits"
+# line): seconds with pieces to send and the two waits' shares, for
+# results.md. Nothing for a reducer-bench without that line.
+record_tcp_waits() {
+  local phase=$1 waits
+  waits=$(sed -nE 's/^# TCP waits *: ([0-9.]+) s with .*, ([0-9.]+) % of it .*, ([0-9.]+) % for room .*/\1 \2 \3/p' \
+    "$OUT/logs/$phase-rank0.out" | tail -1)
+  [[ -z $waits ]] || echo "TCP_WAITS_$phase=$waits" >>"$OUT/meta.env"
 }
 
 # The bytes all workers handed to the all-reduce in a phase, from the rank's

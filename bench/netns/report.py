@@ -232,6 +232,36 @@ def cpu_caution(meta, rows, busy_limit=0.9, wait_limit=0.10):
     return out
 
 
+def tcp_waits(meta, limit=20.0):
+    """Rank 0's TCP waits per phase (reducer-bench's "# TCP waits", TCP_WAITS_<phase> in meta.env:
+    busy seconds, receive-window %, send-buffer %): a table, and a caution for each phase in which
+    a buffer held the streams back `limit` % or more of the time they had pieces to send."""
+    rows, caution = [], []
+    for key in sorted(k for k in meta if k.startswith("TCP_WAITS_")):
+        phase = key[len("TCP_WAITS_"):]
+        try:
+            busy, rwnd, sndbuf = (float(x) for x in meta[key].split())
+        except ValueError:
+            continue
+        rows.append(f"| {phase} | {busy:.1f} | {rwnd:.1f} % | {sndbuf:.1f} % |")
+        share, what = max((rwnd, "the reducers' receive windows (the reducer hosts' net.ipv4.tcp_rmem ceiling, "
+                                 "or reducers reading too slowly)"),
+                          (sndbuf, "room in the send buffers (the worker hosts' net.ipv4.tcp_wmem ceiling)"))
+        if share >= limit:
+            caution.append(f"**Buffers held the streams back in phase {phase}:** rank 0's streams waited for "
+                           f"{what} {share:.0f} % of the time they had pieces to send. Its figures measure the "
+                           "hosts' buffer ceilings as well as the links (section TCP waits below).")
+    if not rows:
+        return [], caution
+    table = ["", "## TCP waits", "",
+             "Rank 0's streams (reducer-bench's `# TCP waits`, from TCP_INFO): the time they had pieces to send, "
+             "summed over streams, and the share of it TCP waited for a reducer's receive window or for room in "
+             "the send buffer. A few % at most when the buffers are large enough for the path (README, "
+             "\"Tuning the network\").", "",
+             "| phase | busy s | receive window | send buffer |", "|---|---:|---:|---:|"] + rows
+    return table, caution
+
+
 def plot(folder, meta, series, line):
     try:
         import matplotlib
@@ -284,7 +314,8 @@ def main():
           f"Ours: reducer-bench, float32 sum, {meta.get('OURS_FLAGS', '')}. Peer: torch {meta.get('TORCH', '?')} "
           "gloo all_reduce (ring), float32 sum. Time per size: the slowest rank's average over the timed iterations.",
           "algbw = size / time. Bounds use the measured line rate B.", ""]
-    caution = cpu_caution(meta, cpu_rows)
+    waits_table, waits_caution = tcp_waits(meta)
+    caution = cpu_caution(meta, cpu_rows) + waits_caution
     if caution:
         md[-1:-1] = [line for c in caution for line in ("", c)]
     if meta.get("DELAY_LINE"):
@@ -308,6 +339,7 @@ def main():
                "exposed = step - compute, the communication the step waits for; algbw = model bytes / step time; "
                "ours/line rate = model bytes / (step - forward) against the line rate.", ""]
         md += ddp_table(ddp, gloo_ddp, line)
+    md += waits_table
     md += ["", "## CPU", "", "CPU per process (utime + stime from /proc, over the phase; the machine has "
            f"{meta.get('CORES', '?')} cores; machine-wide busy share in the `all` rows, from /proc/stat, which "
            "includes other users of the machine):", ""]

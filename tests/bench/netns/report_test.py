@@ -5,6 +5,8 @@ waiting for a CPU 10 % or more of the phase) is named at the top of
 results.md, with the figure that tripped it; a phase with CPU to spare is
 not. Harness figures taken on a saturated machine were twice read as the
 network's (docs/performance.md); the warning is what keeps a reader from it.
+A phase whose streams waited for a buffer a fifth of their busy time or more
+is named the same way (its figures measure the hosts' buffer ceilings).
 
   report_test.py   (exit 0 on success)
 """
@@ -17,10 +19,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 REPORT = os.path.join(ROOT, "bench", "netns", "report.py")
 
 
-def run_report(cpu_rows, extra=None):
+def run_report(cpu_rows, extra=None, meta=""):
     with tempfile.TemporaryDirectory() as folder:
         with open(os.path.join(folder, "meta.env"), "w") as f:
-            f.write("WORKERS=2\nREDUCERS=2\nRATE=1gbit\nCORES=2\nINPUT_BYTES_ours=1000000000\n")
+            f.write("WORKERS=2\nREDUCERS=2\nRATE=1gbit\nCORES=2\nINPUT_BYTES_ours=1000000000\n" + meta)
         for name, text in (extra or {}).items():
             with open(os.path.join(folder, name), "w") as f:
                 f.write(text)
@@ -78,6 +80,19 @@ def main():
         row = next((r for r in text.splitlines() if r.startswith("| 25 MiB | 5 |")), "")
         expect(row.endswith(f"| {line_share} |"), f"the DDP row's line-rate share is not {line_share}", text)
         expect("compute` = forward + buckets x gap" in text, "the DDP section does not say what compute is", text)
+    # Buffers that held rank 0's streams back a fifth of their busy time or
+    # more are named at the top, with the setting; the table shows every
+    # phase that reported its waits.
+    held = run_report([("ours", machine, "8.0", "10.0", "", "")],
+                      meta="TCP_WAITS_ours=121.3 0.0 45.3\nTCP_WAITS_ddp=61.5 0.4 0.0\n")
+    expect("**Buffers held the streams back in phase ours:** rank 0's streams waited for room in the send "
+           "buffers (the worker hosts' net.ipv4.tcp_wmem ceiling) 45 %" in held,
+           "a phase held back by its send buffers 45 % of the time was not named", held)
+    expect(held.index("Buffers held") < held.index("| size |"), "the buffer warning is not above the results", held)
+    expect("phase ddp:**" not in held, "a phase whose buffers sufficed was flagged", held)
+    expect("| ours | 121.3 | 0.0 % | 45.3 % |" in held and "| ddp | 61.5 | 0.4 % | 0.0 % |" in held,
+           "the TCP waits table does not show both phases", held)
+    expect("## TCP waits" not in idle, "a run without TCP waits has a TCP waits section", idle)
     print("PASS")
 
 
