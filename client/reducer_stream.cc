@@ -562,7 +562,7 @@ void ReducerStream::SampleWindow() {
   if (std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle())) {
     window_.OnSample({std::chrono::microseconds(path->min_rtt_us), path->delivery_rate_bps}, now);
     window_now_.store(window_.bytes(), std::memory_order_relaxed);
-    if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us), Name())) {
+    if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us), [this] { return Name(); })) {
       owner_->Log(LogLevel::kWarn, *warning);
     }
     std::optional<TcpWaitFinding> finding = waits_.OnSample(*path, now);

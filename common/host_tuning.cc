@@ -38,13 +38,13 @@ std::optional<std::string> IdleRestartWarning(std::optional<int> slow_start_afte
          "sysctl -w net.ipv4.tcp_slow_start_after_idle=0 on the workers and the reducers (README: Tuning the network)";
 }
 
-std::optional<std::string> IdleRestartWarningOnce(std::chrono::microseconds min_rtt, const std::string& peer) {
+std::optional<std::string> IdleRestartWarningOnce(std::chrono::microseconds min_rtt,
+                                                  const std::function<std::string()>& peer) {
   static std::atomic<bool> warned{false};
   if (min_rtt < kIdleRestartRoundTrip || warned.load(std::memory_order_relaxed)) return std::nullopt;
   static const std::optional<int> setting = ReadSlowStartAfterIdle();
-  std::optional<std::string> warning = IdleRestartWarning(setting, min_rtt, peer);
-  if (!warning || warned.exchange(true)) return std::nullopt;
-  return warning;
+  if (!setting || *setting == 0 || warned.exchange(true)) return std::nullopt;
+  return IdleRestartWarning(setting, min_rtt, peer());
 }
 
 }  // namespace rs

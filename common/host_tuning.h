@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,7 +41,10 @@ std::optional<std::string> IdleRestartWarning(std::optional<int> slow_start_afte
 
 // IdleRestartWarning for this host, at most once per process (the setting
 // is the host's, whichever connection finds the long path first): the
-// setting is read at the first call.
-std::optional<std::string> IdleRestartWarningOnce(std::chrono::microseconds min_rtt, const std::string& peer);
+// setting is read at the first call. Callers sample often (the client every
+// few milliseconds per stream), so the peer's name is asked for only when
+// the warning is written.
+std::optional<std::string> IdleRestartWarningOnce(std::chrono::microseconds min_rtt,
+                                                  const std::function<std::string()>& peer);
 
 }  // namespace rs

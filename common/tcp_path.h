@@ -17,8 +17,8 @@ struct TcpPath {
   // 0 on a kernel older than 4.10. busy_us counts the time TCP had data
   // queued, the two waits included.
   uint64_t busy_us = 0;            // tcpi_busy_time
-  // Everything queued was sent, but the peer's advertised window was full:
-  // its receive buffer is small for the path, or the peer reads slowly.
+  // Bytes were queued, but the peer's advertised window had no room for
+  // them: its receive buffer is small for the path, or the peer reads slowly.
   uint64_t rwnd_limited_us = 0;    // tcpi_rwnd_limited
   // Everything queued was sent and the congestion window had room, but the
   // writer could queue no more: the send buffer is full of unacknowledged

@@ -1,8 +1,8 @@
 // Whether a TCP connection's own buffers, not its path, set its pace. The
 // kernel counts, per connection, how long TCP had data to send (busy) and, of
-// that, how long everything queued was already sent and it waited either for
-// the peer's receive window or for the writer to queue more while the send
-// buffer was full of unacknowledged bytes (TcpPath). On a long, fast path a
+// that, how long it waited either for the peer's receive window to take the
+// bytes queued, or, with everything queued sent, for the writer to queue more
+// while the send buffer was full of unacknowledged bytes (TcpPath). On a long, fast path a
 // buffer ceiling below the bandwidth-delay product shows up as one of these
 // waits; on a LAN neither happens. A TcpWaitWatch judges one connection's
 // counters over periods of kJudgedBusy of busy time and reports a wait that

@@ -138,12 +138,13 @@ void SocketWorker::SamplePath(size_t i) {
   lane.last_sample = now;
   const std::optional<TcpPath> path = ReadTcpPath(lane.sock.fd());
   if (!path) return;
-  const std::string name = what_ + ", data socket " + std::to_string(i);
-  if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us), name)) {
+  auto name = [&] { return what_ + ", data socket " + std::to_string(i); };
+  if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us),
+                                            [&] { return "the receiving rank (" + name() + ")"; })) {
     RS_PLOG_WARN("%s", warning->c_str());
   }
   if (std::optional<TcpWaitFinding> finding = lane.waits.OnSample(*path, now)) {
-    RS_PLOG_WARN("%s: %s", name.c_str(),
+    RS_PLOG_WARN("%s: %s", name().c_str(),
                  DescribeTcpWait(*finding, "the receiving rank", SendBufferBytes(lane.sock.fd())).c_str());
   }
 }

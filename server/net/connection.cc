@@ -318,8 +318,9 @@ void Connection::SamplePath() {
     spdlog::warn("session {}, results to {} ({}, stream {}): {}", protocol::SessionIdToString(session_->id()), rank,
                  peer_, hello_.stream, DescribeTcpWait(*finding, rank, SendBufferBytes(socket_.native_handle())));
   }
-  if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us),
-                                            "rank " + std::to_string(hello_.rank) + " (" + peer_ + ")")) {
+  if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us), [this] {
+        return "rank " + std::to_string(hello_.rank) + " (" + peer_ + ")";
+      })) {
     spdlog::warn("{}", *warning);
   }
   if (path->min_rtt_us == reported_rtt_us_) return;
