@@ -305,14 +305,11 @@ void Connection::JoinSession() {
 
 void Connection::SamplePath() {
   // The handshake's round trips already gave TCP a sample; the liveness
-  // ticks keep it current. Only a change takes the session's lock.
+  // ticks (or, with liveness off, ArmPathSampling) keep it current. Only a
+  // change takes the session's lock.
   std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle());
   if (!path) return;
-  const TcpWaitTotals before = waits_.totals();
-  std::optional<TcpWaitFinding> finding = waits_.OnSample(*path, Clock::now());
-  const TcpWaitTotals& after = waits_.totals();
-  server_.reducer_stats().AddTcpSendTimes(after.busy_us - before.busy_us, after.rwnd_limited_us - before.rwnd_limited_us,
-                                          after.sndbuf_limited_us - before.sndbuf_limited_us);
+  std::optional<TcpWaitFinding> finding = CountTcpTimes(*path);
   if (finding) {
     const std::string rank = "rank " + std::to_string(hello_.rank);
     spdlog::warn("session {}, results to {} ({}, stream {}): {}", protocol::SessionIdToString(session_->id()), rank,
@@ -328,6 +325,19 @@ void Connection::SamplePath() {
   session_->ReportRoundTrip(hello_.rank, hello_.stream, reported_rtt_us_);
 }
 
+std::optional<TcpWaitFinding> Connection::CountTcpTimes(const TcpPath& path) {
+  const TcpWaitTotals before = waits_.totals();
+  std::optional<TcpWaitFinding> finding = waits_.OnSample(path, Clock::now());
+  const TcpWaitTotals& after = waits_.totals();
+  server_.reducer_stats().AddTcpSendTimes(after.busy_us - before.busy_us, after.rwnd_limited_us - before.rwnd_limited_us,
+                                          after.sndbuf_limited_us - before.sndbuf_limited_us);
+  return finding;
+}
+
+void Connection::SampleTcpTimes() {
+  if (std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle())) (void)CountTcpTimes(*path);
+}
+
 void Connection::StartLiveness() {
   const std::chrono::milliseconds timeout(hello_.liveness_ms);
   // With failover a worker that stops talking to this reducer may be one
@@ -336,7 +346,10 @@ void Connection::StartLiveness() {
   // the session keeps a cut link from ending the job; a worker that really
   // died is still named to every rank, after 2 T instead of T.
   liveness_ = protocol::LivenessMonitor(timeout, session_->failover() ? 2 * timeout : timeout);
-  if (!liveness_.enabled()) return;
+  if (!liveness_.enabled()) {
+    ArmPathSampling();  // no liveness ticks: the path is still sampled
+    return;
+  }
   (void)SetTcpLiveness(socket_.native_handle(), liveness_.timeout());  // best effort
   liveness_.Start(Clock::now(), received_progress_, sent_progress_);
   ArmLiveness();
@@ -346,6 +359,15 @@ void Connection::ArmLiveness() {
   liveness_timer_.expires_after(liveness_.tick_interval());
   liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
     if (!ec && self->state_ == State::kJoined) self->OnLivenessTick();
+  });
+}
+
+void Connection::ArmPathSampling() {
+  liveness_timer_.expires_after(kPathSampleInterval);
+  liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (ec || self->state_ != State::kJoined) return;
+    self->SamplePath();
+    self->ArmPathSampling();
   });
 }
 
@@ -625,6 +647,8 @@ void Connection::CloseNow(const Status& why) {
 void Connection::LeaveSession(bool clean, const Status& why) {
   if (left_ || !session_) return;
   left_ = true;
+  // The TCP times since the last sample count too (the socket is still open).
+  if (state_ == State::kJoined) SampleTcpTimes();
   server_.LeaveSession(session_, hello_.rank, hello_.stream, clean, why);
 }
 

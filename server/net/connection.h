@@ -14,9 +14,11 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,6 +113,14 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   // TCP's smallest round trip on this stream, to the session; a warning
   // when a buffer held the results back (common/tcp_waits.h).
   void SamplePath();
+  // Adds the TCP times since the last sample to the reducer's totals; a
+  // finding when a wait held the stream back (common/tcp_waits.h).
+  std::optional<TcpWaitFinding> CountTcpTimes(const TcpPath& path);
+  // The same without judging: for the last interval, when the stream leaves.
+  void SampleTcpTimes();
+  // With liveness off there are no ticks: the path is sampled on its own.
+  void ArmPathSampling();
+  static constexpr std::chrono::seconds kPathSampleInterval{1};
   void StartLiveness();
   void ArmLiveness();
   void OnLivenessTick();

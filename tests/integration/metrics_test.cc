@@ -174,6 +174,40 @@ TEST(MetricsIntegrationTest, ADelayedRankIsNamedTheStragglerAndItsDelayShows) {
   EXPECT_GE(info.straggler_wait_seconds(), 0.8 * kOps * 0.060);
 }
 
+// The time the reducer spent sending results counts whatever the ranks'
+// liveness setting: with liveness off (no ticks) and in a session shorter
+// than one tick (a 60 s timeout ticks every 6 s), the last interval is
+// sampled when the streams leave.
+double SendBusySecondsAfterARun(std::chrono::milliseconds liveness, const std::string& name) {
+  ControlledReducer reducer;
+  EXPECT_TRUE(reducer.ok()) << reducer.process().Log();
+  if (!reducer.ok()) return -1;
+  {
+    auto clients = JoinSession({reducer.process().endpoint()}, name, 3,
+                               [&](client::ClientOptions& o) { o.liveness_timeout = liveness; });
+    EXPECT_EQ(clients.size(), 3u);
+    if (clients.size() != 3u) return -1;
+    RunOps(clients, 20, 1 << 20);  // 4 MiB results to each rank
+  }
+  // The streams leave as the clients close; the reducer counts then.
+  double busy = 0;
+  for (int i = 0; i < 50 && busy <= 0; ++i) {
+    busy = ScrapeValue(Scrape(reducer), "reducer_tcp_send_busy_seconds_total");
+    if (busy <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return busy;
+}
+
+TEST(MetricsIntegrationTest, TheTimeSpentSendingResultsIsCountedWithLivenessOff) {
+  const double busy = SendBusySecondsAfterARun(std::chrono::milliseconds(0), "metrics-busy-no-liveness");
+  EXPECT_GE(busy, 0.005) << "seconds";
+}
+
+TEST(MetricsIntegrationTest, TheTimeSpentSendingResultsIsCountedInASessionShorterThanATick) {
+  const double busy = SendBusySecondsAfterARun(std::chrono::seconds(60), "metrics-busy-short");
+  EXPECT_GE(busy, 0.005) << "seconds";
+}
+
 TEST(MetricsIntegrationTest, ScrapersThatNeverFinishTheirRequestDoNotStallTheDataPlane) {
   ControlledReducer reducer;
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();

@@ -79,13 +79,15 @@ HealthStatus ControlledReducer::Health() {
   return st.ok() ? response.status() : ::grpc::health::v1::HealthCheckResponse::UNKNOWN;
 }
 
-std::vector<std::unique_ptr<client::Client>> JoinSession(const std::vector<client::Endpoint>& reducers,
-                                                        const std::string& name, uint32_t world) {
+std::vector<std::unique_ptr<client::Client>> JoinSession(
+    const std::vector<client::Endpoint>& reducers, const std::string& name, uint32_t world,
+    const std::function<void(client::ClientOptions&)>& tweak) {
   std::vector<std::unique_ptr<client::Client>> clients(world);
   std::vector<Status> errors(world);
   RunRanks(world, [&](uint32_t rank) {
     client::ClientOptions o = Options(reducers, name, rank, world);
     o.streams_per_reducer = 2;  // not the automatic 1: the counts then tell streams from ranks
+    if (tweak) tweak(o);
     auto c = client::Client::Create(std::move(o));
     if (c.ok()) {
       clients[rank] = std::move(c).value();

@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,8 +50,10 @@ class ControlledReducer {
 
 // Every rank of session `name` joined to `reducers` (created concurrently:
 // Create() returns once all have joined). Empty on failure (test failed).
-std::vector<std::unique_ptr<client::Client>> JoinSession(const std::vector<client::Endpoint>& reducers,
-                                                        const std::string& name, uint32_t world);
+// `tweak`, when given, changes every rank's options before it joins.
+std::vector<std::unique_ptr<client::Client>> JoinSession(
+    const std::vector<client::Endpoint>& reducers, const std::string& name, uint32_t world,
+    const std::function<void(client::ClientOptions&)>& tweak = {});
 
 // Each rank, on its own thread, runs `ops` float32 sums of `count` elements
 // and checks the result. Rank `slow_rank` (if any) sleeps `delay` before
