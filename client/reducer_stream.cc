@@ -266,6 +266,7 @@ void ReducerStream::ArmLiveness() {
 void ReducerStream::OnLivenessTick() {
   if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
   const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
+  heartbeats_missed_ = verdict.heartbeats_missed;
   if (verdict.silent) {
     Lose(Status(Code::kPeerFailed, "reducer " + params_.endpoint.ToString() + " sent nothing for " +
                                        protocol::FormatSeconds(verdict.silent_for) +
@@ -605,6 +606,13 @@ void ReducerStream::Close(bool bye) {
 void ReducerStream::Abort(const Status& why) {
   asio::post(io_, [self = shared_from_this(), why] {
     if (self->state_ == State::kClosed) return;
+    if (self->heartbeats_missed_) {
+      // It missed two heartbeats: frozen, or the link to it cut. It would
+      // read no ERROR, and waiting for it to close would only hold up this
+      // client's close by kLinger.
+      self->Shutdown();
+      return;
+    }
     if (self->state_ == State::kReady || self->state_ == State::kAwaitReady) {
       self->state_ = State::kClosed;
       self->close_after_write_ = true;

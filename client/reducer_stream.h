@@ -217,6 +217,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   std::atomic<uint64_t> rwnd_limited_us_{0};
   std::atomic<uint64_t> sndbuf_limited_us_{0};
   protocol::LivenessMonitor liveness_;
+  bool heartbeats_missed_ = false;  // at the last liveness tick: Abort does not wait for the reducer
   uint64_t received_progress_ = 0;  // read completions, partial ones included
   uint64_t sent_progress_ = 0;      // write completions, partial ones included
 };

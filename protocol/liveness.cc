@@ -42,6 +42,7 @@ LivenessMonitor::Verdict LivenessMonitor::Tick(Clock::time_point now, uint64_t r
   }
   if (!paused_) {
     const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_received_);
+    v.heartbeats_missed = quiet >= 2 * heartbeat_interval();
     if (quiet >= silence_) {
       v.silent = true;
       v.silent_for = quiet;

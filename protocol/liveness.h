@@ -45,6 +45,10 @@ class LivenessMonitor {
     bool send_heartbeat = false;
     bool silent = false;                 // nothing received for silent_for >= timeout
     std::chrono::milliseconds silent_for{0};
+    // Nothing received for two heartbeat intervals (not while paused): the
+    // peer is probably gone, though not yet reported. A stream closing now
+    // need not wait for it to read a last frame.
+    bool heartbeats_missed = false;
   };
   // `received` and `sent` only ever grow; any change since the last tick is
   // progress. After send_heartbeat the next one is due an interval later,

@@ -116,6 +116,46 @@ TEST_F(LivenessTest, FrozenWorkerIsNamedByTheReducerWithinTheBound) {
   kill(victim->pid(), SIGKILL);
 }
 
+// A rank whose session fails for another reason (here a killed rank) while
+// one of its reducers has been frozen for a while closes at once: it does
+// not wait for the frozen reducer to read its ERROR (the client's linger, 1 s).
+TEST_F(LivenessTest, AFailedClientClosesWithoutWaitingForAFrozenReducer) {
+  ReducerProcess frozen({"--op-timeout", "120s"});
+  ASSERT_TRUE(frozen.ok()) << frozen.Log();
+  constexpr auto kTimeout = milliseconds(5000);  // heartbeats every 1 s; silence reported at 5 s
+  const std::string endpoints =
+      "127.0.0.1:" + std::to_string(reducer_->port()) + ",127.0.0.1:" + std::to_string(frozen.port());
+  ChildProcess victim({std::string(RS_BINARY_DIR) + "/tests/rs_test_worker", endpoints, "frozen-at-close", "1", "2",
+                       "", "1", std::to_string(kTimeout.count()), "nofailover"});
+  auto o = Options({reducer_->endpoint(), frozen.endpoint()}, "frozen-at-close", 0, 2);
+  o.op_timeout = seconds(120);
+  o.liveness_timeout = kTimeout;
+  o.failover = false;
+  auto c = client::Client::Create(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<float> v(1 << 16, 1.0f);
+  ASSERT_TRUE((*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)
+                  ->Wait(seconds(60))
+                  .ok());
+  ASSERT_TRUE(victim.WaitForOutput("stalling before operation", seconds(30))) << victim.Output();
+  ASSERT_TRUE(FreezeProcess(frozen.pid()));
+  // Past two missed heartbeats (2 s and a tick), well short of the 5 s timeout.
+  std::this_thread::sleep_for(milliseconds(3000));
+  victim.Kill();
+  const auto give_up = std::chrono::steady_clock::now() + seconds(30);
+  while ((*c)->health().ok() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  const Status health = (*c)->health();
+  EXPECT_EQ(health.code(), Code::kPeerFailed) << health.ToString();
+  EXPECT_NE(health.message().find("rank 1 disconnected"), std::string::npos) << health.message();
+  const auto closing = std::chrono::steady_clock::now();
+  c->reset();
+  const auto closed_in = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - closing);
+  kill(frozen.pid(), SIGCONT);
+  EXPECT_LT(closed_in.count(), 500) << "ms to close";
+}
+
 TEST_F(LivenessTest, IdleSessionsAndStragglersAreNotMistakenForSilence) {
   RunRanks(2, [&](uint32_t rank) {
     auto o = RankOptions("idle", rank, 2);

@@ -44,6 +44,17 @@ TEST_F(LivenessTest, SilenceIsReportedAfterTheTimeoutWithItsLength) {
   EXPECT_EQ(v.silent_for, milliseconds(5200));
 }
 
+TEST_F(LivenessTest, TwoMissedHeartbeatsAreFlaggedBeforeTheTimeout) {
+  monitor_.Start(At(0), 0, 0);
+  EXPECT_FALSE(monitor_.Tick(At(1999), 0, 0).heartbeats_missed);
+  const auto v = monitor_.Tick(At(2000), 0, 0);
+  EXPECT_TRUE(v.heartbeats_missed);
+  EXPECT_FALSE(v.silent);
+  EXPECT_FALSE(monitor_.Tick(At(2500), 1, 0).heartbeats_missed);  // a byte arrived
+  monitor_.Pause();
+  EXPECT_FALSE(monitor_.Tick(At(9000), 1, 0).heartbeats_missed);
+}
+
 TEST_F(LivenessTest, AnyProgressKeepsThePeerAlive) {
   monitor_.Start(At(0), 0, 0);
   uint64_t received = 0;
