@@ -56,7 +56,8 @@ void ReducerStream::Connect() {
                               self->low_water_ = ReceiveLowWater(self->socket_.native_handle());
                               self->waits_.Reconnected();
                               // Best effort: the heartbeats work without it.
-                              (void)SetTcpLiveness(self->socket_.native_handle(), self->params_.liveness_timeout);
+                              (void)SetTcpLiveness(self->socket_.native_handle(), self->params_.liveness_timeout,
+                                                   PeerReads::kMayPause);  // out of memory, it stops reading
                               auto nonce = protocol::RandomNonce();
                               if (!nonce.ok()) {
                                 self->Fail(nonce.status().Prefixed(self->Name()));

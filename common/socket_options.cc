@@ -22,7 +22,7 @@ Status Set(int fd, int level, int option, int value, const char* name) {
 
 }  // namespace
 
-Status SetTcpLiveness(int fd, std::chrono::milliseconds timeout) {
+Status SetTcpLiveness(int fd, std::chrono::milliseconds timeout, PeerReads peer) {
   RS_RETURN_IF_ERROR(Set(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE"));
   if (timeout.count() <= 0) return Status::Ok();
 #ifdef __linux__
@@ -32,7 +32,9 @@ Status SetTcpLiveness(int fd, std::chrono::milliseconds timeout) {
   // them. At T a burst of loss (four lost sends of one segment in a row, about
   // 1 in 800 segments at 10 % loss each way) aborted a healthy connection.
   const int user_timeout = static_cast<int>(std::min<int64_t>(2 * int64_t{ms}, INT32_MAX));
-  RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, user_timeout, "TCP_USER_TIMEOUT"));
+  if (peer == PeerReads::kAlways) {
+    RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, user_timeout, "TCP_USER_TIMEOUT"));
+  }
   // Idle for half the timeout, then 3 probes spread over the other half.
   RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_KEEPIDLE, std::max(seconds / 2, 1), "TCP_KEEPIDLE"));
   RS_RETURN_IF_ERROR(Set(fd, IPPROTO_TCP, TCP_KEEPINTVL, std::max(seconds / 6, 1), "TCP_KEEPINTVL"));

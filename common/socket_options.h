@@ -1,11 +1,12 @@
 // Socket options both ends of the data plane set. SetTcpLiveness: kernel-side
 // liveness for a connected TCP socket, to back up the application's
-// heartbeats with what the kernel can see: TCP_USER_TIMEOUT (data left
-// unacknowledged for twice the timeout aborts the connection, so a dead host
-// or cut link fails pending writes even when the application is stuck) and keepalive probes tuned to end within about
-// the same time on an idle connection. Linux only; elsewhere (and for a
-// timeout of 0) it only turns keepalive on. ReceiveLowWater: fewer wake-ups
-// for large reads.
+// heartbeats with what the kernel can see: keepalive probes tuned to end
+// within about the timeout on an idle connection and, where the peer always
+// reads, TCP_USER_TIMEOUT (data left unacknowledged for twice the timeout
+// aborts the connection, so a dead host or cut link fails pending writes even
+// when the application is stuck). Linux only; elsewhere (and for a timeout of
+// 0) it only turns keepalive on. ReceiveLowWater: fewer wake-ups for large
+// reads.
 //
 // Threading: SetTcpLiveness is thread-safe; a ReceiveLowWater belongs to the
 // one thread that reads its socket.
@@ -18,9 +19,21 @@
 
 namespace rs {
 
+// Whether the peer may stop reading this socket on purpose, for longer than
+// the liveness timeout. Linux applies TCP_USER_TIMEOUT to a zero window too:
+// it aborts a connection whose window stayed shut that long even while the
+// peer answers every probe. A worker's stream to a reducer is such a socket
+// (a reducer whose piece memory is used up stops reading until a straggler
+// catches up, as long as its --op-timeout allows), so it gets no
+// TCP_USER_TIMEOUT: the heartbeats alone tell a dead reducer from a busy one.
+enum class PeerReads {
+  kAlways,     // a zero window that lasts is a dead or stuck peer
+  kMayPause,   // a zero window may last as long as the peer likes
+};
+
 // `fd` is a connected TCP socket. Errors name the option that failed; callers
 // may go on without it (the heartbeats still work).
-Status SetTcpLiveness(int fd, std::chrono::milliseconds timeout);
+Status SetTcpLiveness(int fd, std::chrono::milliseconds timeout, PeerReads peer);
 
 // The receive low-water mark (SO_RCVLOWAT) of one socket, kept at what the
 // read in progress still needs: the kernel then wakes the reader once, when a

@@ -350,7 +350,8 @@ void Connection::StartLiveness() {
     ArmPathSampling();  // no liveness ticks: the path is still sampled
     return;
   }
-  (void)SetTcpLiveness(socket_.native_handle(), liveness_.timeout());  // best effort
+  // The worker always reads its results: a window shut for 2 T is a dead one.
+  (void)SetTcpLiveness(socket_.native_handle(), liveness_.timeout(), PeerReads::kAlways);  // best effort
   liveness_.Start(Clock::now(), received_progress_, sent_progress_);
   ArmLiveness();
 }

@@ -4,6 +4,8 @@
 // holds the senders back instead).
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "tests/support/test_cluster.h"
 
 namespace rs::testing {
@@ -48,6 +50,34 @@ TEST(MemoryTest, SixtyFourConcurrentOperationsStayWithinTheLimit) {
       << " MiB";
   std::printf("reducer peak RSS %zu MiB (baseline %zu MiB, limit %zu MiB)\n", peak / kMiB, baseline / kMiB,
               kLimit / kMiB);
+}
+
+// Back-pressure outlasting the kernel's timeout. While a straggler holds the
+// reducer's memory, the other rank's stream waits on a zero TCP window, and
+// Linux aborts a connection whose zero window lasts longer than its
+// TCP_USER_TIMEOUT even though the reducer answers every probe. The wait is
+// the reducer's to bound (--op-timeout); here it is twice the kernel's 2 T
+// with T = 1 s, and the operation must still complete, exactly.
+TEST(MemoryTest, BackPressureLongerThanTheLivenessTimeoutIsNotALostReducer) {
+  constexpr uint32_t kWorld = 2;
+  constexpr size_t kCount = 32 * kMiB / sizeof(float);
+  ReducerProcess reducer({"--memory-limit", "2MiB", "--op-timeout", "60s"});
+  ASSERT_TRUE(reducer.ok()) << reducer.Log();
+  RunRanks(kWorld, [&](uint32_t rank) {
+    auto o = Options({reducer.endpoint()}, "memory-straggler", rank, kWorld);
+    o.liveness_timeout = std::chrono::milliseconds(1000);
+    o.send_window_bytes = 0;  // no window of its own: the reducer's memory is what holds rank 0 back
+    auto c = client::Client::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::vector<float> buf(kCount, static_cast<float>(rank + 1));
+    // The straggler: the delay is the point of the test, not a wait for something.
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+    const Status st =
+        (*c)->AllReduce(buf.data(), buf.data(), kCount, DataType::kFloat32, ReduceOp::kSum)->Wait(std::chrono::seconds(60));
+    ASSERT_TRUE(st.ok()) << "rank " << rank << ": " << st.ToString();
+    for (size_t j = 0; j < kCount; j += 4093) ASSERT_EQ(buf[j], 3.0f) << "element " << j;
+    ASSERT_EQ(buf[kCount - 1], 3.0f);
+  });
 }
 
 }  // namespace

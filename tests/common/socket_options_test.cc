@@ -1,9 +1,10 @@
-// ReceiveLowWater (common/socket_options.h) on a real loopback TCP pair: with
+// common/socket_options.h on a real loopback TCP pair. ReceiveLowWater: with
 // a mark set the reader is not woken before the bytes it needs are there, a
 // trickle below the mark still shows as arrival (for liveness), and Reset
-// makes any byte wake it again.
+// makes any byte wake it again. SetTcpLiveness: which options each side gets.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -74,6 +75,28 @@ TEST(ReceiveLowWater, SmallReadsAndResetWakeForAnyByte) {
   mark.Expect(ReceiveLowWater::kMinBytes - 1);  // too small to be worth a mark
   EXPECT_TRUE(p.Readable(0));
   EXPECT_FALSE(mark.ArrivedSinceLastAsked()) << "without a mark every arrival wakes the reader anyway";
+}
+
+// SetTcpLiveness: a stream whose peer may stop reading on purpose (a
+// worker's stream to a reducer out of memory) gets keepalive but no
+// TCP_USER_TIMEOUT, which Linux would also apply to a zero window; one whose
+// peer always reads gets twice the timeout.
+int IntOption(int fd, int level, int name) {
+  int value = -1;
+  socklen_t len = sizeof(value);
+  return getsockopt(fd, level, name, &value, &len) == 0 ? value : -1;
+}
+
+TEST(SetTcpLivenessTest, TheUserTimeoutIsSetOnlyWhereThePeerAlwaysReads) {
+  Pair p;
+  ASSERT_GE(p.reader, 0);
+  ASSERT_TRUE(SetTcpLiveness(p.writer, std::chrono::milliseconds(5000), PeerReads::kMayPause).ok());
+  EXPECT_EQ(IntOption(p.writer, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
+  EXPECT_EQ(IntOption(p.writer, SOL_SOCKET, SO_KEEPALIVE), 1);
+  EXPECT_EQ(IntOption(p.writer, IPPROTO_TCP, TCP_KEEPIDLE), 2);
+  ASSERT_TRUE(SetTcpLiveness(p.reader, std::chrono::milliseconds(5000), PeerReads::kAlways).ok());
+  EXPECT_EQ(IntOption(p.reader, IPPROTO_TCP, TCP_USER_TIMEOUT), 10000);
+  EXPECT_EQ(IntOption(p.reader, IPPROTO_TCP, TCP_KEEPIDLE), 2);
 }
 
 }  // namespace
