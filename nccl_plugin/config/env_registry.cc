@@ -40,7 +40,9 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kLivenessTimeout, "REDUCER_LIVENESS_TIMEOUT", "5s",
      "A reducer stream on which nothing arrives for this long (frozen reducer, dead host, cut link) fails the "
      "all-reduce naming the reducer; heartbeats go both ways at a fifth of it and the reducers use it to detect a "
-     "silent worker. A duration (`500ms`, `5s`); `0` turns it off."},
+     "silent worker. Point-to-point sockets get keepalive probes after half of it idle and a kernel timeout of "
+     "twice it for unacknowledged data, so a dead peer or cut link fails NCCL's transfer. A duration (`500ms`, "
+     "`5s`); `0` turns it off."},
     {EnvKey::kCrc, "REDUCER_CRC", "0",
      "1: a CRC32C over every piece sent and every result received, checked end to end; a mismatch fails the "
      "all-reduce naming the hop. Costs the reducers 3-10 % more CPU. 0: off."},

@@ -55,6 +55,19 @@ StatusOr<std::string> ReadJobToken(const Env& env) {
   return token;
 }
 
+// REDUCER_LIVENESS_TIMEOUT: 0 turns liveness off; anything else must leave
+// room for heartbeats.
+StatusOr<std::chrono::milliseconds> LivenessFromEnv(const Env& env) {
+  StatusOr<std::chrono::milliseconds> liveness =
+      env.GetDuration(EnvKey::kLivenessTimeout, std::chrono::milliseconds(0), kMaxTimeout);
+  if (!liveness.ok()) return liveness.status();
+  if (liveness->count() != 0 && *liveness < client::kMinLivenessTimeout) {
+    return Status(Code::kInvalidArgument, "REDUCER_LIVENESS_TIMEOUT=" + env.Get(EnvKey::kLivenessTimeout) +
+                                              " must be 0 (off) or at least 100ms");
+  }
+  return liveness;
+}
+
 StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env) {
   P2pConfig cfg;
   if (env.IsSet(EnvKey::kSocketIfname)) {
@@ -74,9 +87,12 @@ StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env) {
   }
   StatusOr<std::chrono::milliseconds> connect = env.GetDuration(EnvKey::kConnectTimeout, kMinTimeout, kMaxTimeout);
   if (!connect.ok()) return connect.status();
+  StatusOr<std::chrono::milliseconds> liveness = LivenessFromEnv(env);
+  if (!liveness.ok()) return liveness.status();
   cfg.threads = static_cast<int>(*threads);
   cfg.socks_per_thread = static_cast<int>(*socks);
   cfg.connect_timeout = *connect;
+  cfg.liveness_timeout = *liveness;
   return cfg;
 }
 
@@ -142,14 +158,8 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   cfg.min_piece_bytes = static_cast<size_t>(*min_piece);
   cfg.op_timeout = *op;
   cfg.connect_timeout = *connect;
-  // 0 turns liveness off; anything else must leave room for heartbeats.
-  StatusOr<std::chrono::milliseconds> liveness =
-      env.GetDuration(EnvKey::kLivenessTimeout, std::chrono::milliseconds(0), kMaxTimeout);
+  StatusOr<std::chrono::milliseconds> liveness = LivenessFromEnv(env);
   if (!liveness.ok()) return liveness.status();
-  if (liveness->count() != 0 && *liveness < client::kMinLivenessTimeout) {
-    return Status(Code::kInvalidArgument, "REDUCER_LIVENESS_TIMEOUT=" + env.Get(EnvKey::kLivenessTimeout) +
-                                              " must be 0 (off) or at least 100ms");
-  }
   cfg.liveness_timeout = *liveness;
   StatusOr<int64_t> crc = env.GetInt(EnvKey::kCrc, 0, 1);
   if (!crc.ok()) return crc.status();

@@ -29,6 +29,11 @@ struct P2pConfig {
   int threads = 2;            // helper threads per comm
   int socks_per_thread = 2;   // data sockets per helper thread
   std::chrono::milliseconds connect_timeout{60'000};
+  // REDUCER_LIVENESS_TIMEOUT, for the sockets' keepalive probes and their
+  // TCP_USER_TIMEOUT (twice it): a dead peer host or a cut link fails a
+  // transfer instead of leaving NCCL waiting on TCP's own 15-minute retries
+  // (or 2 hours of keepalive idle). 0: the system's keepalive, no timeout.
+  std::chrono::milliseconds liveness_timeout{5'000};
 
   int data_sockets() const { return threads * socks_per_thread; }
 };

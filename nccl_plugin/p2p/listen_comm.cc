@@ -68,7 +68,7 @@ Status ListenComm::AcceptSocket() {
       return Status(Code::kIo, "accept on " + bound_.ToString() + ": " + std::strerror(errno));
     }
     p.sock = Socket(fd);
-    SetStreamOptions(p.sock);
+    SetStreamOptions(p.sock, config_.liveness_timeout);
     p.deadline = std::chrono::steady_clock::now() + config_.connect_timeout;
     pending_.push_back(std::move(p));
   }

@@ -8,8 +8,17 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/socket_options.h"
+
 namespace rs::plugin {
 namespace {
+
+// What ETIMEDOUT means on a connected stream with SetStreamOptions' settings.
+Status TimedOut(const std::string& what) {
+  return Status(Code::kPeerFailed, what + ": the peer acknowledged nothing for twice REDUCER_LIVENESS_TIMEOUT, or "
+                                          "left keepalive probes unanswered (connection timed out): its host is "
+                                          "down, the link to it cut, or it stopped reading");
+}
 
 Status Errno(const std::string& what, int err) {
   return Status(Code::kIo, what + ": " + std::strerror(err));
@@ -79,11 +88,12 @@ StatusOr<Socket> Listen(const SockAddr& addr, SockAddr* bound) {
   return sock;
 }
 
-StatusOr<Socket> StartConnect(const SockAddr& peer, bool* connected, bool* refused) {
+StatusOr<Socket> StartConnect(const SockAddr& peer, std::chrono::milliseconds liveness, bool* connected,
+                              bool* refused) {
   *refused = false;
   Socket sock(::socket(peer.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return Errno("socket()", errno);
-  SetStreamOptions(sock);
+  SetStreamOptions(sock, liveness);
   *connected = false;
   if (::connect(sock.fd(), reinterpret_cast<const sockaddr*>(&peer.storage), peer.len) == 0) {
     *connected = true;
@@ -110,12 +120,13 @@ StatusOr<bool> ConnectFinished(const Socket& sock, bool* refused) {
   return true;
 }
 
-void SetStreamOptions(const Socket& sock) {
+void SetStreamOptions(const Socket& sock, std::chrono::milliseconds liveness) {
   int one = 1;
   // Failures only cost performance or failure detection time; not fatal.
   (void)::setsockopt(sock.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  (void)::setsockopt(sock.fd(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  (void)SetTcpLiveness(sock.fd(), liveness, PeerReads::kAlways);
 }
+
 
 StatusOr<size_t> SendSome(int fd, const void* data, size_t len, const std::string& what) {
   while (true) {
@@ -126,6 +137,7 @@ StatusOr<size_t> SendSome(int fd, const void* data, size_t len, const std::strin
     if (errno == EPIPE || errno == ECONNRESET) {
       return Status(Code::kPeerFailed, what + ": peer closed the connection (" + std::strerror(errno) + ")");
     }
+    if (errno == ETIMEDOUT) return TimedOut(what);
     return Errno(what + ": send", errno);
   }
 }
@@ -143,6 +155,7 @@ StatusOr<size_t> RecvSome(int fd, void* data, size_t len, const std::string& wha
     if (errno == ECONNRESET) {
       return Status(Code::kPeerFailed, what + ": connection reset by peer");
     }
+    if (errno == ETIMEDOUT) return TimedOut(what);
     return Errno(what + ": recv", errno);
   }
 }

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -54,15 +55,22 @@ StatusOr<Socket> Listen(const SockAddr& addr, SockAddr* bound);
 
 // Starts a non-blocking connect; *connected says whether it finished at once.
 // On failure *refused says whether it was ECONNREFUSED (worth a retry).
-StatusOr<Socket> StartConnect(const SockAddr& peer, bool* connected, bool* refused);
+// `liveness`: SetStreamOptions'.
+StatusOr<Socket> StartConnect(const SockAddr& peer, std::chrono::milliseconds liveness, bool* connected,
+                              bool* refused);
 
 // For a socket whose connect is in progress: ok(true) once connected,
 // ok(false) while pending, an error when it failed (*refused set for
 // ECONNREFUSED/ETIMEDOUT, which are worth a retry).
 StatusOr<bool> ConnectFinished(const Socket& sock, bool* refused);
 
-// Latency matters for control frames; keep-alive notices dead peers.
-void SetStreamOptions(const Socket& sock);
+// Latency matters for control frames (TCP_NODELAY). A dead peer host or a
+// cut link must fail the transfer, not leave NCCL waiting: keepalive probes
+// after `liveness` / 2 idle, and TCP_USER_TIMEOUT at twice `liveness` (the
+// kernel then also aborts a window shut that long, which here means a peer
+// that stopped reading: data goes only to receives the peer has posted).
+// `liveness` 0: the system's keepalive only.
+void SetStreamOptions(const Socket& sock, std::chrono::milliseconds liveness);
 
 // Non-blocking transfers. Return the bytes moved, 0 when the socket would
 // block; an orderly close by the peer is kPeerFailed, other failures kIo.

@@ -306,5 +306,22 @@ TEST(P2pConfig, InterfacePrecedenceAndSocketCounts) {
   EXPECT_FALSE(cfg.ok());
 }
 
+// The point-to-point sockets' kernel timeouts follow REDUCER_LIVENESS_TIMEOUT,
+// with the same rules as CollNet's.
+TEST(P2pConfig, LivenessTimeoutDefaultsToFiveSecondsAndIsChecked) {
+  StatusOr<P2pConfig> cfg = P2pConfigFromEnv(EnvOf({}));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->liveness_timeout, std::chrono::seconds(5));
+  cfg = P2pConfigFromEnv(EnvOf({{"REDUCER_LIVENESS_TIMEOUT", "2s"}}));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->liveness_timeout, std::chrono::seconds(2));
+  cfg = P2pConfigFromEnv(EnvOf({{"REDUCER_LIVENESS_TIMEOUT", "0"}}));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->liveness_timeout.count(), 0);
+  cfg = P2pConfigFromEnv(EnvOf({{"REDUCER_LIVENESS_TIMEOUT", "50ms"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("at least 100ms"), std::string::npos) << cfg.status().ToString();
+}
+
 }  // namespace
 }  // namespace rs::plugin

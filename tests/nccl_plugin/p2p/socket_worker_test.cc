@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +15,7 @@
 
 #include "common/tcp_path.h"
 #include "nccl_plugin/log.h"
+#include "nccl_plugin/p2p/socket.h"
 #include "nccl_plugin/p2p/socket_worker.h"
 #include "tests/support/loopback_pair.h"
 
@@ -73,6 +75,44 @@ TEST(SocketWorker, ASendLaneHeldBackByItsReceiverIsNamedWithTheSetting) {
   EXPECT_NE(found.find("send comm to the test, data socket 0: "), std::string::npos) << found;
   EXPECT_NE(found.find("TCP waited for the receiving rank's receive window"), std::string::npos) << found;
   EXPECT_NE(found.find("net.ipv4.tcp_rmem"), std::string::npos) << found;
+}
+
+// A receiving rank that stops reading (frozen, or its host gone) fails the
+// send with the cause instead of leaving NCCL waiting: SetStreamOptions'
+// TCP_USER_TIMEOUT (twice REDUCER_LIVENESS_TIMEOUT) also ends a window shut
+// that long. With 300 ms, the kernel gives up within about 2 s.
+TEST(SocketWorker, ASendToAPeerThatStoppedReadingFailsNamingTheCause) {
+  test::SlowLoopbackPair pair;  // its receiver is never read
+  ASSERT_TRUE(pair.ok());
+  Socket sender(pair.ReleaseSender());
+  SetStreamOptions(sender, std::chrono::milliseconds(300));
+  std::mutex mu;
+  std::optional<Status> failure;
+  std::vector<Socket> sockets;
+  sockets.push_back(std::move(sender));
+  StatusOr<std::unique_ptr<SocketWorker>> worker =
+      SocketWorker::Create(std::move(sockets), "send comm to the test", [&](Status st) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::move(st);
+      });
+  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+  constexpr size_t kBytes = 16 << 20;  // far more than the socket buffers hold
+  std::vector<char> data(kBytes, 'x');
+  std::atomic<int> pending{1};
+  (*worker)->Enqueue(0, Chunk{reinterpret_cast<uint8_t*>(data.data()), kBytes, true, &pending});
+  std::optional<Status> seen;
+  for (int i = 0; i < 1500 && !seen; ++i) {  // at most 15 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::lock_guard<std::mutex> lock(mu);
+    seen = failure;
+  }
+  worker->reset();
+  ASSERT_TRUE(seen.has_value()) << "the send still waited after 15 s";
+  EXPECT_EQ(seen->code(), Code::kPeerFailed) << seen->ToString();
+  EXPECT_NE(seen->message().find("send comm to the test"), std::string::npos) << seen->ToString();
+  EXPECT_NE(seen->message().find("acknowledged nothing for twice REDUCER_LIVENESS_TIMEOUT"), std::string::npos)
+      << seen->ToString();
+  EXPECT_EQ(pending.load(), 1);  // never reported sent
 }
 
 }  // namespace
