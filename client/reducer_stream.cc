@@ -252,6 +252,7 @@ void ReducerStream::OnWelcome() {
 }
 
 void ReducerStream::StartLiveness() {
+  heartbeats_missed_ = false;  // a new connection: nothing missed yet
   if (!liveness_.enabled()) return;
   liveness_.Start(Clock::now(), received_progress_, sent_progress_);
   ArmLiveness();

@@ -127,7 +127,6 @@ void SetStreamOptions(const Socket& sock, std::chrono::milliseconds liveness) {
   (void)SetTcpLiveness(sock.fd(), liveness, PeerReads::kAlways);
 }
 
-
 StatusOr<size_t> SendSome(int fd, const void* data, size_t len, const std::string& what) {
   while (true) {
     ssize_t n = ::send(fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
