@@ -136,7 +136,7 @@ std::vector<MetricFamily> BuildMetricFamilies(const ServerStats& stats,
            MetricType::Counter, d(t.bytes_sent));
   f.Single("reducer_tcp_send_busy_seconds_total",
            "Time the connections to the ranks had results to send, summed over connections (TCP_INFO, sampled "
-           "at the liveness ticks)",
+           "at the liveness ticks, every second with liveness off, and when a connection leaves its session)",
            MetricType::Counter, d(t.tcp_send_busy_us) / 1e6);
   auto& waits = f.Add("reducer_tcp_send_waits_seconds_total",
                       "Of reducer_tcp_send_busy_seconds_total, time TCP waited for a rank's receive window or for "

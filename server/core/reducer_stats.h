@@ -29,7 +29,8 @@ struct ReducerStatsSnapshot {
   HistogramSnapshot straggler_wait;
   std::array<uint64_t, kErrorKinds> errors{};  // indexed by Code; [kOk] stays 0
   // What TCP waited for on the connections to the ranks (TCP_INFO, sampled
-  // at the liveness ticks): time with results to send, and of that, time
+  // at the liveness ticks, every second with liveness off, and when a
+  // connection leaves): time with results to send, and of that, time
   // waiting for a rank's receive window or for room in the send buffer.
   uint64_t tcp_send_busy_us = 0;
   uint64_t tcp_rwnd_limited_us = 0;

@@ -116,7 +116,8 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   // Adds the TCP times since the last sample to the reducer's totals; a
   // finding when a wait held the stream back (common/tcp_waits.h).
   std::optional<TcpWaitFinding> CountTcpTimes(const TcpPath& path);
-  // The same without judging: for the last interval, when the stream leaves.
+  // CountTcpTimes for the last interval, when the stream leaves (its finding
+  // is dropped: no warning about a connection that is going).
   void SampleTcpTimes();
   // With liveness off there are no ticks: the path is sampled on its own.
   void ArmPathSampling();
