@@ -173,10 +173,13 @@ std::string RenderPlan(const Plan& p) {
                           " ms round trip that is " + FormatBytes(static_cast<uint64_t>(p.connection_bdp_bytes)) +
                           " in flight, so the buffers' ceilings need about " +
                           FormatBytes(static_cast<uint64_t>(p.buffer_ceiling_bytes));
+    const std::string defaults = "Linux's defaults (" +
+                                 FormatBytes(static_cast<uint64_t>(kDefaultSendBufferCeiling)) + " send, " +
+                                 FormatBytes(static_cast<uint64_t>(kDefaultReceiveBufferCeiling)) + " receive)";
     if (p.default_buffers_suffice) {
-      buffers += ": Linux's defaults (4 MiB send, 6 MiB receive) suffice";
+      buffers += ": " + defaults + " suffice";
     } else {
-      buffers += ": more than Linux's defaults (4 MiB send, 6 MiB receive); raise the third value of "
+      buffers += ": more than " + defaults + "; raise the third value of "
                  "net.ipv4.tcp_wmem and tcp_rmem to at least that on workers and reducers";
     }
     t.AddRow({"socket buffers", buffers});

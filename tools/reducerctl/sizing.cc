@@ -67,7 +67,8 @@ StatusOr<Plan> ComputePlan(const PlanInput& input) {
     plan.connection_gbps = plan.algbw_gbps / plan.reducers;
     plan.connection_bdp_bytes = plan.connection_gbps * 1e9 / 8 * input.rtt_ms / 1e3;
     plan.buffer_ceiling_bytes = 2 * plan.connection_bdp_bytes;
-    plan.default_buffers_suffice = plan.buffer_ceiling_bytes <= kDefaultSendBufferCeiling;
+    plan.default_buffers_suffice =
+        plan.buffer_ceiling_bytes <= std::min(kDefaultSendBufferCeiling, kDefaultReceiveBufferCeiling);
   }
   return plan;
 }
