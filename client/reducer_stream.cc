@@ -1,5 +1,7 @@
 #include "client/reducer_stream.h"
 
+#include <sys/ioctl.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -261,11 +263,23 @@ void ReducerStream::StartLiveness() {
 void ReducerStream::ArmLiveness() {
   liveness_timer_.expires_after(liveness_.tick_interval());
   liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-    if (!ec && self->state_ != State::kClosed) self->OnLivenessTick();
+    const bool writing_last_frame = self->close_after_write_ && !self->lingering_;
+    if (!ec && (self->state_ != State::kClosed || writing_last_frame)) self->OnLivenessTick();
   });
 }
 
 void ReducerStream::OnLivenessTick() {
+  if (state_ == State::kClosed) {
+    // Closing, the last frame still behind a write (CloseAfter): a reducer
+    // that stopped answering will never take it.
+    if (ArrivedWhileClosing()) ++received_progress_;
+    if (liveness_.Tick(Clock::now(), received_progress_, sent_progress_).heartbeats_missed) {
+      Shutdown();
+      return;
+    }
+    ArmLiveness();
+    return;
+  }
   if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
   const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
   heartbeats_missed_ = verdict.heartbeats_missed;
@@ -436,15 +450,40 @@ void ReducerStream::WriteUrgentFrame(std::vector<uint8_t> frame) {
 void ReducerStream::Evict(std::vector<uint8_t> evict) {
   asio::post(io_, [self = shared_from_this(), evict = std::move(evict)]() mutable {
     if (self->state_ == State::kClosed) return;
-    if ((self->state_ == State::kReady || self->state_ == State::kAwaitReady) && !self->write_failed_) {
-      self->state_ = State::kClosed;
-      self->close_after_write_ = true;
+    // One that missed two heartbeats (frozen, or cut off: another rank lost
+    // it first) would not read the EVICT.
+    if ((self->state_ == State::kReady || self->state_ == State::kAwaitReady) && !self->write_failed_ &&
+        !self->heartbeats_missed_) {
       self->DropQueued(/*keep_partial=*/true);
-      self->WriteControl(std::move(evict));
+      self->CloseAfter(std::move(evict));
       return;
     }
     self->Shutdown();
   });
+}
+
+void ReducerStream::CloseAfter(std::vector<uint8_t> last) {
+  state_ = State::kClosed;
+  close_after_write_ = true;
+  closing_queued_ = 0;
+  retry_timer_.expires_after(CloseWriteLimit());  // Linger sets its own
+  retry_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec && self->close_after_write_ && !self->lingering_) self->Shutdown();
+  });
+  WriteControl(std::move(last));
+}
+
+std::chrono::milliseconds ReducerStream::CloseWriteLimit() const {
+  if (!liveness_.enabled()) return kCloseWriteLimitWithoutLiveness;
+  return std::max(kLinger, 2 * params_.liveness_timeout);
+}
+
+bool ReducerStream::ArrivedWhileClosing() {
+  int queued = 0;
+  if (ioctl(socket_.native_handle(), FIONREAD, &queued) != 0) return false;
+  const bool changed = queued != closing_queued_;
+  closing_queued_ = queued;
+  return changed;
 }
 
 void ReducerStream::WriteControl(std::vector<uint8_t> frame) {
@@ -596,9 +635,7 @@ void ReducerStream::Close(bool bye) {
   asio::post(io_, [self = shared_from_this(), bye] {
     if (self->state_ == State::kClosed) return;
     if (bye && self->state_ == State::kReady) {
-      self->state_ = State::kClosed;
-      self->close_after_write_ = true;
-      self->WriteControl(protocol::EncodeBye());
+      self->CloseAfter(protocol::EncodeBye());
       return;
     }
     self->Shutdown();
@@ -616,10 +653,8 @@ void ReducerStream::Abort(const Status& why) {
       return;
     }
     if (self->state_ == State::kReady || self->state_ == State::kAwaitReady) {
-      self->state_ = State::kClosed;
-      self->close_after_write_ = true;
       self->DropQueued(/*keep_partial=*/true);  // pieces not yet sent are moot now
-      self->WriteControl(protocol::EncodeError({why.code(), why.message()}));
+      self->CloseAfter(protocol::EncodeError({why.code(), why.message()}));
       return;
     }
     self->Shutdown();

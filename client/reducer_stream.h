@@ -155,11 +155,24 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void Fail(const Status& status);  // fatal for the session
   void Lose(const Status& status);  // the connection is gone
   void Shutdown();
+  // Closes after `last` (BYE, ERROR or EVICT), written behind whatever is
+  // being written. Bounded: a reducer that stops answering meanwhile (two
+  // missed heartbeats) is shut at once, and the writes get CloseWriteLimit()
+  // in all. A write stuck on a reducer that reads nothing would otherwise
+  // hold the leases of its pieces, and their operations could never be Done.
+  void CloseAfter(std::vector<uint8_t> last);
+  std::chrono::milliseconds CloseWriteLimit() const;
+  // While closing, nothing is read: bytes arriving in the socket are the
+  // reducer's sign of life. True when their count changed since last asked.
+  bool ArrivedWhileClosing();
   // After the last frame of a closing stream: FIN, then read and discard
   // until the reducer closes or kLinger passes, then Shutdown.
   void Linger();
   void Drain(const asio::error_code& ec);
   static constexpr std::chrono::milliseconds kLinger{1000};
+  // CloseWriteLimit with liveness off: no heartbeats tell a frozen reducer
+  // from a slow link, so a generous fixed bound.
+  static constexpr std::chrono::milliseconds kCloseWriteLimitWithoutLiveness{10'000};
   // keep_partial: a piece partly written stays, to be finished (the stream
   // goes on writing); otherwise only what a write in flight points into.
   void DropQueued(bool keep_partial);
@@ -217,7 +230,8 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   std::atomic<uint64_t> rwnd_limited_us_{0};
   std::atomic<uint64_t> sndbuf_limited_us_{0};
   protocol::LivenessMonitor liveness_;
-  bool heartbeats_missed_ = false;  // at the last liveness tick: Abort does not wait for the reducer
+  bool heartbeats_missed_ = false;  // at the last liveness tick: Abort and Evict do not wait for the reducer
+  int closing_queued_ = 0;          // bytes waiting in the socket at the last ArrivedWhileClosing
   uint64_t received_progress_ = 0;  // read completions, partial ones included
   uint64_t sent_progress_ = 0;      // write completions, partial ones included
 };

@@ -210,6 +210,60 @@ TEST_F(FailoverTest, FailoverOffMakesReducerLossFatal) {
 // Integer-valued floats: the exact sum of operation k is known.
 float Value(uint32_t rank, int k, size_t i) { return static_cast<float>((rank + 1) * (k % 97) + i % 5); }
 
+// A rank told by another that a reducer is lost (a proposal, before its own
+// liveness check says so) stops using it and evicts it. If its writes to that
+// reducer were stuck (a frozen process reads nothing, so the socket buffers
+// fill), the pieces being written still lease the operation's buffers, and
+// the operation cannot be Done until they are given back: the eviction must
+// not wait on a write that never ends. Rank 0 notices the frozen reducer
+// within half a second; rank 1, with a 10 s timeout, hears it from rank 0
+// through the coordinator, and its reducer misses two heartbeats 4 s in.
+TEST_F(FailoverTest, ARankToldOfALostReducerDoesNotWaitForItsStuckWrites) {
+  Start(3);
+  constexpr size_t kCount = 12 << 20;  // 48 MiB: 16 MiB to each reducer, more than loopback buffers hold
+  std::vector<Status> errors(2);
+  std::vector<double> seconds_taken(2, 0);
+  std::atomic<int> warmed{0};
+  std::atomic<bool> frozen{false};
+  RunRanks(2, [&](uint32_t rank) {
+    auto o = Options(Endpoints(), "stuck-writes", rank, 2);
+    o.liveness_timeout = rank == 0 ? milliseconds(500) : seconds(10);
+    o.send_window_bytes = size_t{64} << 20;  // the window lets every piece go out at once
+    auto c = client::Client::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::vector<float> v(kCount);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = Value(rank, 1, i);
+    Status st = (*c)->AllReduce(v.data(), v.data(), 1 << 16, DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(30));
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = Value(rank, 2, i);
+    // The last rank here freezes reducer 2; both then start the operation.
+    if (++warmed == 2) {
+      EXPECT_TRUE(FreezeProcess(reducers_[2]->pid()));
+      frozen = true;
+    }
+    while (!frozen) std::this_thread::sleep_for(milliseconds(1));
+    const auto start = std::chrono::steady_clock::now();
+    st = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(40));
+    seconds_taken[rank] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!st.ok()) {
+      errors[rank] = st;
+      return;
+    }
+    for (size_t i = 0; i < v.size(); i += 4099) {
+      ASSERT_EQ(v[i], Value(0, 2, i) + Value(1, 2, i)) << "rank " << rank << " element " << i;
+    }
+    EXPECT_EQ((*c)->stats().live_reducers, 2u) << "rank " << rank;
+  });
+  kill(reducers_[2]->pid(), SIGCONT);
+  for (uint32_t r = 0; r < 2; ++r) {
+    EXPECT_TRUE(errors[r].ok()) << "rank " << r << ": " << errors[r].ToString();
+    std::printf("rank %u: the operation took %.2f s\n", r, seconds_taken[r]);
+  }
+  // Two missed heartbeats (4 s), a liveness tick and the redo, far short of
+  // the 40 s the wait allows.
+  EXPECT_LT(seconds_taken[1], 10.0);
+}
+
 TEST_F(FailoverTest, ReplacementReducerAtTheSameAddressIsTakenBack) {
   Start(2);
   const uint16_t port = reducers_[1]->port();

@@ -156,6 +156,65 @@ TEST_F(LivenessTest, AFailedClientClosesWithoutWaitingForAFrozenReducer) {
   EXPECT_LT(closed_in.count(), 500) << "ms to close";
 }
 
+// A failing client gives its operations back their error only once no
+// socket still writes from their buffers. A write stuck on a reducer that
+// froze a moment ago (before it missed two heartbeats, so the client still
+// sends it the ERROR frame) must not hold that up: before, Wait timed out
+// with "still running" instead of the cause, and the NCCL plugin, which
+// polls Done(), would have waited for ever. Rank 0 here runs a 48 MiB
+// all-reduce (24 MiB to each reducer, more than loopback's buffers hold)
+// with `liveness`, one reducer freezes, and rank 1, a process, is killed.
+// Returns the operation's status and how long it took.
+std::pair<Status, double> FailWithAStuckWrite(const ReducerProcess& live, milliseconds liveness) {
+  ReducerProcess frozen({"--op-timeout", "120s"});
+  EXPECT_TRUE(frozen.ok()) << frozen.Log();
+  const std::string endpoints =
+      "127.0.0.1:" + std::to_string(live.port()) + ",127.0.0.1:" + std::to_string(frozen.port());
+  ChildProcess victim({std::string(RS_BINARY_DIR) + "/tests/rs_test_worker", endpoints, "stuck-at-failure", "1",
+                       "2", "", "1", std::to_string(liveness.count()), "nofailover"});
+  auto o = Options({live.endpoint(), frozen.endpoint()}, "stuck-at-failure", 0, 2);
+  o.op_timeout = seconds(120);
+  o.liveness_timeout = liveness;
+  o.failover = false;
+  o.send_window_bytes = size_t{64} << 20;  // every piece goes out at once
+  auto c = client::Client::Create(o);
+  if (!c.ok()) return {c.status(), 0};
+  std::vector<float> v(12 << 20, 1.0f);
+  Status st = (*c)->AllReduce(v.data(), v.data(), 1 << 16, DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(60));
+  if (!st.ok()) return {st, 0};
+  EXPECT_TRUE(victim.WaitForOutput("stalling before operation", seconds(30))) << victim.Output();
+  EXPECT_TRUE(FreezeProcess(frozen.pid()));
+  const auto start = std::chrono::steady_clock::now();
+  auto op = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum);
+  std::this_thread::sleep_for(milliseconds(500));  // the pieces are out; the write to `frozen` is stuck
+  victim.Kill();
+  st = op->Wait(seconds(40));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  kill(frozen.pid(), SIGCONT);
+  return {st, took};
+}
+
+TEST_F(LivenessTest, AFailedOperationReturnsItsErrorWhileAWriteToAFrozenReducerIsStuck) {
+  // With a 10 s timeout, the frozen reducer misses two heartbeats 4 s in.
+  const auto [st, took] = FailWithAStuckWrite(*reducer_, seconds(10));
+  EXPECT_EQ(st.code(), Code::kPeerFailed) << st.ToString();
+  EXPECT_NE(st.message().find("rank 1 disconnected"), std::string::npos) << st.message();
+  std::printf("the failed operation returned after %.2f s\n", took);
+  // Those 4 s and a liveness tick, short of the 2 x 10 s that a closing
+  // stream's writes get at most.
+  EXPECT_LT(took, 10.0);
+}
+
+TEST_F(LivenessTest, WithLivenessOffAStuckWriteIsGivenUpAfterTenSeconds) {
+  // No heartbeats tell the frozen reducer apart: the closing stream's writes
+  // get their fixed bound, 10 s, and not for ever.
+  const auto [st, took] = FailWithAStuckWrite(*reducer_, milliseconds(0));
+  EXPECT_EQ(st.code(), Code::kPeerFailed) << st.ToString();
+  EXPECT_NE(st.message().find("rank 1 disconnected"), std::string::npos) << st.message();
+  std::printf("the failed operation returned after %.2f s\n", took);
+  EXPECT_LT(took, 20.0);
+}
+
 TEST_F(LivenessTest, IdleSessionsAndStragglersAreNotMistakenForSilence) {
   RunRanks(2, [&](uint32_t rank) {
     auto o = RankOptions("idle", rank, 2);
