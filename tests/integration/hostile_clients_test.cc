@@ -118,8 +118,15 @@ std::string Scrape(const ControlledReducer& reducer) {
 }
 
 size_t CountLines(const std::string& text, const std::string& needle) {
+  // Lines, not occurrences: a summary line names its last refusal, whose
+  // own text says "refused" again.
   size_t n = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    if (text.substr(begin, end - begin).find(needle) != std::string::npos) ++n;
+    begin = end + 1;
+  }
   return n;
 }
 
