@@ -27,6 +27,7 @@ namespace rs::plugin::test {
 namespace {
 
 using rs::testing::ChildProcess;
+using rs::testing::FreezeProcess;
 using rs::testing::ReducerProcess;
 using std::chrono::seconds;
 
@@ -160,6 +161,25 @@ TEST_P(CollNetVersionTest, KilledReducerIsInvisibleToNcclWithFailover) {
               std::string::npos)
         << nodes[r]->Output();
   }
+}
+
+// Frozen rather than killed: alive to the kernel, silent to the ranks.
+// Each node must notice it (or hear of it from another), drop it, and go on.
+TEST_P(CollNetVersionTest, FrozenReducerIsInvisibleToNcclWithFailover) {
+  setenv("REDUCER_LIVENESS_TIMEOUT", "1s", 1);
+  auto nodes = StartNodes(kThreeByThree, GetParam(), "failover");
+  unsetenv("REDUCER_LIVENESS_TIMEOUT");
+  for (auto& node : nodes) ASSERT_TRUE(node->WaitForOutput("running", seconds(60))) << node->Output();
+  ASSERT_TRUE(FreezeProcess(reducers_[0]->pid()));
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(120)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    EXPECT_NE(nodes[r]->Output().find("300 all-reduces verified across the failover"), std::string::npos)
+        << nodes[r]->Output();
+    EXPECT_NE(nodes[r]->Output().find("epoch 1 installed: reducers 127.0.0.1:" + std::to_string(reducers_[1]->port())),
+              std::string::npos)
+        << nodes[r]->Output();
+  }
+  kill(reducers_[0]->pid(), SIGCONT);
 }
 
 TEST_P(CollNetVersionTest, WithFailoverOffAKilledReducerFailsEveryNode) {
