@@ -9,7 +9,7 @@
 #   scripts/run_tests.sh               # all three
 #   SANITIZE=0 scripts/run_tests.sh    # skip the sanitizer build
 #   FUZZ=0 scripts/run_tests.sh        # skip fuzzing (FUZZ_SECONDS=25 per target)
-#   TSAN=1 scripts/run_tests.sh        # also ThreadSanitizer (not in CI: about 25 min more on 2 cores)
+#   TSAN=1 scripts/run_tests.sh        # also ThreadSanitizer (not in CI; about 11 min more on 2 cores)
 #   BUILD_DIR=out scripts/run_tests.sh
 set -euo pipefail
 
