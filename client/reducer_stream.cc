@@ -1,7 +1,5 @@
 #include "client/reducer_stream.h"
 
-#include <sys/ioctl.h>
-
 #include <algorithm>
 #include <cstdio>
 
@@ -272,7 +270,7 @@ void ReducerStream::OnLivenessTick() {
   if (state_ == State::kClosed) {
     // Closing, the last frame still behind a write (CloseAfter): a reducer
     // that stopped answering will never take it.
-    if (ArrivedWhileClosing()) ++received_progress_;
+    if (closing_arrivals_.Changed(socket_.native_handle())) ++received_progress_;
     if (liveness_.Tick(Clock::now(), received_progress_, sent_progress_).heartbeats_missed) {
       Shutdown();
       return;
@@ -465,7 +463,7 @@ void ReducerStream::Evict(std::vector<uint8_t> evict) {
 void ReducerStream::CloseAfter(std::vector<uint8_t> last) {
   state_ = State::kClosed;
   close_after_write_ = true;
-  closing_queued_ = 0;
+  closing_arrivals_ = {};
   retry_timer_.expires_after(CloseWriteLimit());  // Linger sets its own
   retry_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
     if (!ec && self->close_after_write_ && !self->lingering_) self->Shutdown();
@@ -476,14 +474,6 @@ void ReducerStream::CloseAfter(std::vector<uint8_t> last) {
 std::chrono::milliseconds ReducerStream::CloseWriteLimit() const {
   if (!liveness_.enabled()) return kCloseWriteLimitWithoutLiveness;
   return std::max(kLinger, 2 * params_.liveness_timeout);
-}
-
-bool ReducerStream::ArrivedWhileClosing() {
-  int queued = 0;
-  if (ioctl(socket_.native_handle(), FIONREAD, &queued) != 0) return false;
-  const bool changed = queued != closing_queued_;
-  closing_queued_ = queued;
-  return changed;
 }
 
 void ReducerStream::WriteControl(std::vector<uint8_t> frame) {

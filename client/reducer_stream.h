@@ -162,9 +162,6 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   // hold the leases of its pieces, and their operations could never be Done.
   void CloseAfter(std::vector<uint8_t> last);
   std::chrono::milliseconds CloseWriteLimit() const;
-  // While closing, nothing is read: bytes arriving in the socket are the
-  // reducer's sign of life. True when their count changed since last asked.
-  bool ArrivedWhileClosing();
   // After the last frame of a closing stream: FIN, then read and discard
   // until the reducer closes or kLinger passes, then Shutdown.
   void Linger();
@@ -231,7 +228,9 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   std::atomic<uint64_t> sndbuf_limited_us_{0};
   protocol::LivenessMonitor liveness_;
   bool heartbeats_missed_ = false;  // at the last liveness tick: Abort and Evict do not wait for the reducer
-  int closing_queued_ = 0;          // bytes waiting in the socket at the last ArrivedWhileClosing
+  // While closing nothing is read: bytes arriving in the socket are the
+  // reducer's sign of life.
+  ArrivalWatch closing_arrivals_;
   uint64_t received_progress_ = 0;  // read completions, partial ones included
   uint64_t sent_progress_ = 0;      // write completions, partial ones included
 };

@@ -52,13 +52,17 @@ void ReceiveLowWater::Reset() {
   if (current_ != 1) Apply(1);
 }
 
-bool ReceiveLowWater::ArrivedSinceLastAsked() {
-  if (fd_ < 0 || current_ == 1) return false;  // no mark: every arrival wakes the reader
+bool ArrivalWatch::Changed(int fd) {
   int queued = 0;
-  if (ioctl(fd_, FIONREAD, &queued) != 0) return false;
+  if (fd < 0 || ioctl(fd, FIONREAD, &queued) != 0) return false;
   const bool changed = queued != queued_;
   queued_ = queued;
   return changed;
+}
+
+bool ReceiveLowWater::ArrivedSinceLastAsked() {
+  if (current_ == 1) return false;  // no mark: every arrival wakes the reader
+  return arrivals_.Changed(fd_);
 }
 
 void ReceiveLowWater::Apply(size_t bytes) {

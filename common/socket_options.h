@@ -35,6 +35,17 @@ enum class PeerReads {
 // may go on without it (the heartbeats still work).
 Status SetTcpLiveness(int fd, std::chrono::milliseconds timeout, PeerReads peer);
 
+// For a reader that is not reading (a mark set, or a stream closing): true
+// when the bytes waiting unread in the socket (FIONREAD) changed since the
+// last call, the arrivals its liveness check cannot otherwise see.
+class ArrivalWatch {
+ public:
+  bool Changed(int fd);
+
+ private:
+  int queued_ = 0;  // at the last call
+};
+
 // The receive low-water mark (SO_RCVLOWAT) of one socket, kept at what the
 // read in progress still needs: the kernel then wakes the reader once, when a
 // piece has arrived whole (or its receive buffer is under pressure), instead
@@ -66,7 +77,7 @@ class ReceiveLowWater {
   int fd_ = -1;
   size_t current_ = 1;
   bool failed_ = false;
-  int queued_ = 0;  // at the last ArrivedSinceLastAsked
+  ArrivalWatch arrivals_;
 };
 
 }  // namespace rs
