@@ -4,6 +4,8 @@
 // holds the senders back instead).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdio>
 #include <thread>
 
 #include "tests/support/test_cluster.h"
@@ -77,6 +79,43 @@ TEST(MemoryTest, BackPressureLongerThanTheLivenessTimeoutIsNotALostReducer) {
     ASSERT_TRUE(st.ok()) << "rank " << rank << ": " << st.ToString();
     for (size_t j = 0; j < kCount; j += 4093) ASSERT_EQ(buf[j], 3.0f) << "element " << j;
     ASSERT_EQ(buf[kCount - 1], 3.0f);
+  });
+}
+
+// A rank that gives up while its stream waits on that back-pressure: the
+// ERROR frame queues behind a write the reducer does not read, while the
+// reducer's heartbeats still arrive. The closing stream gives its writes
+// twice the liveness timeout, then shuts, so the failed operation returns
+// its error instead of waiting on the stuck write (its buffers are still
+// being read from until then).
+TEST(MemoryTest, AClosingStreamStuckBehindBackPressureGivesUpAfterTwiceTheTimeout) {
+  constexpr uint32_t kWorld = 2;
+  constexpr size_t kCount = 32 * kMiB / sizeof(float);
+  ReducerProcess reducer({"--memory-limit", "2MiB", "--op-timeout", "60s"});
+  ASSERT_TRUE(reducer.ok()) << reducer.Log();
+  std::atomic<bool> rank0_done{false};
+  RunRanks(kWorld, [&](uint32_t rank) {
+    auto o = Options({reducer.endpoint()}, "closing-behind-back-pressure", rank, kWorld);
+    o.liveness_timeout = std::chrono::milliseconds(1000);
+    o.op_timeout = std::chrono::milliseconds(2000);  // rank 0 gives up after 2 s
+    o.send_window_bytes = 0;
+    auto c = client::Client::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    if (rank == 1) {  // joined, never contributes; leaves once rank 0 is done
+      for (int i = 0; i < 3000 && !rank0_done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return;
+    }
+    std::vector<float> buf(kCount, 1.0f);
+    const auto start = std::chrono::steady_clock::now();
+    const Status st =
+        (*c)->AllReduce(buf.data(), buf.data(), kCount, DataType::kFloat32, ReduceOp::kSum)->Wait(std::chrono::seconds(30));
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    rank0_done = true;
+    EXPECT_EQ(st.code(), Code::kTimeout) << st.ToString();
+    EXPECT_NE(st.message().find("got no result within 2000 ms"), std::string::npos) << st.message();
+    std::printf("the operation returned its error after %.2f s\n", took);
+    // The 2 s operation timeout, then 2 s for the closing stream's writes.
+    EXPECT_LT(took, 10.0);
   });
 }
 
