@@ -48,8 +48,8 @@ FAILOVER=${FAILOVER:-1}
 SEED=${SEED:-$RANDOM}
 LIVENESS=${LIVENESS:-2}       # seconds: the workers' --liveness-timeout
 RATE=${RATE:-200mbit}         # link shaping (tbf), so a job's length does not depend on the CPU
-SIZE=${SIZE:-256K}            # bytes per all-reduce; 4M and up with 3+ reducers and 6 workers also
-                              # gets writes stuck on a lost reducer (pieces beyond the socket buffers)
+SIZE=${SIZE:-256K}            # bytes per all-reduce; 4M with 3 reducers and 6 workers got writes
+                              # stuck on a lost reducer (pieces beyond the socket buffers)
 ITERS=${ITERS:-200}           # all-reduces per job (2.5 s and more at 200mbit)
 MOMENT_MS=${MOMENT_MS:-300-1500}  # the fault comes this long after the workers joined (random in range)
 LOSS_SECONDS=${LOSS_SECONDS:-3}
