@@ -51,6 +51,7 @@ RATE=${RATE:-200mbit}         # link shaping (tbf), so a job's length does not d
 SIZE=${SIZE:-256K}            # bytes per all-reduce; 4M with 3 reducers and 6 workers got writes
                               # stuck on a lost reducer (pieces beyond the socket buffers)
 ITERS=${ITERS:-200}           # all-reduces per job (2.5 s and more at 200mbit)
+BENCH_ARGS=${BENCH_ARGS:-}    # more reducer-bench flags, e.g. '--inflight 8' or '--pattern collnet'
 MOMENT_MS=${MOMENT_MS:-300-1500}  # the fault comes this long after the workers joined (random in range)
 LOSS_SECONDS=${LOSS_SECONDS:-3}
 JOB_DEADLINE=${JOB_DEADLINE:-60}  # seconds after the fault by which every job must be over
@@ -65,7 +66,7 @@ Settings, from the environment (current value):
   TRIALS=$TRIALS SEED=$SEED   trials; the seed picks fault, victim and moment
   FAULTS='$FAULTS'  VICTIMS='$VICTIMS'  FAILOVER=$FAILOVER
   WORKERS=$WORKERS REDUCERS=$REDUCERS  LIVENESS=$LIVENESS (s)  RATE=$RATE
-  SIZE=$SIZE ITERS=$ITERS  MOMENT_MS=$MOMENT_MS  LOSS_SECONDS=$LOSS_SECONDS  JOB_DEADLINE=$JOB_DEADLINE
+  SIZE=$SIZE ITERS=$ITERS  BENCH_ARGS='$BENCH_ARGS'  MOMENT_MS=$MOMENT_MS  LOSS_SECONDS=$LOSS_SECONDS  JOB_DEADLINE=$JOB_DEADLINE
   BUILD_DIR=$BUILD_DIR (needs server/reducerd and bench/reducer-bench)
   OUT=$OUT
 EOF
@@ -122,10 +123,11 @@ start_job() {
     done
   done
   for ((w = 0; w < WORKERS; w++)); do
+    # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
     ip netns exec "$(ns_name "$w")" "$BUILD_DIR/bench/reducer-bench" --reducers "$(reducer_list)" --world "$WORKERS" \
       --rank "$w" --session "fault-$n" -b "$SIZE" -e "$SIZE" --iters "$ITERS" --warmup 0 --check 1 \
       --liveness-timeout "${LIVENESS}s" --failover "$FAILOVER" --op-timeout 30s --connect-timeout 20s \
-      >"$OUT/logs/t$n-worker$w.log" 2>&1 &
+      $BENCH_ARGS >"$OUT/logs/t$n-worker$w.log" 2>&1 &
     WORKER_PIDS+=($!)
   done
   PIDS+=("${WORKER_PIDS[@]}")

@@ -137,6 +137,8 @@ class FailoverTest : public ::testing::Test {
     for (const auto& r : reducers_) out.push_back(r->endpoint());
     return out;
   }
+  void ExpectTwoLossesSurvived(const std::string& session, const std::function<void(int)>& hit,
+                               milliseconds gap);
   std::vector<std::unique_ptr<ReducerProcess>> reducers_;
 };
 
@@ -327,6 +329,50 @@ TEST_F(FailoverTest, ReplacementReducerAtTheSameAddressIsTakenBack) {
   const std::string log = replacement->Log();
   EXPECT_TRUE(std::regex_search(log, std::regex("session [0-9a-f]+ ended: [1-9][0-9]* operations, [1-9][0-9]* pieces")))
       << log;
+}
+
+
+// Two reducers lost one after the other, the coordinator (reducer 0) first,
+// so the second loss hits the ranks while they move to the first new epoch,
+// or their reports of the first loss wait on a coordinator that is itself
+// lost. `hit` runs on rank 0's thread after its operation 8; `then` on
+// another thread `gap` later. Every rank must finish on the two survivors
+// with the bits of a run without faults.
+void FailoverTest::ExpectTwoLossesSurvived(const std::string& session, const std::function<void(int)>& hit,
+                                           milliseconds gap) {
+  Start(4);
+  const auto reference = RunJob(Endpoints(), session + "-reference", -1, {});
+  std::thread second;
+  const auto faulty = RunJob(Endpoints(), session, 8, [&] {
+    hit(0);
+    second = std::thread([&hit, gap] {
+      std::this_thread::sleep_for(gap);
+      hit(1);
+    });
+  });
+  if (second.joinable()) second.join();
+  for (int i = 0; i < 2; ++i) kill(reducers_[i]->pid(), SIGCONT);
+  ExpectBitwiseEqual(reference, faulty);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    EXPECT_EQ(faulty[r].stats.live_reducers, 2u) << "rank " << r;
+    std::printf("rank %u: epoch %u, %llu operations redone\n", r, faulty[r].stats.epoch,
+                static_cast<unsigned long long>(faulty[r].stats.operations_redone));
+  }
+}
+
+// Killed 3 ms apart: the ranks notice the first at once and are agreeing on
+// (or installing, or redoing in) epoch 1 when the second goes.
+TEST_F(FailoverTest, ASecondReducerKilledDuringTheFirstFailoverIsSurvived) {
+  ExpectTwoLossesSurvived("two-killed", [&](int i) { kill(reducers_[i]->pid(), SIGKILL); }, milliseconds(3));
+}
+
+// Frozen 0.75 T apart: the operations stall on reducer 0, so the job is still
+// running when reducer 1, the next coordinator, freezes; 0.25 - 0.35 T later
+// the ranks notice reducer 0 and report to reducer 1, which never answers,
+// until they notice it too and report to reducer 2 (one epoch drops both).
+TEST_F(FailoverTest, ReportsToAFrozenCoordinatorAreMadeAgainToTheNextOne) {
+  ExpectTwoLossesSurvived("two-frozen", [&](int i) { EXPECT_TRUE(FreezeProcess(reducers_[i]->pid())); },
+                          kLiveness * 3 / 4);
 }
 
 }  // namespace
