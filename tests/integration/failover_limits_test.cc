@@ -82,11 +82,14 @@ struct Loss {
   std::chrono::steady_clock::time_point fault_at;
 };
 
-Loss LoseTheWorker(FailoverLimitsTest* t, const std::string& session, int signal) {
+// `first`, when given, runs just before the victim is hit (another fault).
+Loss LoseTheWorker(FailoverLimitsTest* t, const std::string& session, int signal,
+                   const std::function<void()>& first = {}) {
   Loss loss;
   auto victim = StartVictim(t->Endpoints(), session, 3);
   std::thread injector([&] {
     ASSERT_TRUE(victim->WaitForOutput("stalling before operation", seconds(30))) << victim->Output();
+    if (first) first();
     loss.fault_at = std::chrono::steady_clock::now();
     kill(victim->pid(), signal);
   });
@@ -124,6 +127,20 @@ TEST_F(FailoverLimitsTest, FrozenWorkerIsStillFatalWithTheCauseOnEveryRank) {
     EXPECT_NE(loss.errors[r].message().find("sent nothing to reducer"), std::string::npos) << loss.errors[r].message();
     // With failover the reducers give a silent worker twice the liveness
     // timeout (its link to one reducer may be all that was cut).
+    EXPECT_LT(loss.at[r] - loss.fault_at, 2 * kLiveness + seconds(2));
+  }
+}
+
+// The coordinator is killed and a worker frozen at once: the epoch change
+// waits for a report the frozen rank never sends. The reducers left still
+// name the frozen rank within their bound, so no rank waits on the change.
+TEST_F(FailoverLimitsTest, AWorkerFrozenDuringAFailoverIsStillFatalWithTheCause) {
+  Start(3);
+  const Loss loss = LoseTheWorker(this, "frozen-during-failover", SIGSTOP, [&] { kill(reducers_[0]->pid(), SIGKILL); });
+  for (uint32_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(loss.errors[r].code(), Code::kPeerFailed) << loss.errors[r].ToString();
+    EXPECT_NE(loss.errors[r].message().find("rank 3 ("), std::string::npos) << loss.errors[r].message();
+    EXPECT_NE(loss.errors[r].message().find("sent nothing to reducer"), std::string::npos) << loss.errors[r].message();
     EXPECT_LT(loss.at[r] - loss.fault_at, 2 * kLiveness + seconds(2));
   }
 }
