@@ -192,6 +192,33 @@ TEST_P(CollNetVersionTest, WithFailoverOffAKilledReducerFailsEveryNode) {
   }
 }
 
+// A node lost mid-run (its process killed or frozen) ends the job on every
+// other node: their test() returns RemoteError (6) within `bound`, and the
+// cause they log names the lost node's rank (CollNet's rank is the node's
+// index). Failover saves only reducers.
+void ExpectLostNodeNamed(const std::vector<std::unique_ptr<ChildProcess>>& nodes, int signal,
+                         const std::string& cause, std::chrono::seconds bound) {
+  for (auto& node : nodes) ASSERT_TRUE(node->WaitForOutput("running", seconds(60))) << node->Output();
+  kill(nodes[2]->pid(), signal);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(nodes[r]->Wait(bound), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    const std::string out = nodes[r]->Output();
+    EXPECT_NE(out.find("test returned 6"), std::string::npos) << out;
+    EXPECT_NE(out.find(cause), std::string::npos) << out;
+  }
+  kill(nodes[2]->pid(), SIGKILL);
+}
+
+TEST_P(CollNetVersionTest, KilledNodeFailsEveryOtherNodeNamingIt) {
+  ExpectLostNodeNamed(StartNodes(kThreeByThree, GetParam(), "failure"), SIGKILL, "rank 2 disconnected", seconds(30));
+}
+
+// Frozen: the reducers give a silent worker 2 T with failover on (2 s here).
+TEST_P(CollNetVersionTest, FrozenNodeFailsEveryOtherNodeNamingIt) {
+  setenv("REDUCER_LIVENESS_TIMEOUT", "1s", 1);  // the node processes inherit it
+  ExpectLostNodeNamed(StartNodes(kThreeByThree, GetParam(), "failure"), SIGSTOP, "rank 2 (", seconds(10));
+}
+
 TEST_P(CollNetVersionTest, NodesWithOtherReducerSettingsAreRefusedByEveryNode) {
   auto nodes = StartNodes(kThreeByThree, GetParam(), "connect_fails", /*odd_node=*/2);
   // Node 2's handle is the second one connect gets (handle order 0, 2, 1).
