@@ -23,7 +23,8 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       {"", "REDUCER_JOB_TOKEN", "", "", "",
        "the token itself, used when no token file is given; never logged"},
       {"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "60s", "",
-       "an operation still missing contributions after this long fails on every rank, naming the missing ranks"},
+       "an operation still missing contributions after this long fails on every rank, naming the missing ranks; so "
+       "does a rank that takes none of its results for this long (it stopped reading)"},
       {"--join-timeout", "REDUCER_JOIN_TIMEOUT", "DUR", "300s", "",
        "a session whose ranks have not all joined after this long fails, naming the missing ranks"},
       {"--handshake-timeout", "REDUCER_HANDSHAKE_TIMEOUT", "DUR", "10s", "",

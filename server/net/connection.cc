@@ -366,13 +366,32 @@ void Connection::ArmLiveness() {
 void Connection::ArmPathSampling() {
   liveness_timer_.expires_after(kPathSampleInterval);
   liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-    if (ec || self->state_ != State::kJoined) return;
+    if (ec || self->state_ != State::kJoined || !self->CheckResultsTaken()) return;
     self->SamplePath();
     self->ArmPathSampling();
   });
 }
 
+bool Connection::CheckResultsTaken() {
+  const auto now = Clock::now();
+  if (!writing_ || sent_progress_ != taken_progress_ || taken_at_ == Clock::time_point{}) {
+    taken_progress_ = sent_progress_;
+    taken_at_ = now;
+    return true;
+  }
+  const auto limit = server_.config().op_timeout;
+  if (now - taken_at_ <= limit) return true;
+  const Status why(Code::kTimeout,
+                   "rank " + std::to_string(hello_.rank) + " (" + peer_ + ") took none of its results from " + self_ +
+                       " for " + protocol::FormatSeconds(std::chrono::duration_cast<std::chrono::milliseconds>(now - taken_at_)) +
+                       ": the worker stopped reading (frozen?), or its host or the link to it is down");
+  session_->Fail(why);
+  CloseNow(why);
+  return false;
+}
+
 void Connection::OnLivenessTick() {
+  if (!CheckResultsTaken()) return;
   if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
   const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
   if (verdict.silent) {
@@ -634,6 +653,13 @@ void Connection::Reject(const Status& status) {
   Outgoing error;
   error.bytes = protocol::EncodeError({status.code(), status.message()});
   write_queue_.push_back(std::move(error));
+  // A write in flight to a worker that stopped reading would never end, and
+  // its results would hold their piece memory: the error gets --op-timeout
+  // to go out (the linger that follows a sent error replaces this).
+  linger_.expires_after(server_.config().op_timeout);
+  linger_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec) self->CloseSocket();
+  });
   if (!writing_) WriteNext();
 }
 

@@ -125,6 +125,13 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void StartLiveness();
   void ArmLiveness();
   void OnLivenessTick();
+  // A worker that takes none of its results for --op-timeout has stopped
+  // reading (frozen with liveness off, or a client that does not read): it
+  // fails the session, and this stream closes at once, since the worker
+  // would not read the error either. Its results would otherwise hold their
+  // piece memory, which every session on this reducer shares, for ever.
+  // Checked at every liveness tick or path sample. False once failed.
+  bool CheckResultsTaken();
 
   void TakeResults();  // moves results_in_ to the write queue, in order
   void Enqueue(Outgoing out);
@@ -171,6 +178,8 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   uint64_t received_progress_ = 0;  // read completions, partial ones included
   uint64_t sent_progress_ = 0;      // write completions, partial ones included
   uint32_t reported_rtt_us_ = 0;    // the round trip last given to the session
+  uint64_t taken_progress_ = 0;     // sent_progress_ at the last CheckResultsTaken
+  Clock::time_point taken_at_{};    // when results last moved, or none were waiting
   TcpWaitWatch waits_;              // sampled with the round trip
 };
 
