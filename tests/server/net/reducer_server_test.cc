@@ -7,6 +7,7 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -170,6 +171,27 @@ client::ClientOptions RankOptions(const ReducerServer& server, const protocol::S
   return o;
 }
 
+// Rank 0 of 2, a real client on its own thread: `ops` all-reduces of
+// `count` float32 ones until one fails (*done counts the others), then
+// `last`, if given, on the same client. The first failure lands in *status.
+std::thread StartRank0(const ReducerServer& server, const protocol::SessionId& session, uint64_t count, int ops,
+                       Status* status, int* done, std::function<Status(client::Client&)> last = {}) {
+  return std::thread([&server, session, count, ops, status, done, last = std::move(last)] {
+    auto c = client::Client::Create(RankOptions(server, session, 0));
+    if (!c.ok()) {
+      *status = c.status();
+      return;
+    }
+    std::vector<float> v(count, 1.0f);
+    for (int k = 0; k < ops && status->ok(); ++k) {
+      *status = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)
+                    ->Wait(std::chrono::seconds(60));
+      if (status->ok()) ++*done;
+    }
+    if (status->ok() && last) *status = last(**c);
+  });
+}
+
 // A worker that gives up sends the reducer an ERROR with its reason and
 // closes. If the reducer is still writing results to it, that write fails
 // (the worker's close, with results unread, resets the connection) at the
@@ -269,19 +291,7 @@ TEST(ReducerServerTest, AWorkerThatStopsReadingFailsItsSessionAndTheOthersGoOn) 
   rank1.Hello((*server)->port(), session, 1, 2);
   Status rank0;
   int rank0_done = 0;
-  std::thread rank0_thread([&] {
-    auto c = client::Client::Create(RankOptions(**server, session, 0));
-    if (!c.ok()) {
-      rank0 = c.status();
-      return;
-    }
-    std::vector<float> v(kCount, 1.0f);
-    for (int k = 0; k < kOps && rank0.ok(); ++k) {
-      rank0 = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)
-                  ->Wait(std::chrono::seconds(60));
-      if (rank0.ok()) ++rank0_done;
-    }
-  });
+  std::thread rank0_thread = StartRank0(**server, session, kCount, kOps, &rank0, &rank0_done);
   rank1.Joined();
   std::thread writer([&] {
     for (int k = 0; k < kOps && rank1.Contribute(static_cast<uint64_t>(k), kCount); ++k) {
@@ -345,22 +355,11 @@ TEST(ReducerServerTest, AClosingStreamToAWorkerThatStopsReadingLetsGoOfItsResult
   ScriptedRank rank1;
   rank1.Hello((*server)->port(), session, 1, 2);
   Status rank0;
-  std::thread rank0_thread([&] {
-    auto c = client::Client::Create(RankOptions(**server, session, 0));
-    if (!c.ok()) {
-      rank0 = c.status();
-      return;
-    }
-    std::vector<float> v(kCount, 1.0f);
-    for (int k = 0; k < kOps && rank0.ok(); ++k) {
-      rank0 = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)
-                  ->Wait(std::chrono::seconds(60));
-    }
-    // Half the elements rank 1 sends: the session fails on a mismatch.
-    if (rank0.ok()) {
-      rank0 = (*c)->AllReduce(v.data(), v.data(), kCount / 2, DataType::kFloat32, ReduceOp::kSum)
-                  ->Wait(std::chrono::seconds(60));
-    }
+  int rank0_done = 0;
+  // Then half the elements rank 1 sends: the session fails on a mismatch.
+  std::thread rank0_thread = StartRank0(**server, session, kCount, kOps, &rank0, &rank0_done, [](client::Client& c) {
+    std::vector<float> v(kCount / 2, 1.0f);
+    return c.AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(std::chrono::seconds(60));
   });
   rank1.Joined();
   for (int k = 0; k <= kOps; ++k) ASSERT_TRUE(rank1.Contribute(static_cast<uint64_t>(k), kCount));
