@@ -1,5 +1,6 @@
 #include "client/client_impl.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "client/transport_plan.h"
@@ -174,6 +175,15 @@ ClientImpl::~ClientImpl() {
   slots_.clear();
   ops_.clear();
   contexts_.clear();
+  // No I/O thread runs any more. An operation still in flight would never
+  // be done, and a caller waiting on it (another thread, say, while this
+  // one closes the client) would wait for ever.
+  for (const auto& weak : handed_out_) {
+    if (auto op = weak.lock()) {
+      op->Abandon(Status(Code::kCancelled, "rank " + std::to_string(opts_.rank) + ": the client was closed before " +
+                                               "operation " + std::to_string(op->seq()) + " completed"));
+    }
+  }
 }
 
 Status ClientImpl::health() const {
@@ -289,6 +299,11 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
                                                   static_cast<uint32_t>(slots_.size()), Clock::now());
   if (count == 0) return op_state;
   ops_.emplace(seq, OpEntry{op_state, false});
+  handed_out_.push_back(op_state);
+  if (handed_out_.size() >= prune_handed_out_at_) {
+    std::erase_if(handed_out_, [](const std::weak_ptr<OperationImpl>& w) { return w.expired(); });
+    prune_handed_out_at_ = std::max<size_t>(64, 2 * handed_out_.size());
+  }
   Batches batches;
   if (!membership_) {
     ops_[seq].issued = true;

@@ -134,6 +134,11 @@ class ClientImpl final : public Client, public StreamOwner {
   std::vector<Slot> slots_;                 // guarded by mu_; one per reducer
   uint64_t next_seq_ = 0;                   // guarded by mu_
   std::map<uint64_t, OpEntry> ops_;         // guarded by mu_: not completed here (shadows included)
+  // Every operation handed to the caller that may still be referenced: the
+  // destructor finishes those not done yet, so that no caller waits on an
+  // operation of a client that is gone. Expired ones are pruned as it grows.
+  std::vector<std::weak_ptr<OperationImpl>> handed_out_;  // guarded by mu_
+  size_t prune_handed_out_at_ = 64;                       // guarded by mu_
 
   // Failover state, all guarded by mu_.
   std::optional<Membership> membership_;    // set when failover is on

@@ -152,6 +152,16 @@ void OperationImpl::Finish(const Status& status) {
   MaybeSignalLocked();
 }
 
+void OperationImpl::Abandon(const Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!has_result_) {
+    has_result_ = true;
+    status_ = status;
+  }
+  leases_ = 0;
+  MaybeSignalLocked();
+}
+
 std::vector<uint32_t> OperationImpl::PendingReducers() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint32_t> owed(reducers_, 0);

@@ -80,6 +80,10 @@ class OperationImpl final : public Operation {
   void Restart(uint32_t epoch, std::vector<protocol::PieceSpan> pieces);
   // Sets the result if none is set yet.
   void Finish(const Status& status);
+  // For a client whose I/O threads have all stopped: nothing touches the
+  // buffers any more, so the leases the I/O held (a write or read that will
+  // never complete) are void. Finishes with `status` unless a result is set.
+  void Abandon(const Status& status);
   // Reducers (by index) that still owe pieces, for timeout messages.
   std::vector<uint32_t> PendingReducers() const;
 

@@ -236,5 +236,52 @@ TEST_F(LivenessTest, IdleSessionsAndStragglersAreNotMistakenForSilence) {
   });
 }
 
+
+// Closing a client (the NCCL plugin's closeColl, which NCCL's abort calls
+// with operations still in flight) finishes every operation it had not
+// completed: a thread waiting on one returns, with the reason, instead of
+// waiting out its timeout. Rank 1 never issues the operation, so rank 0's
+// cannot complete; with `freeze`, one reducer is frozen first, so rank 0's
+// write of a 48 MiB operation to it is stuck too.
+void ExpectCloseFinishesTheOperation(const ReducerProcess& live, bool freeze) {
+  ReducerProcess other({"--op-timeout", "120s"});
+  ASSERT_TRUE(other.ok()) << other.Log();
+  std::vector<std::unique_ptr<client::Client>> clients(2);
+  RunRanks(2, [&](uint32_t rank) {
+    auto o = Options({live.endpoint(), other.endpoint()}, freeze ? "closed-stuck" : "closed-in-flight", rank, 2);
+    o.op_timeout = seconds(120);
+    o.send_window_bytes = size_t{64} << 20;  // every piece goes out at once
+    auto c = client::Client::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    clients[rank] = std::move(c).value();
+  });
+  ASSERT_TRUE(clients[0] && clients[1]);
+  if (freeze) {
+    ASSERT_TRUE(FreezeProcess(other.pid()));
+  }
+  std::vector<float> v(12 << 20, 1.0f);
+  auto op = clients[0]->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum);
+  Status waited;
+  std::thread waiter([&] { waited = op->Wait(seconds(60)); });
+  std::this_thread::sleep_for(milliseconds(500));  // the pieces are out
+  const auto closing = std::chrono::steady_clock::now();
+  clients[0].reset();
+  waiter.join();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - closing).count();
+  kill(other.pid(), SIGCONT);
+  EXPECT_TRUE(op->Done());
+  EXPECT_EQ(waited.code(), Code::kCancelled) << waited.ToString();
+  EXPECT_NE(waited.message().find("the client was closed before operation 0 completed"), std::string::npos)
+      << waited.message();
+  EXPECT_LT(took, 10.0);  // the close's own bound (2 s), far from the wait's 60 s
+  std::printf("the waiting thread returned %.2f s after the close began\n", took);
+}
+
+TEST_F(LivenessTest, ClosingTheClientFinishesAnOperationInFlight) { ExpectCloseFinishesTheOperation(*reducer_, false); }
+
+TEST_F(LivenessTest, ClosingTheClientFinishesAnOperationStuckOnAFrozenReducer) {
+  ExpectCloseFinishesTheOperation(*reducer_, true);
+}
+
 }  // namespace
 }  // namespace rs::testing
