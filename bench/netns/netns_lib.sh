@@ -44,6 +44,8 @@ NS_TCP_WMEM_DEFAULT="4096 65536 16777216"
 NS_TCP_RMEM=${NS_TCP_RMEM:-$NS_TCP_RMEM_DEFAULT}
 NS_TCP_WMEM=${NS_TCP_WMEM:-$NS_TCP_WMEM_DEFAULT}
 NS_NETEM=""                           # yes / no once probed
+NS_TCP_CC_ADDED=""                    # what ns_allow_tcp_cc added to the machine's allowed list
+NS_TCP_CC_NOTED=""                    # said so once (tests/fault/run.sh sets up every trial)
 NS_HOSTS=()
 
 ns_name() { echo "${NS_PREFIX}-h$1"; }
@@ -130,15 +132,48 @@ ns_tune() {
 # default when the machine allows it (net.ipv4.tcp_allowed_congestion_control;
 # the kernel refuses with EPERM otherwise). The machine's boot default is
 # always allowed, others only when listed: on a machine that boots with bbr,
-# cubic is not. Adds an available algorithm to the list, once, and says so;
-# the change stays (it only lets unprivileged sockets pick that algorithm).
+# cubic is not. Adds an available algorithm to the list and says so (once);
+# ns_teardown takes it back (ns_disallow_tcp_cc). NS_TCP_CC_MARKER records
+# that a run of ours added it, so that runs at the same time share the loan:
+# one that finds it allowed and marked takes it back too, and the last to end
+# does (an algorithm allowed without the mark was allowed by someone else and
+# stays).
+NS_TCP_CC_MARKER=${NS_TCP_CC_MARKER:-/run/rs-netns-tcp-cc}
 ns_allow_tcp_cc() {
   local cc=$1 allowed available
   allowed=$(sysctl -n net.ipv4.tcp_allowed_congestion_control 2>/dev/null) || return 0
   available=$(sysctl -n net.ipv4.tcp_available_congestion_control 2>/dev/null) || return 0
-  [[ " $allowed " == *" $cc "* || " $available " != *" $cc "* ]] && return 0
+  if [[ " $allowed " == *" $cc "* ]]; then
+    [[ $(cat "$NS_TCP_CC_MARKER" 2>/dev/null) == "$cc" ]] && NS_TCP_CC_ADDED=$cc
+    return 0
+  fi
+  [[ " $available " == *" $cc "* ]] || return 0
   if sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $cc" >/dev/null 2>&1; then
-    echo "note: added $cc to net.ipv4.tcp_allowed_congestion_control (was: $allowed), so that the hosts' namespaces may use it" >&2
+    echo "$cc" >"$NS_TCP_CC_MARKER" 2>/dev/null && NS_TCP_CC_ADDED=$cc
+    if [[ -z $NS_TCP_CC_NOTED ]]; then
+      NS_TCP_CC_NOTED=yes
+      echo "note: added $cc to net.ipv4.tcp_allowed_congestion_control (was: $allowed), so that the hosts'" \
+        "namespaces may use it, until they are removed" >&2
+    fi
+  fi
+}
+
+# Takes back what ns_allow_tcp_cc added, once this run's namespaces are gone,
+# unless a namespace left on the machine (another run's host) still uses it.
+ns_disallow_tcp_cc() {
+  local cc=$NS_TCP_CC_ADDED allowed kept=() a ns
+  [[ -n $cc ]] || return 0
+  NS_TCP_CC_ADDED=""
+  for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+    [[ $(ip netns exec "$ns" sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null) == "$cc" ]] && return 0
+  done
+  [[ $(cat "$NS_TCP_CC_MARKER" 2>/dev/null) == "$cc" ]] || return 0
+  allowed=$(sysctl -n net.ipv4.tcp_allowed_congestion_control 2>/dev/null) || return 0
+  for a in $allowed; do [[ $a == "$cc" ]] || kept+=("$a"); done
+  if sysctl -q -w net.ipv4.tcp_allowed_congestion_control="${kept[*]}" >/dev/null 2>&1; then
+    rm -f "$NS_TCP_CC_MARKER"
+  else
+    echo "warning: could not take $cc back out of net.ipv4.tcp_allowed_congestion_control ($allowed)" >&2
   fi
 }
 
@@ -279,6 +314,7 @@ ns_setup() {
 
 # Deleting a namespace deletes its veth ends (and so their peers) and qdiscs;
 # the taps go with rs-delay-line, which holds the namespaces until it exits.
+# Then the machine's allowed congestion controls are as they were.
 ns_teardown() {
   local ns
   ns_stop_delay_line
@@ -287,6 +323,7 @@ ns_teardown() {
     ip netns del "$ns" 2>/dev/null || true
   done
   NS_HOSTS=()
+  ns_disallow_tcp_cc
 }
 
 # Removes the namespaces of earlier runs that were killed before they could
