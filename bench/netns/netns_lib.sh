@@ -164,10 +164,10 @@ ns_disallow_tcp_cc() {
   local cc=$NS_TCP_CC_ADDED allowed kept=() a ns
   [[ -n $cc ]] || return 0
   NS_TCP_CC_ADDED=""
+  [[ $(cat "$NS_TCP_CC_MARKER" 2>/dev/null) == "$cc" ]] || return 0
   for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
     [[ $(ip netns exec "$ns" sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null) == "$cc" ]] && return 0
   done
-  [[ $(cat "$NS_TCP_CC_MARKER" 2>/dev/null) == "$cc" ]] || return 0
   allowed=$(sysctl -n net.ipv4.tcp_allowed_congestion_control 2>/dev/null) || return 0
   for a in $allowed; do [[ $a == "$cc" ]] || kept+=("$a"); done
   if sysctl -q -w net.ipv4.tcp_allowed_congestion_control="${kept[*]}" >/dev/null 2>&1; then

@@ -76,9 +76,7 @@ ns_setup 1 0 ""
 # A second run, in its own process with its own namespaces, that holds them
 # until told to go (bounded: 30 s).
 (
-  NS_PREFIX=rsb$BASHPID
-  NS_HOSTS=()
-  NS_TCP_CC_ADDED=""
+  NS_PREFIX=rsb$BASHPID  # sourcing resets the rest of the library's state
   # shellcheck source=bench/netns/netns_lib.sh
   source "$LIB"
   trap 'ns_teardown' EXIT
