@@ -103,8 +103,10 @@ void FillProperties(const DeviceProperties& p, Props* out) {
   out->latency = 0;
   out->maxComms = p.max_comms;
   out->maxRecvs = p.max_recvs;
-  out->netDeviceType = kNetDeviceHost;
-  out->netDeviceVersion = 0;
+  if constexpr (requires { out->netDeviceType; }) {  // v7 and later; v5/v6 have no device type
+    out->netDeviceType = kNetDeviceHost;
+    out->netDeviceVersion = 0;
+  }
   if constexpr (requires { out->maxP2pBytes; }) {
     out->forceFlush = 0;
     out->vProps.ndevs = 1;           // a physical device: itself

@@ -1,9 +1,9 @@
-// The CollNet slots: init (v7 once, v11 per communicator with a context),
+// The CollNet slots: init (v5 - v7 once, v11 per communicator with a context),
 // devices and properties (named after the net devices), the collective
 // listen/connect, registrations, iallreduce and test. The core returns typed
 // objects (collnet/collnet_comm.h); here they become NCCL's opaque pointers
 // and back. iallgather and ireducescatter have no implementation: the v11
-// table leaves them NULL and v7 has no such slots.
+// table leaves them NULL and v5 - v7 have no such slots.
 #include <climits>
 #include <memory>
 #include <optional>
@@ -85,6 +85,7 @@ Result CollGetProperties(int dev, Props* props) {
     return Status::Ok();
   });
 }
+template Result CollGetProperties<PropertiesV6>(int, PropertiesV6*);
 template Result CollGetProperties<PropertiesV7>(int, PropertiesV7*);
 template Result CollGetProperties<PropertiesV11>(int, PropertiesV11*);
 

@@ -1,5 +1,6 @@
 // Our own declarations of the NCCL network-plugin ABI: the point-to-point
-// (`ncclNet`) and collective (`ncclCollNet`) tables of versions 7, 8 and 11,
+// (`ncclNet`) and collective (`ncclCollNet`) tables of versions 5, 6, 7, 8
+// and 11,
 // the properties structs, the device handle, the scatter-gather entries, the
 // logger and the result codes. NCCL ships no plugin headers with its
 // packages, so these are written from the facts in docs/nccl-abi.md (read
@@ -29,6 +30,7 @@ namespace rs::plugin::abi {
 
 inline constexpr size_t kHandleMaxBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
 inline constexpr int kMaxRequestsPerComm = 32;  // NCCL_NET_MAX_REQUESTS since 2.19
+inline constexpr int kMaxRequestsPerCommV6 = 8;  // NCCL_NET_MAX_REQUESTS in 2.12 - 2.18
 inline constexpr size_t kMaxNetSizeBytes = size_t{1} << 40;  // NCCL_MAX_NET_SIZE_BYTES (v11)
 inline constexpr int kMaxDevsPerNic = 4;        // NCCL_NET_MAX_DEVS_PER_NIC (v11 virtual devices)
 // irecv's *request on entry may hold this hint (v11): the receive need not be
@@ -38,6 +40,8 @@ inline constexpr uintptr_t kOptionalRecvCompletion = 0x1;
 // The core's limits are NCCL's.
 static_assert(kHandleBytes == kHandleMaxBytes, "nccl_limits.h: handle size");
 static_assert(kP2pRequestsPerComm == kMaxRequestsPerComm, "nccl_limits.h: requests in flight per comm");
+// NCCL 2.12 - 2.18 keep fewer in flight; the same pool serves them.
+static_assert(kP2pRequestsPerComm >= kMaxRequestsPerCommV6, "nccl_limits.h: requests in flight per comm (v5/v6)");
 static_assert(kNcclMaxNetBytes == kMaxNetSizeBytes, "nccl_limits.h: largest transfer NCCL accepts");
 
 inline constexpr int kPtrHost = 0x1;
@@ -115,6 +119,21 @@ struct PropertiesV7 {  // v8 without regIsGlobal
   int netDeviceVersion;
 };
 
+// ncclNetProperties_v6_t; v5's (NCCL 2.12) has the same fields in the same
+// order. v7 without the device type and version: NCCL 2.12 - 2.18 know no
+// device-side networking.
+struct PropertiesV6 {
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport;
+  int speed;  // Mbps
+  int port;
+  float latency;  // microseconds
+  int maxComms;
+  int maxRecvs;
+};
+
 // ---- point-to-point tables -------------------------------------------------
 // v7 and v8 differ only in the properties type and regMr's size parameter.
 
@@ -145,22 +164,92 @@ struct NetTable {
 using NetV8 = NetTable<PropertiesV8, size_t>;
 using NetV7 = NetTable<PropertiesV7, int>;
 
+// ---- versions 6 and 5 (NCCL 2.12 - 2.18) -----------------------------------
+// v7 without the device handles on connect/accept and without the last two
+// slots (getDeviceMr, irecvConsumed). v5 also lacks regMrDmaBuf, so every
+// slot after regMr sits one position earlier.
+
+struct NetV6 {
+  const char* name;
+  Result (*init)(Logger logger);
+  Result (*devices)(int* ndev);
+  Result (*getProperties)(int dev, PropertiesV6* props);
+  Result (*listen)(int dev, void* handle, void** listenComm);
+  Result (*connect)(int dev, void* handle, void** sendComm);
+  Result (*accept)(void* listenComm, void** recvComm);
+  Result (*regMr)(void* comm, void* data, int size, int type, void** mhandle);
+  Result (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
+                        void** mhandle);
+  Result (*deregMr)(void* comm, void* mhandle);
+  Result (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle, void** request);
+  Result (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles,
+                  void** request);
+  Result (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
+  Result (*test)(void* request, int* done, int* sizes);
+  Result (*closeSend)(void* sendComm);
+  Result (*closeRecv)(void* recvComm);
+  Result (*closeListen)(void* listenComm);
+};
+
+struct NetV5 {
+  const char* name;
+  Result (*init)(Logger logger);
+  Result (*devices)(int* ndev);
+  Result (*getProperties)(int dev, PropertiesV6* props);
+  Result (*listen)(int dev, void* handle, void** listenComm);
+  Result (*connect)(int dev, void* handle, void** sendComm);
+  Result (*accept)(void* listenComm, void** recvComm);
+  Result (*regMr)(void* comm, void* data, int size, int type, void** mhandle);
+  Result (*deregMr)(void* comm, void* mhandle);
+  Result (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle, void** request);
+  Result (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles,
+                  void** request);
+  Result (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
+  Result (*test)(void* request, int* done, int* sizes);
+  Result (*closeSend)(void* sendComm);
+  Result (*closeRecv)(void* recvComm);
+  Result (*closeListen)(void* listenComm);
+};
+
 // ---- collective tables -----------------------------------------------------
 
 // v7: the newest CollNet table without iallgather/ireducescatter slots, so
 // NCCL's adapter (2.19 to 2.29) leaves them NULL; v8's adapter wraps them and
-// makes a plugin look able to all-gather and reduce-scatter.
-struct CollNetV7 {  // int size in regMr
+// makes a plugin look able to all-gather and reduce-scatter. v6 (NCCL 2.13 -
+// 2.18) has the same slots with the v6 properties.
+template <typename Props>
+struct CollNetIntTable {  // int size in regMr, int count in iallreduce
   const char* name;
   Result (*init)(Logger logger);
   Result (*devices)(int* ndev);
-  Result (*getProperties)(int dev, PropertiesV7* props);
+  Result (*getProperties)(int dev, Props* props);
   Result (*listen)(int dev, void* handle, void** listenComm);
   Result (*connect)(void* handles[], int nranks, int rank, void* listenComm, void** collComm);
   Result (*reduceSupport)(int dataType, int redOp, int* supported);
   Result (*regMr)(void* collComm, void* data, int size, int type, void** mhandle);
   Result (*regMrDmaBuf)(void* collComm, void* data, size_t size, int type, uint64_t offset, int fd,
                         void** mhandle);
+  Result (*deregMr)(void* collComm, void* mhandle);
+  Result (*iallreduce)(void* collComm, void* sendData, void* recvData, int count, int dataType,
+                       int redOp, void* sendMhandle, void* recvMhandle, void** request);
+  Result (*iflush)(void* collComm, void* data, int size, void* mhandle, void** request);
+  Result (*test)(void* request, int* done, int* size);
+  Result (*closeColl)(void* collComm);
+  Result (*closeListen)(void* listenComm);
+};
+using CollNetV7 = CollNetIntTable<PropertiesV7>;
+using CollNetV6 = CollNetIntTable<PropertiesV6>;
+
+// v5 (NCCL 2.12; 2.13 - 2.18 still accept it): v6 without regMrDmaBuf.
+struct CollNetV5 {
+  const char* name;
+  Result (*init)(Logger logger);
+  Result (*devices)(int* ndev);
+  Result (*getProperties)(int dev, PropertiesV6* props);
+  Result (*listen)(int dev, void* handle, void** listenComm);
+  Result (*connect)(void* handles[], int nranks, int rank, void* listenComm, void** collComm);
+  Result (*reduceSupport)(int dataType, int redOp, int* supported);
+  Result (*regMr)(void* collComm, void* data, int size, int type, void** mhandle);
   Result (*deregMr)(void* collComm, void* mhandle);
   Result (*iallreduce)(void* collComm, void* sendData, void* recvData, int count, int dataType,
                        int redOp, void* sendMhandle, void* recvMhandle, void** request);
@@ -309,14 +398,49 @@ RS_ABI_NET_SLOTS(NetV8);
 RS_ABI_NET_SLOTS(NetV7);
 #undef RS_ABI_NET_SLOTS
 
-static_assert(sizeof(CollNetV7) == 120);
-RS_ABI_SLOT(CollNetV7, name, 0); RS_ABI_SLOT(CollNetV7, init, 1); RS_ABI_SLOT(CollNetV7, devices, 2);
-RS_ABI_SLOT(CollNetV7, getProperties, 3); RS_ABI_SLOT(CollNetV7, listen, 4);
-RS_ABI_SLOT(CollNetV7, connect, 5); RS_ABI_SLOT(CollNetV7, reduceSupport, 6);
-RS_ABI_SLOT(CollNetV7, regMr, 7); RS_ABI_SLOT(CollNetV7, regMrDmaBuf, 8);
-RS_ABI_SLOT(CollNetV7, deregMr, 9); RS_ABI_SLOT(CollNetV7, iallreduce, 10);
-RS_ABI_SLOT(CollNetV7, iflush, 11); RS_ABI_SLOT(CollNetV7, test, 12);
-RS_ABI_SLOT(CollNetV7, closeColl, 13); RS_ABI_SLOT(CollNetV7, closeListen, 14);
+static_assert(sizeof(CollNetV7) == 120 && sizeof(CollNetV6) == 120);  // 15 slots
+#define RS_ABI_COLLNET_INT_SLOTS(T)                                                         \
+  RS_ABI_SLOT(T, name, 0); RS_ABI_SLOT(T, init, 1); RS_ABI_SLOT(T, devices, 2);             \
+  RS_ABI_SLOT(T, getProperties, 3); RS_ABI_SLOT(T, listen, 4); RS_ABI_SLOT(T, connect, 5);  \
+  RS_ABI_SLOT(T, reduceSupport, 6); RS_ABI_SLOT(T, regMr, 7); RS_ABI_SLOT(T, regMrDmaBuf, 8); \
+  RS_ABI_SLOT(T, deregMr, 9); RS_ABI_SLOT(T, iallreduce, 10); RS_ABI_SLOT(T, iflush, 11);  \
+  RS_ABI_SLOT(T, test, 12); RS_ABI_SLOT(T, closeColl, 13); RS_ABI_SLOT(T, closeListen, 14)
+RS_ABI_COLLNET_INT_SLOTS(CollNetV7);
+RS_ABI_COLLNET_INT_SLOTS(CollNetV6);
+#undef RS_ABI_COLLNET_INT_SLOTS
+
+// ncclNetProperties_v6_t (and v5's), NCCL 2.12 - 2.18.
+static_assert(sizeof(PropertiesV6) == 48);
+static_assert(offsetof(PropertiesV6, name) == 0 && offsetof(PropertiesV6, pciPath) == 8 &&
+              offsetof(PropertiesV6, guid) == 16 && offsetof(PropertiesV6, ptrSupport) == 24 &&
+              offsetof(PropertiesV6, speed) == 28 && offsetof(PropertiesV6, port) == 32 &&
+              offsetof(PropertiesV6, latency) == 36 && offsetof(PropertiesV6, maxComms) == 40 &&
+              offsetof(PropertiesV6, maxRecvs) == 44);
+
+static_assert(sizeof(NetV6) == 136);  // 17 slots
+RS_ABI_SLOT(NetV6, name, 0); RS_ABI_SLOT(NetV6, init, 1); RS_ABI_SLOT(NetV6, devices, 2);
+RS_ABI_SLOT(NetV6, getProperties, 3); RS_ABI_SLOT(NetV6, listen, 4); RS_ABI_SLOT(NetV6, connect, 5);
+RS_ABI_SLOT(NetV6, accept, 6); RS_ABI_SLOT(NetV6, regMr, 7); RS_ABI_SLOT(NetV6, regMrDmaBuf, 8);
+RS_ABI_SLOT(NetV6, deregMr, 9); RS_ABI_SLOT(NetV6, isend, 10); RS_ABI_SLOT(NetV6, irecv, 11);
+RS_ABI_SLOT(NetV6, iflush, 12); RS_ABI_SLOT(NetV6, test, 13); RS_ABI_SLOT(NetV6, closeSend, 14);
+RS_ABI_SLOT(NetV6, closeRecv, 15); RS_ABI_SLOT(NetV6, closeListen, 16);
+
+static_assert(sizeof(NetV5) == 128);  // 16 slots: no regMrDmaBuf
+RS_ABI_SLOT(NetV5, name, 0); RS_ABI_SLOT(NetV5, init, 1); RS_ABI_SLOT(NetV5, devices, 2);
+RS_ABI_SLOT(NetV5, getProperties, 3); RS_ABI_SLOT(NetV5, listen, 4); RS_ABI_SLOT(NetV5, connect, 5);
+RS_ABI_SLOT(NetV5, accept, 6); RS_ABI_SLOT(NetV5, regMr, 7); RS_ABI_SLOT(NetV5, deregMr, 8);
+RS_ABI_SLOT(NetV5, isend, 9); RS_ABI_SLOT(NetV5, irecv, 10); RS_ABI_SLOT(NetV5, iflush, 11);
+RS_ABI_SLOT(NetV5, test, 12); RS_ABI_SLOT(NetV5, closeSend, 13); RS_ABI_SLOT(NetV5, closeRecv, 14);
+RS_ABI_SLOT(NetV5, closeListen, 15);
+
+static_assert(sizeof(CollNetV5) == 112);  // 14 slots: no regMrDmaBuf
+RS_ABI_SLOT(CollNetV5, name, 0); RS_ABI_SLOT(CollNetV5, init, 1); RS_ABI_SLOT(CollNetV5, devices, 2);
+RS_ABI_SLOT(CollNetV5, getProperties, 3); RS_ABI_SLOT(CollNetV5, listen, 4);
+RS_ABI_SLOT(CollNetV5, connect, 5); RS_ABI_SLOT(CollNetV5, reduceSupport, 6);
+RS_ABI_SLOT(CollNetV5, regMr, 7); RS_ABI_SLOT(CollNetV5, deregMr, 8);
+RS_ABI_SLOT(CollNetV5, iallreduce, 9); RS_ABI_SLOT(CollNetV5, iflush, 10);
+RS_ABI_SLOT(CollNetV5, test, 11); RS_ABI_SLOT(CollNetV5, closeColl, 12);
+RS_ABI_SLOT(CollNetV5, closeListen, 13);
 
 static_assert(sizeof(VDevicePropsV11) == 20);
 static_assert(sizeof(PropertiesV11) == 112);

@@ -5,6 +5,8 @@
 //   ncclNetPlugin_v11, ncclCollNetPlugin_v11   NCCL 2.28 and later
 //   ncclNetPlugin_v8                            NCCL 2.20 - 2.27
 //   ncclNetPlugin_v7, ncclCollNetPlugin_v7      NCCL 2.19; CollNet for 2.19 - 2.27
+//   ncclNetPlugin_v6, ncclCollNetPlugin_v6      NCCL 2.13 - 2.18
+//   ncclNetPlugin_v5, ncclCollNetPlugin_v5      NCCL 2.12
 //   ncclTunerPlugin_v5                          NCCL 2.28 and later
 //
 // CollNet v8 is deliberately not exported: NCCL's v8 adapter wraps
@@ -78,6 +80,47 @@ constexpr Table LegacyNetTable() {
 RS_EXPORT const abi::NetV8 ncclNetPlugin_v8 = LegacyNetTable<abi::NetV8, abi::PropertiesV8, size_t>();
 RS_EXPORT const abi::NetV7 ncclNetPlugin_v7 = LegacyNetTable<abi::NetV7, abi::PropertiesV7, int>();
 
+// v6 and v5 (NCCL 2.12 - 2.18): no device handles, no getDeviceMr /
+// irecvConsumed; v5 has no regMrDmaBuf either.
+RS_EXPORT const abi::NetV6 ncclNetPlugin_v6 = {
+    .name = abi::kPluginName,
+    .init = abi::NetInit,
+    .devices = abi::NetDevices,
+    .getProperties = abi::NetGetProperties<abi::PropertiesV6>,
+    .listen = abi::NetListen,
+    .connect = abi::NetConnectV6,
+    .accept = abi::NetAcceptV6,
+    .regMr = abi::NetRegMr<int>,
+    .regMrDmaBuf = abi::NetRegMrDmaBuf,
+    .deregMr = abi::NetDeregMr,
+    .isend = abi::NetIsend,
+    .irecv = abi::NetIrecv,
+    .iflush = abi::NetIflush,
+    .test = abi::NetTest,
+    .closeSend = abi::NetCloseSend,
+    .closeRecv = abi::NetCloseRecv,
+    .closeListen = abi::NetCloseListen,
+};
+
+RS_EXPORT const abi::NetV5 ncclNetPlugin_v5 = {
+    .name = abi::kPluginName,
+    .init = abi::NetInit,
+    .devices = abi::NetDevices,
+    .getProperties = abi::NetGetProperties<abi::PropertiesV6>,
+    .listen = abi::NetListen,
+    .connect = abi::NetConnectV6,
+    .accept = abi::NetAcceptV6,
+    .regMr = abi::NetRegMr<int>,
+    .deregMr = abi::NetDeregMr,
+    .isend = abi::NetIsend,
+    .irecv = abi::NetIrecv,
+    .iflush = abi::NetIflush,
+    .test = abi::NetTest,
+    .closeSend = abi::NetCloseSend,
+    .closeRecv = abi::NetCloseRecv,
+    .closeListen = abi::NetCloseListen,
+};
+
 RS_EXPORT const abi::CollNetV11 ncclCollNetPlugin_v11 = {
     .name = abi::kPluginName,
     .init = abi::CollInitV11,
@@ -102,16 +145,40 @@ RS_EXPORT const abi::CollNetV11 ncclCollNetPlugin_v11 = {
     .finalize = abi::CollFinalizeV11,
 };
 
-RS_EXPORT const abi::CollNetV7 ncclCollNetPlugin_v7 = {
+// v7 and v6 differ only in the properties struct.
+template <typename Table, typename Properties>
+constexpr Table IntCollNetTable() {
+  return Table{
+      .name = abi::kPluginName,
+      .init = abi::CollInit,
+      .devices = abi::CollDevices,
+      .getProperties = abi::CollGetProperties<Properties>,
+      .listen = abi::CollListen,
+      .connect = abi::CollConnect,
+      .reduceSupport = abi::CollReduceSupport,
+      .regMr = abi::CollRegMr<int>,
+      .regMrDmaBuf = abi::CollRegMrDmaBuf,
+      .deregMr = abi::CollDeregMr,
+      .iallreduce = abi::CollIallreduce<int>,
+      .iflush = abi::CollIflush,
+      .test = abi::CollTest,
+      .closeColl = abi::CollCloseColl,
+      .closeListen = abi::CollCloseListen,
+  };
+}
+
+RS_EXPORT const abi::CollNetV7 ncclCollNetPlugin_v7 = IntCollNetTable<abi::CollNetV7, abi::PropertiesV7>();
+RS_EXPORT const abi::CollNetV6 ncclCollNetPlugin_v6 = IntCollNetTable<abi::CollNetV6, abi::PropertiesV6>();
+
+RS_EXPORT const abi::CollNetV5 ncclCollNetPlugin_v5 = {
     .name = abi::kPluginName,
     .init = abi::CollInit,
     .devices = abi::CollDevices,
-    .getProperties = abi::CollGetProperties<abi::PropertiesV7>,
+    .getProperties = abi::CollGetProperties<abi::PropertiesV6>,
     .listen = abi::CollListen,
     .connect = abi::CollConnect,
     .reduceSupport = abi::CollReduceSupport,
     .regMr = abi::CollRegMr<int>,
-    .regMrDmaBuf = abi::CollRegMrDmaBuf,
     .deregMr = abi::CollDeregMr,
     .iallreduce = abi::CollIallreduce<int>,
     .iflush = abi::CollIflush,

@@ -1,7 +1,7 @@
-// The point-to-point slots: init (v7/v8 once per process, v11 per
+// The point-to-point slots: init (v5 - v8 once per process, v11 per
 // communicator with a context), devices and properties, connection setup,
 // host-memory registration, isend/irecv/test and close. Sizes arrive as int
-// (v7/v8) or size_t (v11) and meet the core as size_t.
+// (v5 - v8) or size_t (v11) and meet the core as size_t.
 #include <memory>
 
 #include "nccl_plugin/abi/abi_support.h"
@@ -124,6 +124,7 @@ Result NetGetProperties(int dev, Props* props) {
     return Status::Ok();
   });
 }
+template Result NetGetProperties<PropertiesV6>(int, PropertiesV6*);
 template Result NetGetProperties<PropertiesV7>(int, PropertiesV7*);
 template Result NetGetProperties<PropertiesV8>(int, PropertiesV8*);
 template Result NetGetProperties<PropertiesV11>(int, PropertiesV11*);
@@ -172,6 +173,14 @@ Result NetAccept(void* listen_comm, void** recv_comm, DeviceHandle** dev_comm) {
     return Status::Ok();
   });
 }
+
+// A host-only plugin never fills a device handle, so v5/v6 (which have none)
+// are v7's slots with NULL there.
+Result NetConnectV6(int dev, void* handle, void** send_comm) {
+  return NetConnect(dev, handle, send_comm, nullptr);
+}
+
+Result NetAcceptV6(void* listen_comm, void** recv_comm) { return NetAccept(listen_comm, recv_comm, nullptr); }
 
 template <typename Size>
 Result NetRegMr(void* comm, void* data, Size size, int type, void** mhandle) {

@@ -1,9 +1,9 @@
 // The implementations behind the exported tables' slots (abi/nccl_tables.cc
 // assembles the tables from them). One function per slot, shared by every
 // table version; where versions differ only in an integer type (int sizes
-// in v7/v8, size_t in v11) the function is a template over it, and the v11
-// context-taking slots are their own functions. Every body runs inside
-// Guard (abi_support.h).
+// in v5 - v8, size_t in v11) the function is a template over it, and the v11
+// context-taking slots and the v5/v6 connect/accept (no device handle) are
+// their own thin adapters. Every body runs inside Guard (abi_support.h).
 //
 // Thread-safety: as NCCL requires: any slot from any thread once init has
 // returned; the core objects they reach are thread-safe.
@@ -18,7 +18,7 @@
 namespace rs::plugin::abi {
 
 // ---- point-to-point (net_slots.cc) ----
-Result NetInit(Logger logger);  // v7, v8
+Result NetInit(Logger logger);  // v5 - v8
 Result NetInitV11(void** ctx, uint64_t comm_id, CommConfigV11* config, Logger logger, ProfilerCallback profiler);
 Result NetFinalizeV11(void* ctx);
 Result NetDevices(int* ndev);
@@ -29,6 +29,9 @@ Result NetListenV11(void* ctx, int dev, void* handle, void** listen_comm);
 Result NetConnect(int dev, void* handle, void** send_comm, DeviceHandle** dev_comm);
 Result NetConnectV11(void* ctx, int dev, void* handle, void** send_comm, DeviceHandle** dev_comm);
 Result NetAccept(void* listen_comm, void** recv_comm, DeviceHandle** dev_comm);
+// v5 and v6 (NCCL 2.12 - 2.18): no device-handle parameter.
+Result NetConnectV6(int dev, void* handle, void** send_comm);
+Result NetAcceptV6(void* listen_comm, void** recv_comm);
 template <typename Size>
 Result NetRegMr(void* comm, void* data, Size size, int type, void** mhandle);
 Result NetRegMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
@@ -45,7 +48,7 @@ Result NetCloseRecv(void* comm);
 Result NetCloseListen(void* comm);
 
 // ---- CollNet (collnet_slots.cc) ----
-Result CollInit(Logger logger);  // v7
+Result CollInit(Logger logger);  // v5 - v7
 Result CollInitV11(void** ctx, uint64_t comm_id, Logger logger);
 Result CollFinalizeV11(void* ctx);
 Result CollDevices(int* ndev);

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -93,13 +94,18 @@ TEST(PluginSymbols, ExportsExactlyTheTablesNccl228AndOlderLookFor) {
   std::set<std::string> names;
   for (const auto& [name, size] : symbols) names.insert(name);
   // No ncclCollNetPlugin_v8: NCCL's v8 adapter would make all_gather and
-  // reduce_scatter look supported.
+  // reduce_scatter look supported. v6 and v5: NCCL 2.13 - 2.18 look up only
+  // v6, v5 and v4, NCCL 2.12 only v5 and v4 (PyTorch 2.0/2.1, TensorFlow
+  // 2.12/2.13 ship them).
   EXPECT_EQ(names, (std::set<std::string>{"ncclNetPlugin_v11", "ncclNetPlugin_v8", "ncclNetPlugin_v7",
-                                          "ncclCollNetPlugin_v11", "ncclCollNetPlugin_v7", "ncclTunerPlugin_v5"}));
+                                          "ncclNetPlugin_v6", "ncclNetPlugin_v5", "ncclCollNetPlugin_v11",
+                                          "ncclCollNetPlugin_v7", "ncclCollNetPlugin_v6", "ncclCollNetPlugin_v5",
+                                          "ncclTunerPlugin_v5"}));
 }
 
 // Each table's slots in NCCL's order (from NCCL's own headers: ext-net and
-// src/include/plugin, tag v2.28.9-1), written here independently of our
+// src/include/plugin, tag v2.28.9-1; src/include/nccl_net.h, tags v2.18.3-1
+// and v2.12.12-1, for v6 and v5), written here independently of our
 // declarations in nccl_abi.h: a slot is the name string, a function, or NULL.
 enum class Slot { kName, kFunction, kNull };
 struct TableSpec {
@@ -126,6 +132,14 @@ const std::vector<TableSpec>& Tables() {
         {"accept", F}, {"regMr", F}, {"regMrDmaBuf", F}, {"deregMr", F}, {"isend", F}, {"irecv", F},
         {"iflush", F}, {"test", F}, {"closeSend", F}, {"closeRecv", F}, {"closeListen", F},
         {"getDeviceMr", N}, {"irecvConsumed", N}}},
+      {"ncclNetPlugin_v6",
+       {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
+        {"accept", F}, {"regMr", F}, {"regMrDmaBuf", F}, {"deregMr", F}, {"isend", F}, {"irecv", F},
+        {"iflush", F}, {"test", F}, {"closeSend", F}, {"closeRecv", F}, {"closeListen", F}}},
+      {"ncclNetPlugin_v5",
+       {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
+        {"accept", F}, {"regMr", F}, {"deregMr", F}, {"isend", F}, {"irecv", F}, {"iflush", F}, {"test", F},
+        {"closeSend", F}, {"closeRecv", F}, {"closeListen", F}}},
       {"ncclCollNetPlugin_v11",
        {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
         {"reduceSupport", F}, {"regMr", F}, {"regMrDmaBuf", F}, {"deregMr", F}, {"iallreduce", F},
@@ -135,6 +149,14 @@ const std::vector<TableSpec>& Tables() {
        {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
         {"reduceSupport", F}, {"regMr", F}, {"regMrDmaBuf", F}, {"deregMr", F}, {"iallreduce", F},
         {"iflush", F}, {"test", F}, {"closeColl", F}, {"closeListen", F}}},
+      {"ncclCollNetPlugin_v6",
+       {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
+        {"reduceSupport", F}, {"regMr", F}, {"regMrDmaBuf", F}, {"deregMr", F}, {"iallreduce", F},
+        {"iflush", F}, {"test", F}, {"closeColl", F}, {"closeListen", F}}},
+      {"ncclCollNetPlugin_v5",
+       {{"name", Slot::kName}, {"init", F}, {"devices", F}, {"getProperties", F}, {"listen", F}, {"connect", F},
+        {"reduceSupport", F}, {"regMr", F}, {"deregMr", F}, {"iallreduce", F}, {"iflush", F}, {"test", F},
+        {"closeColl", F}, {"closeListen", F}}},
       {"ncclTunerPlugin_v5", {{"name", Slot::kName}, {"init", F}, {"getCollInfo", F}, {"finalize", F}}},
   };
   return tables;
@@ -196,7 +218,8 @@ TEST(PluginTables, SlotsAnswerAtNcclsPositions) {
     ASSERT_EQ(reinterpret_cast<Res (*)(int*)>(t[2])(&ndev), Res::kSuccess);
     EXPECT_EQ(ndev, 1) << symbol;
   }
-  for (const char* symbol : {"ncclCollNetPlugin_v11", "ncclCollNetPlugin_v7"}) {
+  for (const char* symbol : {"ncclCollNetPlugin_v11", "ncclCollNetPlugin_v7", "ncclCollNetPlugin_v6",
+                             "ncclCollNetPlugin_v5"}) {
     void* const* t = slots(symbol);
     auto reduce_support = reinterpret_cast<Res (*)(int, int, int*)>(t[6]);
     int supported = -1;
@@ -207,11 +230,71 @@ TEST(PluginTables, SlotsAnswerAtNcclsPositions) {
   }
 }
 
+// NCCL 2.12 - 2.18's tables through raw positions: the v6 properties (48
+// bytes, no device type), and every slot after regMr one position earlier in
+// v5, which has no regMrDmaBuf.
+TEST(PluginTables, V6AndV5SlotsAnswerAtNcclsPositions) {
+  ScopedPluginEnv env(Vars{});
+  std::unique_ptr<LoadedPlugin> plugin = Load();
+  ASSERT_NE(plugin, nullptr);
+  using Res = Result;
+  struct Positions {
+    const char* symbol;
+    int dereg_mr, test, close_listen;
+  };
+  for (const Positions& pos : {Positions{"ncclNetPlugin_v6", 9, 13, 16}, Positions{"ncclNetPlugin_v5", 8, 12, 15}}) {
+    SCOPED_TRACE(pos.symbol);
+    auto* const* t = static_cast<void* const*>(plugin->Symbol(pos.symbol));
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(reinterpret_cast<Res (*)(abi::Logger)>(t[1])(&TestLogger), Res::kSuccess);
+    int ndev = 0;
+    ASSERT_EQ(reinterpret_cast<Res (*)(int*)>(t[2])(&ndev), Res::kSuccess);
+    EXPECT_EQ(ndev, 1);
+    // NCCL 2.18 passes a 48-byte struct: bytes beyond it must stay untouched.
+    struct {
+      abi::PropertiesV6 props;
+      unsigned char guard[16];
+    } out;
+    std::memset(&out, 0xAB, sizeof(out));
+    ASSERT_EQ(reinterpret_cast<Res (*)(int, abi::PropertiesV6*)>(t[3])(0, &out.props), Res::kSuccess);
+    EXPECT_STREQ(out.props.name, "lo");
+    EXPECT_EQ(out.props.ptrSupport, abi::kPtrHost);
+    EXPECT_GT(out.props.speed, 0);
+    EXPECT_EQ(out.props.maxRecvs, 1);
+    for (unsigned char b : out.guard) EXPECT_EQ(b, 0xAB);
+    // regMr (int size) at 7, then deregMr where v5 has it (in v6 slot 8 is
+    // regMrDmaBuf, which refuses).
+    char buf[64];
+    void* mh = nullptr;
+    ASSERT_EQ(reinterpret_cast<Res (*)(void*, void*, int, int, void**)>(t[7])(nullptr, buf, 64, abi::kPtrHost, &mh),
+              Res::kSuccess);
+    EXPECT_NE(mh, nullptr);
+    EXPECT_EQ(reinterpret_cast<Res (*)(void*, void*)>(t[pos.dereg_mr])(nullptr, mh), Res::kSuccess);
+    int done = 0;
+    int junk[16] = {};
+    EXPECT_EQ(reinterpret_cast<Res (*)(void*, int*, int*)>(t[pos.test])(junk, &done, nullptr), Res::kInternalError);
+    EXPECT_EQ(reinterpret_cast<Res (*)(void*)>(t[pos.close_listen])(nullptr), Res::kSuccess);
+  }
+  for (const char* symbol : {"ncclCollNetPlugin_v6", "ncclCollNetPlugin_v5"}) {
+    SCOPED_TRACE(symbol);
+    auto* const* t = static_cast<void* const*>(plugin->Symbol(symbol));
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(reinterpret_cast<Res (*)(abi::Logger)>(t[1])(&TestLogger), Res::kSuccess);
+    int ndev = -1;
+    ASSERT_EQ(reinterpret_cast<Res (*)(int*)>(t[2])(&ndev), Res::kSuccess);
+    EXPECT_EQ(ndev, 0);  // no reducers configured
+    const int test = std::string(symbol) == "ncclCollNetPlugin_v6" ? 12 : 11;
+    int done = 0;
+    int junk[16] = {};
+    EXPECT_EQ(reinterpret_cast<Res (*)(void*, int*, int*)>(t[test])(junk, &done, nullptr), Res::kInternalError);
+  }
+}
+
 TEST(PluginTables, ShapeAsNcclExpects) {
   ScopedPluginEnv env(Vars{});
   std::unique_ptr<LoadedPlugin> plugin = Load();
   ASSERT_NE(plugin, nullptr);
-  for (int version : {7, 8, 11}) {
+  for (int version : {5, 6, 7, 8, 11}) {
     SCOPED_TRACE("net v" + std::to_string(version));
     NetApi api = plugin->Net(version);
     EXPECT_STREQ(api.name, "Reducer");
@@ -257,7 +340,7 @@ TEST(PluginTables, ShapeAsNcclExpects) {
     EXPECT_EQ(api.closeRecv(recv), Result::kSuccess);
     EXPECT_EQ(api.finalize(), Result::kSuccess);
   }
-  for (int version : {7, 11}) {
+  for (int version : {5, 6, 7, 11}) {
     CollApi coll = plugin->Coll(version);
     EXPECT_STREQ(coll.name, "Reducer");
   }
@@ -322,8 +405,10 @@ TEST(PluginInit, NoReducersMeansZeroCollNetDevicesAndOneInfoLine) {
   int ndev = -1;
   ASSERT_EQ(v11.devices(&ndev), Result::kSuccess);
   EXPECT_EQ(ndev, 0);
-  ASSERT_EQ(plugin->Coll(7).devices(&ndev), Result::kSuccess);
-  EXPECT_EQ(ndev, 0);
+  for (int version : {7, 6, 5}) {
+    ASSERT_EQ(plugin->Coll(version).devices(&ndev), Result::kSuccess);
+    EXPECT_EQ(ndev, 0) << "CollNet v" << version;
+  }
   // One line for point-to-point, one saying why CollNet is off; no warnings.
   EXPECT_EQ(LogCount(abi::kLogInfo), 2);
   EXPECT_EQ(LogCount(abi::kLogWarn), 0);
@@ -337,7 +422,8 @@ TEST(PluginInit, ReducersFromClusterSpecEnableCollNet) {
                         R"("environment":"cloud","task":{"type":"workerpool0","index":0}})"}});
   std::unique_ptr<LoadedPlugin> plugin = Load();
   ASSERT_NE(plugin, nullptr);
-  for (int version : {11, 7}) {
+  for (int version : {11, 7, 6, 5}) {
+    SCOPED_TRACE("CollNet v" + std::to_string(version));
     CollApi coll = plugin->Coll(version);
     ASSERT_EQ(coll.init(&TestLogger, 1), Result::kSuccess);
     int ndev = -1;
@@ -399,7 +485,8 @@ TEST(PluginReload, LoadUseCloseUnload50Times) {
     SCOPED_TRACE("iteration " + std::to_string(i));
     std::unique_ptr<LoadedPlugin> plugin = Load();
     ASSERT_NE(plugin, nullptr);
-    NetApi api = plugin->Net(i % 3 == 0 ? 7 : i % 3 == 1 ? 8 : 11);
+    constexpr int kVersions[] = {7, 8, 11, 6, 5};
+    NetApi api = plugin->Net(kVersions[i % 5]);
     ASSERT_EQ(api.init(&TestLogger), Result::kSuccess);
     int ndev = -1;
     ASSERT_EQ(plugin->Coll(11).devices(&ndev), Result::kSuccess);
