@@ -41,8 +41,12 @@ abi::PropertiesV11 Widen(const Props& p) {
   out.latency = p.latency;
   out.maxComms = p.maxComms;
   out.maxRecvs = p.maxRecvs;
-  out.netDeviceType = p.netDeviceType;
-  out.netDeviceVersion = p.netDeviceVersion;
+  // v5/v6 have no device type: NCCL 2.12 - 2.18 treat every plugin as host.
+  out.netDeviceType = abi::kNetDeviceHost;
+  if constexpr (requires { p.netDeviceType; }) {
+    out.netDeviceType = p.netDeviceType;
+    out.netDeviceVersion = p.netDeviceVersion;
+  }
   return out;
 }
 
@@ -56,7 +60,9 @@ std::function<Result(int, abi::PropertiesV11*)> WidenedProperties(const Table* t
   };
 }
 
-// v7/v8 tables as NCCL's adapters drive them: int sizes, no context.
+// v5 - v8 tables as NCCL's adapters drive them: int sizes, no context. v5/v6
+// (NCCL 2.12 - 2.18) take no device handle; NCCL 2.18's v5 adapter leaves
+// regMrDmaBuf NULL, which NCCL calls only for DMA-BUF memory (never ours).
 template <typename Props, typename RegSize, typename Table>
 NetApi OldNet(const Table* t, int version) {
   NetApi api;
@@ -68,9 +74,19 @@ NetApi OldNet(const Table* t, int version) {
   api.getProperties = WidenedProperties<Props>(t);
   api.listen = [t](int dev, void* handle, void** comm) { return t->listen(dev, handle, comm); };
   api.connect = [t](int dev, void* handle, void** comm, abi::DeviceHandle** dh) {
-    return t->connect(dev, handle, comm, dh);
+    if constexpr (requires { t->connect(dev, handle, comm, dh); }) {
+      return t->connect(dev, handle, comm, dh);
+    } else {
+      return t->connect(dev, handle, comm);
+    }
   };
-  api.accept = t->accept;
+  api.accept = [t](void* listen, void** comm, abi::DeviceHandle** dh) {
+    if constexpr (requires { t->accept(listen, comm, dh); }) {
+      return t->accept(listen, comm, dh);
+    } else {
+      return t->accept(listen, comm);
+    }
+  };
   api.regMr = [t](void* comm, void* data, size_t size, int type, void** mh) {
     return t->regMr(comm, data, static_cast<RegSize>(size), type, mh);
   };
@@ -101,7 +117,12 @@ NetApi NetV11Api(const abi::NetV11* t) {
   api.init = [t, ctx](abi::Logger logger) {
     abi::CommConfigV11 config{-1};
     static std::atomic<uint64_t> next_comm_id{0x5eed0000};
-    return t->init(ctx.get(), next_comm_id++, &config, logger, nullptr);
+    // NCCL always hands in its profiler callback (ncclProfilerCallback).
+    abi::ProfilerCallback profiler = [](void** event, int, void*, int64_t, void*) {
+      if (event != nullptr) *event = nullptr;
+      return Result::kSuccess;
+    };
+    return t->init(ctx.get(), next_comm_id++, &config, logger, profiler);
   };
   api.finalize = [t, ctx] {
     const Result r = t->finalize(*ctx);
@@ -119,17 +140,53 @@ NetApi NetV11Api(const abi::NetV11* t) {
     return t->regMr(comm, data, size, type, mh);
   };
   api.deregMr = t->deregMr;
+  // NCCL passes the address of a profiler event slot as phandle, never
+  // NULL (transport/net.cc, sub->pHandles); a plugin without a profiler
+  // must leave it alone.
+  static char event_slots[8][64];
   api.isend = [t](void* comm, void* data, size_t size, int tag, void* mh, void** req) {
-    return t->isend(comm, data, size, tag, mh, nullptr, req);
+    return t->isend(comm, data, size, tag, mh, event_slots[0], req);
   };
   api.irecv = [t](void* comm, int n, void** data, size_t* sizes, int* tags, void** mh, void** req) {
     *req = reinterpret_cast<void*>(abi::kOptionalRecvCompletion);
-    void* phandles[8] = {};
+    void* phandles[8];
+    for (int i = 0; i < 8; ++i) phandles[i] = event_slots[i];
     return t->irecv(comm, n, data, sizes, tags, mh, phandles, req);
   };
   api.test = t->test;
   api.closeSend = t->closeSend;
   api.closeRecv = t->closeRecv;
+  api.closeListen = t->closeListen;
+  return api;
+}
+
+// v5 - v7 CollNet tables as NCCL 2.12 - 2.27 drive them: int sizes and
+// counts, no context. (v5 has no regMrDmaBuf, which the stand-in never uses.)
+template <typename Props, typename Table>
+CollApi OldColl(const Table* t, int version) {
+  CollApi api;
+  api.version = version;
+  api.name = t->name;
+  api.init = [t](abi::Logger logger, uint64_t) { return t->init(logger); };
+  api.finalize = [] { return Result::kSuccess; };
+  api.devices = t->devices;
+  api.getProperties = WidenedProperties<Props>(t);
+  api.listen = [t](int dev, void* handle, void** comm) { return t->listen(dev, handle, comm); };
+  api.connect = t->connect;
+  api.reduceSupport = t->reduceSupport;
+  api.regMr = [t](void* comm, void* data, size_t size, int type, void** mh) {
+    return t->regMr(comm, data, static_cast<int>(size), type, mh);
+  };
+  api.deregMr = t->deregMr;
+  // NCCL's v7 adapter refuses counts above what an int holds; 2.12 - 2.18
+  // compute them as int.
+  api.iallreduce = [t](void* comm, void* send, void* recv, size_t count, int type, int op, void* smh, void* rmh,
+                       void** req) {
+    return t->iallreduce(comm, send, recv, static_cast<int>(count), type, op, smh, rmh, req);
+  };
+  api.iflush = t->iflush;
+  api.test = t->test;
+  api.closeColl = t->closeColl;
   api.closeListen = t->closeListen;
   return api;
 }
@@ -168,8 +225,12 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::Open(const std::string& path, std::s
   p->net_v11_ = Lookup<const abi::NetV11>(dl, "ncclNetPlugin_v11", error);
   p->net_v8_ = Lookup<const abi::NetV8>(dl, "ncclNetPlugin_v8", error);
   p->net_v7_ = Lookup<const abi::NetV7>(dl, "ncclNetPlugin_v7", error);
+  p->net_v6_ = Lookup<const abi::NetV6>(dl, "ncclNetPlugin_v6", error);
+  p->net_v5_ = Lookup<const abi::NetV5>(dl, "ncclNetPlugin_v5", error);
   p->coll_v11_ = Lookup<const abi::CollNetV11>(dl, "ncclCollNetPlugin_v11", error);
   p->coll_v7_ = Lookup<const abi::CollNetV7>(dl, "ncclCollNetPlugin_v7", error);
+  p->coll_v6_ = Lookup<const abi::CollNetV6>(dl, "ncclCollNetPlugin_v6", error);
+  p->coll_v5_ = Lookup<const abi::CollNetV5>(dl, "ncclCollNetPlugin_v5", error);
   p->tuner_v5_ = Lookup<const abi::TunerV5>(dl, "ncclTunerPlugin_v5", error);
   if (!error->empty()) return nullptr;
   return p;
@@ -184,6 +245,8 @@ void* LoadedPlugin::Symbol(const char* name) const { return ::dlsym(dl_, name); 
 NetApi LoadedPlugin::Net(int version) const {
   if (version == 11) return NetV11Api(net_v11_);
   if (version == 8) return OldNet<abi::PropertiesV8, size_t>(net_v8_, 8);
+  if (version == 6) return OldNet<abi::PropertiesV6, int>(net_v6_, 6);
+  if (version == 5) return OldNet<abi::PropertiesV6, int>(net_v5_, 5);
   return OldNet<abi::PropertiesV7, int>(net_v7_, 7);
 }
 
@@ -216,29 +279,9 @@ CollApi LoadedPlugin::Coll(int version) const {
     api.closeListen = t->closeListen;
     return api;
   }
-  const abi::CollNetV7* t = coll_v7_;
-  api.name = t->name;
-  api.init = [t](abi::Logger logger, uint64_t) { return t->init(logger); };
-  api.finalize = [] { return Result::kSuccess; };
-  api.devices = t->devices;
-  api.getProperties = WidenedProperties<abi::PropertiesV7>(t);
-  api.listen = [t](int dev, void* handle, void** comm) { return t->listen(dev, handle, comm); };
-  api.connect = t->connect;
-  api.reduceSupport = t->reduceSupport;
-  api.regMr = [t](void* comm, void* data, size_t size, int type, void** mh) {
-    return t->regMr(comm, data, static_cast<int>(size), type, mh);
-  };
-  api.deregMr = t->deregMr;
-  // NCCL's v7 adapter refuses counts above what an int holds.
-  api.iallreduce = [t](void* comm, void* send, void* recv, size_t count, int type, int op, void* smh, void* rmh,
-                       void** req) {
-    return t->iallreduce(comm, send, recv, static_cast<int>(count), type, op, smh, rmh, req);
-  };
-  api.iflush = t->iflush;
-  api.test = t->test;
-  api.closeColl = t->closeColl;
-  api.closeListen = t->closeListen;
-  return api;
+  if (version == 6) return OldColl<abi::PropertiesV6>(coll_v6_, 6);
+  if (version == 5) return OldColl<abi::PropertiesV6>(coll_v5_, 5);
+  return OldColl<abi::PropertiesV7>(coll_v7_, 7);
 }
 
 Result ConnectAndAccept(const NetApi& api, int dev, void* peer_handle, void* listen_comm, void** send_comm,
@@ -281,21 +324,23 @@ Result Wait(const NetApi& api, void* request, int* size, Deadline deadline) {
   }
 }
 
-Result PostSend(const NetApi& api, void* comm, void* data, size_t size, int tag, void** request, Deadline deadline) {
+Result PostSend(const NetApi& api, void* comm, void* data, size_t size, int tag, void** request, Deadline deadline,
+                void* mhandle) {
   while (true) {
-    Result r = api.isend(comm, data, size, tag, nullptr, request);
+    Result r = api.isend(comm, data, size, tag, mhandle, request);
     if (r != Result::kSuccess || *request != nullptr) return r;
     if (Expired(deadline)) return Result::kInProgress;
     sched_yield();
   }
 }
 
-Result PostRecv(const NetApi& api, void* comm, void* data, size_t size, int tag, void** request, Deadline deadline) {
+Result PostRecv(const NetApi& api, void* comm, void* data, size_t size, int tag, void** request, Deadline deadline,
+                void* mhandle) {
   while (true) {
     void* buffers[1] = {data};
     size_t sizes[1] = {size};
     int tags[1] = {tag};
-    void* mhandles[1] = {nullptr};
+    void* mhandles[1] = {mhandle};
     Result r = api.irecv(comm, 1, buffers, sizes, tags, mhandles, request);
     if (r != Result::kSuccess || *request != nullptr) return r;
     if (Expired(deadline)) return Result::kInProgress;

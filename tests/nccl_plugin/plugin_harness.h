@@ -1,9 +1,9 @@
 // An NCCL stand-in for tests: loads the built libnccl-net-reducer.so with
 // dlopen (RTLD_LOCAL, as NCCL does), resolves the exported tables, presents
-// every version of the point-to-point (7, 8, 11) and CollNet (7, 11) tables
-// through one interface each, and drives them the way NCCL's proxy does
-// (connect/accept called until they return a comm, test polled until done,
-// NULL requests retried). Every wait has a deadline: a harness call never
+// every version of the point-to-point (5, 6, 7, 8, 11) and CollNet (5, 6,
+// 7, 11) tables through one interface each, and drives them the way NCCL's
+// proxy does (connect/accept called until they return a comm, test polled
+// until done, NULL requests retried). Every wait has a deadline: a harness call never
 // hangs.
 //
 // Thread-safety: a LoadedPlugin and its tables may be used from any thread;
@@ -38,8 +38,8 @@ void ResetLogCounts();
 // One version of the point-to-point table, seen through a common interface:
 // sizes as size_t, properties widened to v11's. For v11, init creates a
 // per-communicator context (kept in `ctx`, passed to listen and connect)
-// and finalize releases it, as NCCL 2.28 does; for v7/v8 finalize does
-// nothing.
+// and finalize releases it, as NCCL 2.28 does; for v5 - v8 finalize does
+// nothing. v5/v6 have no device handle: connect/accept ignore that argument.
 struct NetApi {
   int version = 0;
   const char* name = nullptr;
@@ -50,7 +50,7 @@ struct NetApi {
   std::function<Result(int, abi::PropertiesV11*)> getProperties;
   std::function<Result(int, void*, void**)> listen;
   std::function<Result(int, void*, void**, abi::DeviceHandle**)> connect;
-  Result (*accept)(void*, void**, abi::DeviceHandle**) = nullptr;
+  std::function<Result(void*, void**, abi::DeviceHandle**)> accept;
   std::function<Result(void*, void*, size_t, int, void**)> regMr;
   Result (*deregMr)(void*, void*) = nullptr;
   std::function<Result(void*, void*, size_t, int, void*, void**)> isend;
@@ -61,7 +61,7 @@ struct NetApi {
   Result (*closeListen)(void*) = nullptr;
 };
 
-// One version of the CollNet table (7 or 11) through a common interface, as
+// One version of the CollNet table (5, 6, 7 or 11) through a common interface, as
 // NetApi: counts as size_t, properties widened to v11's, a context for v11.
 struct CollApi {
   int version = 0;
@@ -91,8 +91,8 @@ class LoadedPlugin {
   LoadedPlugin(const LoadedPlugin&) = delete;
   LoadedPlugin& operator=(const LoadedPlugin&) = delete;
 
-  NetApi Net(int version) const;    // 7, 8 or 11
-  CollApi Coll(int version) const;  // 7 or 11
+  NetApi Net(int version) const;    // 5, 6, 7, 8 or 11
+  CollApi Coll(int version) const;  // 5, 6, 7 or 11
   const abi::NetV11* NetV11() const { return net_v11_; }
   const abi::CollNetV11* CollV11() const { return coll_v11_; }
   const abi::CollNetV7* CollV7() const { return coll_v7_; }
@@ -106,8 +106,12 @@ class LoadedPlugin {
   const abi::NetV11* net_v11_ = nullptr;
   const abi::NetV8* net_v8_ = nullptr;
   const abi::NetV7* net_v7_ = nullptr;
+  const abi::NetV6* net_v6_ = nullptr;
+  const abi::NetV5* net_v5_ = nullptr;
   const abi::CollNetV11* coll_v11_ = nullptr;
   const abi::CollNetV7* coll_v7_ = nullptr;
+  const abi::CollNetV6* coll_v6_ = nullptr;
+  const abi::CollNetV5* coll_v5_ = nullptr;
   const abi::TunerV5* tuner_v5_ = nullptr;
 };
 
@@ -126,8 +130,12 @@ Result ConnectAndAccept(const NetApi& api, int dev, void* peer_handle, void* lis
 Result Wait(const NetApi& api, void* request, int* size, Deadline deadline);
 
 // Posts until the plugin gives a request (NCCL retries NULL requests).
-Result PostSend(const NetApi& api, void* comm, void* data, size_t size, int tag, void** request, Deadline deadline);
-Result PostRecv(const NetApi& api, void* comm, void* data, size_t size, int tag, void** request, Deadline deadline);
+// NCCL always passes the handle regMr gave for the buffer the data lies in,
+// as the rank processes do; plugin_load_test's in-process checks pass none.
+Result PostSend(const NetApi& api, void* comm, void* data, size_t size, int tag, void** request, Deadline deadline,
+                void* mhandle = nullptr);
+Result PostRecv(const NetApi& api, void* comm, void* data, size_t size, int tag, void** request, Deadline deadline,
+                void* mhandle = nullptr);
 
 // Byte i of message `msg` from rank `rank`: lets a receiver check content
 // and matching order.

@@ -3,8 +3,16 @@
 // comm from it (handles exchanged as files in a shared directory, as NCCL
 // exchanges them over its bootstrap network), runs one scenario and exits 0
 // on success, 1 on a failed check (reason on stderr), 2 on a timeout.
+// As NCCL 2.28.9 (plugin/net.cc, transport/net.cc, proxy.cc): net and
+// CollNet init and devices on the main thread; listen, connect, accept,
+// closeListen and regMr on a proxy thread; isend, irecv and test on a
+// progress thread, with the handle regMr gave for the buffer the data lies
+// in, and NCCL's tags (the sender's rank on both sides); deregMr and close
+// on the proxy thread once the progress thread stopped; finalize on the main
+// thread. CollNet, with no reducers configured, reports no devices, so NCCL
+// never finalizes its context (2.28 finalizes only an enabled CollNet).
 //
-//   nccl_plugin_rank <plugin.so> <dir> <rank 0|1> <table version 7|8|11> <scenario>
+//   nccl_plugin_rank <plugin.so> <dir> <rank 0|1> <table version 5|6|7|8|11> <scenario>
 //
 // Scenarios: sizes, inflight, tags, truncate, nocollnet, peer_exit.
 #include <unistd.h>
@@ -13,16 +21,29 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/nccl_plugin/nccl_proxy_threads.h"
 #include "tests/nccl_plugin/plugin_harness.h"
 
 namespace rs::plugin::test {
 namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(60);
+constexpr size_t kArenaBytes = 8 << 20;
+
+// A connection's registered buffer, from which the scenarios carve their
+// messages: NCCL registers its buffers when it connects and sends from
+// inside them, never from memory the plugin has not seen.
+struct Arena {
+  std::vector<uint8_t> mem = std::vector<uint8_t>(kArenaBytes);
+  void* mhandle = nullptr;
+  size_t used = 0;
+};
 
 struct Rank {
   NetApi api;
@@ -32,8 +53,20 @@ struct Rank {
   int peer = 1;
   void* send = nullptr;
   void* recv = nullptr;
+  Arena out;  // registered on the send comm
+  Arena in;   // registered on the recv comm
+  CollApi coll;
+  int coll_devices = -1;
+  std::unique_ptr<ProxyThreads> threads;
   Deadline deadline;
 };
+
+// The tags NCCL passes: isend its own rank, irecv the sender's.
+struct Tags {
+  int send;
+  int recv;
+};
+Tags NcclTags(const Rank& r) { return {r.rank, r.peer}; }
 
 [[noreturn]] void Fail(const Rank& r, const std::string& what) {
   std::fprintf(stderr, "rank %d (v%d): FAILED: %s\n", r.rank, r.api.version, what.c_str());
@@ -61,11 +94,36 @@ void Expect(const Rank& r, Result got, Result want, const std::string& what) {
               std::to_string(static_cast<int>(want)));
 }
 
-void Setup(Rank& r) {
+// Runs a step on the proxy / progress thread; one that does not return by
+// the deadline ends the process.
+void OnProxy(Rank& r, const char* what, const std::function<void()>& step) {
+  if (!r.threads->OnProxy(step)) Expect(r, Result::kInProgress, Result::kSuccess, what);
+}
+void OnProgress(Rank& r, const char* what, const std::function<void()>& step) {
+  if (!r.threads->OnProgress(step)) Expect(r, Result::kInProgress, Result::kSuccess, what);
+}
+
+// `bytes` of the arena (64-byte aligned). Everything taken before is free
+// again once its transfers are done: callers Reset between exchanges.
+uint8_t* Take(Rank& r, Arena& a, size_t bytes) {
+  const size_t at = (a.used + 63) & ~size_t{63};
+  CHECK_OR_FAIL(r, at + bytes <= a.mem.size(), "the scenario needs more than " << a.mem.size() << " registered bytes");
+  a.used = at + bytes;
+  return a.mem.data() + at;
+}
+void Reset(Rank& r) { r.out.used = r.in.used = 0; }
+
+void Setup(Rank& r, int version) {
+  // ncclNetInit: net init and devices, then CollNet's, on the main thread.
   int ndev = 0;
   Expect(r, r.api.init(&TestLogger), Result::kSuccess, "init");
   Expect(r, r.api.devices(&ndev), Result::kSuccess, "devices");
   CHECK_OR_FAIL(r, ndev >= 1, "no devices");
+  // NCCL 2.28 takes CollNet v11, 2.19 - 2.27 v7 (never v8), 2.13 - 2.18
+  // v6, 2.12 v5: the same version as the net table below v7.
+  r.coll = r.plugin->Coll(version == 11 ? 11 : version >= 7 ? 7 : version);
+  Expect(r, r.coll.init(&TestLogger, 42), Result::kSuccess, "CollNet init");
+  Expect(r, r.coll.devices(&r.coll_devices), Result::kSuccess, "CollNet devices");
   abi::PropertiesV11 props{};
   Expect(r, r.api.getProperties(0, &props), Result::kSuccess, "getProperties");
   CHECK_OR_FAIL(r, std::string(props.name) == "lo", "device 0 is " << props.name << ", REDUCER_SOCKET_IFNAME=lo");
@@ -77,43 +135,64 @@ void Setup(Rank& r) {
     CHECK_OR_FAIL(r, props.vProps.ndevs == 1 && props.vProps.devs[0] == 0, "vProps");
   }
 
+  r.threads = std::make_unique<ProxyThreads>(r.deadline);
   alignas(8) char mine[abi::kHandleMaxBytes] = {};
   alignas(8) char theirs[abi::kHandleMaxBytes] = {};
   void* listen_comm = nullptr;
-  Expect(r, r.api.listen(0, mine, &listen_comm), Result::kSuccess, "listen");
+  OnProxy(r, "listen", [&] { Expect(r, r.api.listen(0, mine, &listen_comm), Result::kSuccess, "listen"); });
   WriteFileAtomic(r.dir + "/handle." + std::to_string(r.rank), mine, sizeof(mine));
   const std::string peer_file = r.dir + "/handle." + std::to_string(r.peer);
   if (!WaitForFile(r.dir, peer_file, r.deadline)) Expect(r, Result::kInProgress, Result::kSuccess, "peer handle");
   std::ifstream in(peer_file, std::ios::binary);
   in.read(theirs, sizeof(theirs));
   CHECK_OR_FAIL(r, in.gcount() == static_cast<std::streamsize>(sizeof(theirs)), "short handle file");
-  Expect(r, ConnectAndAccept(r.api, 0, theirs, listen_comm, &r.send, &r.recv, r.deadline), Result::kSuccess,
-         "connect/accept");
-  Expect(r, r.api.closeListen(listen_comm), Result::kSuccess, "closeListen");
+  OnProxy(r, "connect/accept", [&] {
+    Expect(r, ConnectAndAccept(r.api, 0, theirs, listen_comm, &r.send, &r.recv, r.deadline), Result::kSuccess,
+           "connect/accept");
+    Expect(r, r.api.closeListen(listen_comm), Result::kSuccess, "closeListen");
+    Expect(r, r.api.regMr(r.send, r.out.mem.data(), r.out.mem.size(), abi::kPtrHost, &r.out.mhandle),
+           Result::kSuccess, "regMr (send comm)");
+    Expect(r, r.api.regMr(r.recv, r.in.mem.data(), r.in.mem.size(), abi::kPtrHost, &r.in.mhandle), Result::kSuccess,
+           "regMr (recv comm)");
+  });
+  CHECK_OR_FAIL(r, r.out.mhandle != nullptr && r.in.mhandle != nullptr, "regMr gave a NULL handle");
 }
 
 void Teardown(Rank& r) {
-  Expect(r, r.api.closeSend(r.send), Result::kSuccess, "closeSend");
-  Expect(r, r.api.closeRecv(r.recv), Result::kSuccess, "closeRecv");
+  // ncclProxyService on stop: the progress thread first, then the
+  // connections freed on the proxy thread; finalize from the main thread.
+  r.threads->StopProgress();
+  OnProxy(r, "deregMr / close", [&] {
+    Expect(r, r.api.deregMr(r.send, r.out.mhandle), Result::kSuccess, "deregMr (send comm)");
+    Expect(r, r.api.closeSend(r.send), Result::kSuccess, "closeSend");
+    Expect(r, r.api.deregMr(r.recv, r.in.mhandle), Result::kSuccess, "deregMr (recv comm)");
+    Expect(r, r.api.closeRecv(r.recv), Result::kSuccess, "closeRecv");
+  });
+  r.threads.reset();
   Expect(r, r.api.finalize(), Result::kSuccess, "finalize");  // v11: the communicator's context
+  // CollNet with devices: finalized after the net (plugin/net.cc); without,
+  // never.
+  if (r.coll_devices > 0) Expect(r, r.coll.finalize(), Result::kSuccess, "CollNet finalize");
 }
 
 // Sends `sizes` to the peer while receiving the peer's, into buffers of
 // capacity size + extra; checks sizes reported and content.
-void Exchange(Rank& r, const std::vector<int>& sizes, int extra, int tag, int first_msg) {
+void Exchange(Rank& r, const std::vector<int>& sizes, int extra, Tags tags, int first_msg) {
   const size_t n = sizes.size();
-  std::vector<std::vector<uint8_t>> out(n), in(n);
+  Reset(r);
+  std::vector<uint8_t*> out(n), in(n);
   std::vector<void*> sreq(n), rreq(n);
   for (size_t i = 0; i < n; ++i) {
-    in[i].assign(static_cast<size_t>(sizes[i] + extra), 0xEE);
-    Expect(r, PostRecv(r.api, r.recv, in[i].data(), sizes[i] + extra, tag, &rreq[i], r.deadline), Result::kSuccess,
-           "irecv");
+    in[i] = Take(r, r.in, static_cast<size_t>(sizes[i] + extra));
+    std::memset(in[i], 0xEE, static_cast<size_t>(sizes[i] + extra));
+    Expect(r, PostRecv(r.api, r.recv, in[i], sizes[i] + extra, tags.recv, &rreq[i], r.deadline, r.in.mhandle),
+           Result::kSuccess, "irecv");
   }
   for (size_t i = 0; i < n; ++i) {
-    out[i].resize(static_cast<size_t>(sizes[i]));
-    FillPattern(out[i].data(), out[i].size(), r.rank, first_msg + static_cast<int>(i));
-    Expect(r, PostSend(r.api, r.send, out[i].data(), sizes[i], tag, &sreq[i], r.deadline), Result::kSuccess,
-           "isend");
+    out[i] = Take(r, r.out, static_cast<size_t>(sizes[i]));
+    FillPattern(out[i], static_cast<size_t>(sizes[i]), r.rank, first_msg + static_cast<int>(i));
+    Expect(r, PostSend(r.api, r.send, out[i], sizes[i], tags.send, &sreq[i], r.deadline, r.out.mhandle),
+           Result::kSuccess, "isend");
   }
   for (size_t i = 0; i < n; ++i) {
     int size = -1;
@@ -124,7 +203,7 @@ void Exchange(Rank& r, const std::vector<int>& sizes, int extra, int tag, int fi
     int size = -1;
     Expect(r, Wait(r.api, rreq[i], &size, r.deadline), Result::kSuccess, "recv " + std::to_string(i));
     CHECK_OR_FAIL(r, size == sizes[i], "recv " << i << " reported " << size << " bytes, peer sent " << sizes[i]);
-    long bad = CheckPattern(in[i].data(), static_cast<size_t>(size), r.peer, first_msg + static_cast<int>(i));
+    long bad = CheckPattern(in[i], static_cast<size_t>(size), r.peer, first_msg + static_cast<int>(i));
     CHECK_OR_FAIL(r, bad < 0, "recv " << i << " (" << size << " bytes) wrong at byte " << bad);
   }
 }
@@ -132,8 +211,8 @@ void Exchange(Rank& r, const std::vector<int>& sizes, int extra, int tag, int fi
 void ScenarioSizes(Rank& r) {
   ResetLogCounts();
   const std::vector<int> sizes = {0, 1, 4096, 65536, 65537, (1 << 20) + 3};
-  Exchange(r, sizes, /*extra=*/64, /*tag=*/1, 0);  // received size < posted size
-  Exchange(r, sizes, /*extra=*/0, /*tag=*/1, 100);  // exact fit
+  Exchange(r, sizes, /*extra=*/64, NcclTags(r), 0);  // received size < posted size
+  Exchange(r, sizes, /*extra=*/0, NcclTags(r), 100);  // exact fit
   // Nothing per operation above TRACE.
   CHECK_OR_FAIL(r, LogCount(abi::kLogInfo) == 0 && LogCount(abi::kLogWarn) == 0,
                 "data transfers logged " << LogCount(abi::kLogInfo) << " INFO and " << LogCount(abi::kLogWarn)
@@ -143,19 +222,21 @@ void ScenarioSizes(Rank& r) {
 void ScenarioInflight(Rank& r) {
   constexpr int kN = abi::kMaxRequestsPerComm;
   auto size_of = [](int i) { return i % 4 == 0 ? 300'000 + i : 1000 + i; };
-  std::vector<std::vector<uint8_t>> out(kN + 1), in(kN + 1);
+  const Tags tags = NcclTags(r);
+  Reset(r);
+  std::vector<uint8_t*> out(kN + 1), in(kN + 1);
   std::vector<void*> sreq(kN + 1), rreq(kN + 1);
   for (int i = 0; i <= kN; ++i) {
-    in[i].assign(static_cast<size_t>(size_of(i)), 0);
-    out[i].resize(static_cast<size_t>(size_of(i)));
-    FillPattern(out[i].data(), out[i].size(), r.rank, i);
+    in[i] = Take(r, r.in, static_cast<size_t>(size_of(i)));
+    out[i] = Take(r, r.out, static_cast<size_t>(size_of(i)));
+    FillPattern(out[i], static_cast<size_t>(size_of(i)), r.rank, i);
   }
   auto irecv_once = [&](int i) {
-    void* bufs[1] = {in[i].data()};
+    void* bufs[1] = {in[i]};
     size_t sizes[1] = {static_cast<size_t>(size_of(i))};
-    int tags[1] = {3};
-    void* mh[1] = {nullptr};
-    Expect(r, r.api.irecv(r.recv, 1, bufs, sizes, tags, mh, &rreq[i]), Result::kSuccess, "irecv");
+    int recv_tags[1] = {tags.recv};
+    void* mh[1] = {r.in.mhandle};
+    Expect(r, r.api.irecv(r.recv, 1, bufs, sizes, recv_tags, mh, &rreq[i]), Result::kSuccess, "irecv");
   };
   for (int i = 0; i < kN; ++i) {
     irecv_once(i);
@@ -164,10 +245,11 @@ void ScenarioInflight(Rank& r) {
   irecv_once(kN);
   CHECK_OR_FAIL(r, rreq[kN] == nullptr, "irecv beyond " << kN << " in flight was accepted");
   for (int i = 0; i < kN; ++i) {
-    Expect(r, r.api.isend(r.send, out[i].data(), size_of(i), 3, nullptr, &sreq[i]), Result::kSuccess, "isend");
+    Expect(r, r.api.isend(r.send, out[i], size_of(i), tags.send, r.out.mhandle, &sreq[i]), Result::kSuccess, "isend");
     CHECK_OR_FAIL(r, sreq[i] != nullptr, "isend " << i << " of " << kN << " refused");
   }
-  Expect(r, r.api.isend(r.send, out[kN].data(), size_of(kN), 3, nullptr, &sreq[kN]), Result::kSuccess, "isend");
+  Expect(r, r.api.isend(r.send, out[kN], size_of(kN), tags.send, r.out.mhandle, &sreq[kN]), Result::kSuccess,
+         "isend");
   CHECK_OR_FAIL(r, sreq[kN] == nullptr, "isend beyond " << kN << " in flight was accepted");
   // NCCL's way: keep testing, retry the refused posts once slots free. A
   // request progresses while it is tested (as in NCCL's proxy loop), so
@@ -175,17 +257,17 @@ void ScenarioInflight(Rank& r) {
   // clear-to-send, never the other way round.
   int size = 0;
   Expect(r, Wait(r.api, sreq[0], &size, r.deadline), Result::kSuccess, "send 0");
-  Expect(r, PostSend(r.api, r.send, out[kN].data(), size_of(kN), 3, &sreq[kN], r.deadline), Result::kSuccess,
-         "isend retry");
+  Expect(r, PostSend(r.api, r.send, out[kN], size_of(kN), tags.send, &sreq[kN], r.deadline, r.out.mhandle),
+         Result::kSuccess, "isend retry");
   Expect(r, Wait(r.api, rreq[0], &size, r.deadline), Result::kSuccess, "recv 0");
-  CHECK_OR_FAIL(r, CheckPattern(in[0].data(), in[0].size(), r.peer, 0) < 0, "recv 0 content");
-  Expect(r, PostRecv(r.api, r.recv, in[kN].data(), size_of(kN), 3, &rreq[kN], r.deadline), Result::kSuccess,
-         "irecv retry");
+  CHECK_OR_FAIL(r, CheckPattern(in[0], static_cast<size_t>(size_of(0)), r.peer, 0) < 0, "recv 0 content");
+  Expect(r, PostRecv(r.api, r.recv, in[kN], size_of(kN), tags.recv, &rreq[kN], r.deadline, r.in.mhandle),
+         Result::kSuccess, "irecv retry");
   for (int i = 1; i <= kN; ++i) {
     Expect(r, Wait(r.api, sreq[i], &size, r.deadline), Result::kSuccess, "send " + std::to_string(i));
     Expect(r, Wait(r.api, rreq[i], &size, r.deadline), Result::kSuccess, "recv " + std::to_string(i));
     CHECK_OR_FAIL(r, size == size_of(i), "recv " << i << " size " << size);
-    long bad = CheckPattern(in[i].data(), in[i].size(), r.peer, i);
+    long bad = CheckPattern(in[i], static_cast<size_t>(size_of(i)), r.peer, i);
     CHECK_OR_FAIL(r, bad < 0, "recv " << i << " matched out of order or corrupt at byte " << bad);
   }
 }
@@ -193,46 +275,43 @@ void ScenarioInflight(Rank& r) {
 // Posts one send and one receive that cannot match; both must fail with
 // InvalidUsage on both ranks, and the connection must still work after.
 void ExpectRejected(Rank& r, int send_size, int send_tag, int recv_size, int recv_tag, const char* what) {
-  std::vector<uint8_t> out(static_cast<size_t>(send_size), 1), in(static_cast<size_t>(recv_size));
+  Reset(r);
+  uint8_t* out = Take(r, r.out, static_cast<size_t>(send_size));
+  uint8_t* in = Take(r, r.in, static_cast<size_t>(recv_size));
+  std::memset(out, 1, static_cast<size_t>(send_size));
   void* sreq = nullptr;
   void* rreq = nullptr;
-  Expect(r, PostRecv(r.api, r.recv, in.data(), recv_size, recv_tag, &rreq, r.deadline), Result::kSuccess, "irecv");
-  Expect(r, PostSend(r.api, r.send, out.data(), send_size, send_tag, &sreq, r.deadline), Result::kSuccess, "isend");
+  Expect(r, PostRecv(r.api, r.recv, in, recv_size, recv_tag, &rreq, r.deadline, r.in.mhandle), Result::kSuccess,
+         "irecv");
+  Expect(r, PostSend(r.api, r.send, out, send_size, send_tag, &sreq, r.deadline, r.out.mhandle), Result::kSuccess,
+         "isend");
   int size = 0;
   Expect(r, Wait(r.api, sreq, &size, r.deadline), Result::kInvalidUsage, std::string(what) + " (send side)");
   Expect(r, Wait(r.api, rreq, &size, r.deadline), Result::kInvalidUsage, std::string(what) + " (receive side)");
 }
 
+// Any tag both ends agree on matches, NCCL's or not; different tags never.
 void ScenarioTags(Rank& r) {
-  for (int tag : {0, 7, 12345, -1}) Exchange(r, {10, 200'000}, 0, tag, tag & 0xff);
+  for (int tag : {0, 7, 12345, -1}) Exchange(r, {10, 200'000}, 0, Tags{tag, tag}, tag & 0xff);
   ExpectRejected(r, 100, /*send tag*/ 7, 100, /*recv tag*/ 8, "tag mismatch");
   ExpectRejected(r, 300'000, 7, 300'000, 8, "tag mismatch, large");
-  Exchange(r, {10, (1 << 20) + 3}, 0, 8, 50);  // still in step
+  Exchange(r, {10, (1 << 20) + 3}, 0, NcclTags(r), 50);  // still in step
 }
 
 void ScenarioTruncate(Rank& r) {
-  ExpectRejected(r, 1000, 1, 100, 1, "small send into smaller receive");
-  ExpectRejected(r, (1 << 20) + 3, 1, 1 << 20, 1, "large send into smaller receive");
-  ExpectRejected(r, 1, 1, 0, 1, "one byte into an empty receive");
-  Exchange(r, {100, (1 << 20) + 3}, 1 << 20, 1, 60);  // still in step; smaller than posted is fine
+  const Tags tags = NcclTags(r);
+  ExpectRejected(r, 1000, tags.send, 100, tags.recv, "small send into smaller receive");
+  ExpectRejected(r, (1 << 20) + 3, tags.send, 1 << 20, tags.recv, "large send into smaller receive");
+  ExpectRejected(r, 1, tags.send, 0, tags.recv, "one byte into an empty receive");
+  Exchange(r, {100, (1 << 20) + 3}, 1 << 20, tags, 60);  // still in step; smaller than posted is fine
 }
 
-void ScenarioNoCollNet(Rank& r, int version) {
-  // NCCL 2.28 takes CollNet v11, older releases v7 (never v8).
-  CollApi coll = r.plugin->Coll(version == 11 ? 11 : 7);
-  int ndev = -1;
-  int supported = -1;
-  Expect(r, coll.init(&TestLogger, 42), Result::kSuccess, "CollNet init");
-  Expect(r, coll.devices(&ndev), Result::kSuccess, "CollNet devices");
-  Expect(r, coll.reduceSupport(abi::kNcclFloat32, abi::kNcclSum, &supported), Result::kSuccess, "reduceSupport");
-  CHECK_OR_FAIL(r, supported == 1, "float32 sum unsupported");
-  Expect(r, coll.reduceSupport(abi::kNcclBfloat16, abi::kNcclMax, &supported), Result::kSuccess, "reduceSupport");
-  CHECK_OR_FAIL(r, supported == 1, "bfloat16 max unsupported");
-  Expect(r, coll.reduceSupport(abi::kNcclFloat8e4m3, abi::kNcclSum, &supported), Result::kSuccess, "reduceSupport");
-  CHECK_OR_FAIL(r, supported == 0, "float8 reported as supported");
-  CHECK_OR_FAIL(r, ndev == 0, "CollNet reports " << ndev << " devices with no reducers configured");
-  Expect(r, coll.finalize(), Result::kSuccess, "CollNet finalize");
-  Exchange(r, {0, 1, (1 << 20) + 3}, 0, 0, 70);  // point-to-point unaffected
+// Without reducers CollNet reports no devices: NCCL then leaves it off
+// (never connects, asks reduceSupport or finalizes) and point-to-point
+// works as before.
+void ScenarioNoCollNet(Rank& r) {
+  CHECK_OR_FAIL(r, r.coll_devices == 0, "CollNet reports " << r.coll_devices << " devices with no reducers configured");
+  Exchange(r, {0, 1, (1 << 20) + 3}, 0, NcclTags(r), 70);
 }
 
 void ScenarioPeerExit(Rank& r) {
@@ -243,17 +322,19 @@ void ScenarioPeerExit(Rank& r) {
     std::_Exit(0);
   }
   WriteFileAtomic(ready, "x", 1);
-  std::vector<uint8_t> in(1 << 20), out(1 << 20);
+  Reset(r);
+  uint8_t* in = Take(r, r.in, 1 << 20);
+  uint8_t* out = Take(r, r.out, 1 << 20);
   void* rreq = nullptr;
   void* sreq = nullptr;
   // The peer may be seen gone when the receive is posted or while it is
   // tested: either way an error, never a hang.
-  Result got = PostRecv(r.api, r.recv, in.data(), in.size(), 0, &rreq, r.deadline);
+  Result got = PostRecv(r.api, r.recv, in, 1 << 20, r.peer, &rreq, r.deadline, r.in.mhandle);
   int size = 0;
   if (got == Result::kSuccess) got = Wait(r.api, rreq, &size, r.deadline);
   CHECK_OR_FAIL(r, got == Result::kRemoteError || got == Result::kSystemError,
                 "receive from a dead peer: result " << static_cast<int>(got));
-  Result posted = PostSend(r.api, r.send, out.data(), out.size(), 0, &sreq, r.deadline);
+  Result posted = PostSend(r.api, r.send, out, 1 << 20, r.rank, &sreq, r.deadline, r.out.mhandle);
   if (posted == Result::kSuccess) posted = Wait(r.api, sreq, &size, r.deadline);
   CHECK_OR_FAIL(r, posted == Result::kRemoteError || posted == Result::kSystemError,
                 "send to a dead peer: result " << static_cast<int>(posted));
@@ -270,6 +351,10 @@ int main(int argc, char** argv) {
   }
   const std::string scenario = argv[5];
   const int version = std::atoi(argv[4]);
+  if (version != 5 && version != 6 && version != 7 && version != 8 && version != 11) {
+    std::fprintf(stderr, "table version %s: expected 5, 6, 7, 8 or 11\n", argv[4]);
+    return 64;
+  }
   Rank r;
   r.dir = argv[2];
   r.rank = std::atoi(argv[3]);
@@ -283,22 +368,24 @@ int main(int argc, char** argv) {
   }
   r.plugin = plugin.get();
   r.api = plugin->Net(version);
-  Setup(r);
+  Setup(r, version);
+  std::function<void(Rank&)> run;
   if (scenario == "sizes") {
-    ScenarioSizes(r);
+    run = ScenarioSizes;
   } else if (scenario == "inflight") {
-    ScenarioInflight(r);
+    run = ScenarioInflight;
   } else if (scenario == "tags") {
-    ScenarioTags(r);
+    run = ScenarioTags;
   } else if (scenario == "truncate") {
-    ScenarioTruncate(r);
+    run = ScenarioTruncate;
   } else if (scenario == "nocollnet") {
-    ScenarioNoCollNet(r, version);
+    run = ScenarioNoCollNet;
   } else if (scenario == "peer_exit") {
-    ScenarioPeerExit(r);
+    run = ScenarioPeerExit;
   } else {
     Fail(r, "unknown scenario " + scenario);
   }
+  OnProgress(r, scenario.c_str(), [&] { run(r); });
   Teardown(r);
   plugin.reset();  // dlclose: must not hang or crash with comms closed
   return 0;
