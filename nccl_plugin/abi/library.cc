@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "nccl_plugin/abi/abi_support.h"
+#include "nccl_plugin/abi/preload.h"
 
 namespace rs::plugin::abi {
 namespace {
@@ -30,6 +31,7 @@ void InitLibrary(Logger logger) {
   if (logger != nullptr) g_logger.store(logger, std::memory_order_release);
   SetLogSink(&NcclLogSink);
   if (g_plugin == nullptr) {
+    LogPreloadOutcome();  // what LD_PRELOAD set up, before the plugin's own lines
     g_plugin = Plugin::Create(Env::Process(), ListSystemInterfaces());
     g_plugin_ptr.store(g_plugin.get(), std::memory_order_release);
   }

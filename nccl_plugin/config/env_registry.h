@@ -7,8 +7,11 @@
 // nccl_plugin_env_table), so documentation cannot drift from the code. The
 // process environment is read once, on first use, into an immutable snapshot;
 // nothing else in the plugin calls getenv, and the plugin never sets
-// variables. Resolution and parsing are common/settings.h's, shared with the
-// daemon.
+// variables, with one documented exception: when preloaded (LD_PRELOAD), a
+// load-time constructor fills in NCCL's own NCCL_NET_PLUGIN,
+// NCCL_COLLNET_ENABLE and NCCL_NET_PLUGIN_REF_COUNT where unset, before main
+// (abi/preload.cc says why). Resolution and parsing are common/settings.h's,
+// shared with the daemon.
 //
 // Thread-safety: Env is immutable after construction; Env::Process() is safe
 // to call from any thread (initialised once).
@@ -35,6 +38,7 @@ enum class EnvKey : int {
   kNcclSocketIfname,
   kSocketThreads,
   kSocksPerThread,
+  kNicSpeed,
   kStreams,
   kIoThreads,
   kMaxPiece,
@@ -46,6 +50,10 @@ enum class EnvKey : int {
   kFailover,
   kMinReducers,
   kRetention,
+  // NCCL's own variables, read to tell the user when NCCL would leave
+  // CollNet off (collnet_watch.h).
+  kNcclCollNetEnable,
+  kNcclCollNetNodeThreshold,
   kCount,
 };
 inline constexpr int kNumEnvVars = static_cast<int>(EnvKey::kCount);
