@@ -18,7 +18,10 @@ std::unique_ptr<Plugin> Plugin::Create(const Env& env, const std::vector<Interfa
     StatusOr<std::vector<NetInterface>> nics = SelectInterfaces(interfaces, p2p.ifname_spec, p2p.ifname_source);
     if (nics.ok()) {
       devices = std::move(nics).value();
-      for (NetInterface& nic : devices) Describe(&nic);
+      for (NetInterface& nic : devices) {
+        Describe(&nic);
+        if (p2p.nic_speed_mbps) nic.speed_mbps = *p2p.nic_speed_mbps;
+      }
     } else {
       p2p_status = nics.status();
     }
@@ -39,6 +42,19 @@ std::unique_ptr<Plugin> Plugin::Create(const Env& env, const std::vector<Interfa
                  plugin->p2p_.threads, plugin->p2p_.socks_per_thread);
   }
   plugin->collnet_.LogSummary();
+
+  CollNetSetup setup;
+  setup.reducers = plugin->collnet_.num_devices() > 0 && !plugin->devices_.empty();
+  setup.nccl = NcclCollNetSettingsFromEnv(env);
+  if (!plugin->devices_.empty()) {
+    const NetInterface& nic = plugin->devices_.front();
+    setup.nic_name = nic.name;
+    setup.nic_speed_mbps = nic.speed_mbps;
+    setup.nic_speed_source = plugin->p2p_.nic_speed_mbps ? "set by REDUCER_NIC_SPEED"
+                                                         : "/sys/class/net/" + nic.name + "/speed";
+  }
+  plugin->watch_ = std::make_unique<CollNetWatch>(std::move(setup));
+  plugin->watch_->CheckSetup();
   return plugin;
 }
 
@@ -79,20 +95,22 @@ Status Plugin::DestroyTuner(void* ctx) {
   return Status::Ok();
 }
 
-CollNetTuner* Plugin::CreateTuner(size_t nranks, size_t nnodes) {
+CollNetTuner* Plugin::CreateTuner(const CommShape& comm) {
+  const bool watched = watch_->CheckCommunicator(comm);
   const CollNetConfig* cfg = collnet_.config();
   if (cfg == nullptr || collnet_.num_devices() == 0 || devices_.empty()) {
     return tuners_.Add(std::make_unique<CollNetTuner>(std::nullopt, "CollNet is off, NCCL's own tuning applies"));
   }
-  if (nnodes < 2) {
+  if (comm.nodes < 2) {
     return tuners_.Add(std::make_unique<CollNetTuner>(std::nullopt, "one node, no network all-reduce to choose"));
   }
   CostModelParams params;
-  params.nodes = static_cast<int>(nnodes);
-  params.ranks = static_cast<int>(nranks);
+  params.nodes = static_cast<int>(comm.nodes);
+  params.ranks = static_cast<int>(comm.ranks);
   params.reducers = static_cast<int>(cfg->reducers.size());
   params.link_gbps = devices_.front().speed_mbps / 1000.0;
-  return tuners_.Add(std::make_unique<CollNetTuner>(CostModel(params), ""));
+  return tuners_.Add(std::make_unique<CollNetTuner>(
+      CostModel(params), "", watched ? std::make_unique<CollNetUsage>(comm.comm_id) : nullptr));
 }
 
 Status Plugin::CheckDevice(int dev) const {

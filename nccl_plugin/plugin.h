@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "nccl_plugin/collnet/collnet.h"
+#include "nccl_plugin/collnet_watch.h"
 #include "nccl_plugin/comm_context.h"
 #include "nccl_plugin/config/env_registry.h"
 #include "nccl_plugin/config/plugin_config.h"
@@ -70,10 +71,11 @@ class Plugin {
   StatusOr<CommContext*> FindContext(void* ctx, CommContext::Kind kind) const;
   Status CloseContext(void* ctx, CommContext::Kind kind);
 
-  // The tuner of one communicator of `nranks` ranks on `nnodes` nodes, owned
-  // here like the contexts. It changes nothing when CollNet is off or there
-  // is a single node.
-  CollNetTuner* CreateTuner(size_t nranks, size_t nnodes);
+  // The tuner of one communicator, owned here like the contexts. It changes
+  // nothing when CollNet is off or there is a single node. Warns (once per
+  // process) when NCCL will not use CollNet for it (collnet_watch.h) and
+  // otherwise watches that all-reduces reach the reducers.
+  CollNetTuner* CreateTuner(const CommShape& comm);
   StatusOr<const CollNetTuner*> FindTuner(void* ctx) const;
   Status DestroyTuner(void* ctx);
 
@@ -85,6 +87,7 @@ class Plugin {
   P2pConfig p2p_;
   std::vector<NetInterface> devices_;
   CollNet collnet_;
+  std::unique_ptr<CollNetWatch> watch_;  // set by Create
   OpaqueRegistry<CommContext> contexts_;
   OpaqueRegistry<CollNetTuner> tuners_;
 };

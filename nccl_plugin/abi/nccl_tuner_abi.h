@@ -34,7 +34,16 @@ inline constexpr int kProtoLL = 0, kProtoLL128 = 1, kProtoSimple = 2;
 inline constexpr int kNumProtocols = 3;
 inline constexpr float kAlgoProtoIgnore = -1.0f;  // NCCL_ALGO_PROTO_IGNORE
 
-struct NvlDomainInfoV5;   // read-only input we do not use
+// ncclNvlDomainInfo_v5_t, read-only input. NCCL 2.28 fills it with its node
+// counts (init.cc, initNvlDomainInfo): the plugin reads the most ranks on
+// one node, beyond which NCCL offers no CollNet.
+struct NvlDomainInfoV5 {
+  int nNvlDomains;           // nodes
+  int minRanksPerNvlDomain;  // fewest ranks on one node
+  int maxRanksPerNvlDomain;  // most ranks on one node
+};
+static_assert(sizeof(NvlDomainInfoV5) == 12);
+static_assert(offsetof(NvlDomainInfoV5, maxRanksPerNvlDomain) == 8);
 struct TunerConstantsV5;  // NCCL's latency/bandwidth constants; in/out, we leave them
 
 struct TunerV5 {

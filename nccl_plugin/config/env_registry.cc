@@ -7,7 +7,8 @@ namespace {
 
 constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kReducerAddrs, "REDUCER_ADDRS", "",
-     "Reducers as `host:port,host:port` (`[v6addr]:port` for IPv6). Overrides CLUSTER_SPEC."},
+     "Reducers as `host:port,host:port` (`[v6addr]:port` for IPv6); an item may hold one range, "
+     "`name-{0..3}.svc:7450`, for each index. Overrides CLUSTER_SPEC."},
     {EnvKey::kClusterSpec, "CLUSTER_SPEC", "",
      "Vertex AI cluster JSON (set by Vertex); reducers are the `workerpool2` entries. Used when REDUCER_ADDRS is unset."},
     {EnvKey::kJobToken, "REDUCER_JOB_TOKEN", "",
@@ -22,6 +23,10 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
      "Helper threads per point-to-point connection (1-16)."},
     {EnvKey::kSocksPerThread, "REDUCER_NSOCKS_PERTHREAD", "2",
      "Data sockets per helper thread (1-16); large messages are split across all sockets of a connection (at most 64)."},
+    {EnvKey::kNicSpeed, "REDUCER_NIC_SPEED", "",
+     "The speed the plugin reports to NCCL for its network devices, with its unit (`800Mbit`, `25Gbit`). Unset: "
+     "the interface's own (`/sys/class/net/IF/speed`), 10Gbit when it reports none. NCCL leaves CollNet (the "
+     "reducers) off below 960Mbit, and the tuner's choice depends on it: must be equal on every node."},
     {EnvKey::kStreams, "REDUCER_STREAMS", "",
      "TCP streams from each worker to each reducer (1-64); must be equal on every rank. Unset: 1."},
     {EnvKey::kIoThreads, "REDUCER_IO_THREADS", "1", "Client I/O threads per CollNet communicator (1-64)."},
@@ -55,6 +60,13 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kRetention, "REDUCER_RETENTION", "256MiB",
      "With failover, memory per communicator for the copies of chunks not yet completed on every node (a size: "
      "`64MiB`, `1GiB`); when full, new chunks wait until the other nodes catch up."},
+    {EnvKey::kNcclCollNetEnable, "NCCL_COLLNET_ENABLE", "",
+     "NCCL's own switch: NCCL uses CollNet, and so the reducers, only when it is `1`. The plugin warns when "
+     "reducers are configured and it is not `1`. Preloaded (`LD_PRELOAD`), the library sets it to `1` where it "
+     "is unset."},
+    {EnvKey::kNcclCollNetNodeThreshold, "NCCL_COLLNET_NODE_THRESHOLD", "2",
+     "NCCL's own: a communicator on fewer nodes than this does not use CollNet. The plugin reads it and warns "
+     "when a communicator falls below it."},
 }};
 
 constexpr bool RegistryInKeyOrder() {

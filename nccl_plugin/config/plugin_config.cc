@@ -1,5 +1,10 @@
 #include "nccl_plugin/config/plugin_config.h"
 
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -93,7 +98,49 @@ StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env) {
   cfg.socks_per_thread = static_cast<int>(*socks);
   cfg.connect_timeout = *connect;
   cfg.liveness_timeout = *liveness;
+  if (env.IsSet(EnvKey::kNicSpeed)) {
+    StatusOr<int> mbps = ParseLinkSpeedMbps(EnvInfo(EnvKey::kNicSpeed).name, env.Get(EnvKey::kNicSpeed));
+    if (!mbps.ok()) return mbps.status();
+    cfg.nic_speed_mbps = *mbps;
+  }
   return cfg;
+}
+
+StatusOr<int> ParseLinkSpeedMbps(std::string_view name, std::string_view text) {
+  const std::string t(Trim(text));
+  const auto bad = [&](const std::string& why) {
+    return Status(Code::kInvalidArgument, std::string(name) + ": '" + t + "' " + why);
+  };
+  char* end = nullptr;
+  const double value = std::strtod(t.c_str(), &end);
+  if (end == t.c_str()) return bad("is not a link speed (examples: 800Mbit, 25Gbit, 100Gbit)");
+  std::string unit(Trim(std::string_view(end)));
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (unit.size() > 2 && unit.compare(unit.size() - 2, 2, "/s") == 0) unit.resize(unit.size() - 2);
+  double mbps_per_unit = 0;
+  if (unit == "mbit" || unit == "mbps") mbps_per_unit = 1;
+  if (unit == "gbit" || unit == "gbps") mbps_per_unit = 1e3;
+  if (unit == "tbit" || unit == "tbps") mbps_per_unit = 1e6;
+  if (unit.empty()) return bad("has no unit (examples: 800Mbit, 25Gbit)");
+  if (mbps_per_unit == 0) return bad("has an unknown unit (Mbit, Gbit or Tbit)");
+  const double mbps = std::round(value * mbps_per_unit);
+  if (!(mbps >= 1) || mbps > INT_MAX) return bad("is outside [1Mbit, 2147Tbit]");
+  return static_cast<int>(mbps);
+}
+
+NcclCollNetSettings NcclCollNetSettingsFromEnv(const Env& env) {
+  NcclCollNetSettings out;
+  // NCCL reads both with strtol/strtoll and base 0 (init.cc, misc/param.cc):
+  // "0x1" is 1, "1abc" is 1, "yes" is 0.
+  if (env.IsSet(EnvKey::kNcclCollNetEnable)) {
+    out.enable_text = env.Get(EnvKey::kNcclCollNetEnable);
+    out.enabled = std::strtol(out.enable_text.c_str(), nullptr, 0) == 1;
+  }
+  const std::string threshold = env.Get(EnvKey::kNcclCollNetNodeThreshold);
+  errno = 0;
+  const long long value = std::strtoll(threshold.c_str(), nullptr, 0);
+  if (errno == 0 && value >= INT_MIN && value <= INT_MAX) out.node_threshold = static_cast<int>(value);
+  return out;
 }
 
 StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/client.h"
@@ -34,6 +35,9 @@ struct P2pConfig {
   // transfer instead of leaving NCCL waiting on TCP's own 15-minute retries
   // (or 2 hours of keepalive idle). 0: the system's keepalive, no timeout.
   std::chrono::milliseconds liveness_timeout{5'000};
+  // REDUCER_NIC_SPEED: what every device reports to NCCL instead of the
+  // interface's own speed; unset: the interface's.
+  std::optional<int> nic_speed_mbps;
 
   int data_sockets() const { return threads * socks_per_thread; }
 };
@@ -59,7 +63,23 @@ struct CollNetConfig {
   size_t retention_bytes = 256 << 20;
 };
 
+// NCCL's own CollNet switches, read as NCCL 2.28 reads them (strtol with
+// base 0; NCCL_COLLNET_ENABLE is on only when that gives 1, an unreadable
+// threshold is the default), so the plugin can tell when NCCL will leave
+// CollNet off.
+struct NcclCollNetSettings {
+  std::string enable_text;  // NCCL_COLLNET_ENABLE as set; empty when unset
+  bool enabled = false;
+  int node_threshold = 2;   // NCCL_COLLNET_NODE_THRESHOLD
+};
+
 StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env);
+NcclCollNetSettings NcclCollNetSettingsFromEnv(const Env& env);
+
+// A link speed with its unit ("800Mbit", "25Gbit", "1.5Gbit/s", "100Gbps"),
+// in Mbit/s as NCCL's device properties carry it: at least 1, at most what
+// an int holds. `name` is the variable, for the error.
+StatusOr<int> ParseLinkSpeedMbps(std::string_view name, std::string_view text);
 
 // REDUCER_ADDRS is parsed by rs::client::ParseEndpoints (the client
 // library's own syntax: "host:port,[v6addr]:port").

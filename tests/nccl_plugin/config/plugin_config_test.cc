@@ -323,5 +323,56 @@ TEST(P2pConfig, LivenessTimeoutDefaultsToFiveSecondsAndIsChecked) {
   EXPECT_NE(cfg.status().message().find("at least 100ms"), std::string::npos) << cfg.status().ToString();
 }
 
+// REDUCER_NIC_SPEED: what NCCL is told, with its unit; a bad value is an
+// error for point-to-point naming the variable, never a silent guess.
+TEST(P2pConfig, NicSpeedTakesAUnit) {
+  StatusOr<P2pConfig> cfg = P2pConfigFromEnv(EnvOf({}));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_FALSE(cfg->nic_speed_mbps.has_value());  // the interface's own
+  const std::pair<const char*, int> good[] = {{"800Mbit", 800},   {"25Gbit", 25000}, {"1.5Gbit/s", 1500},
+                                              {"100gbps", 100000}, {"2Tbit", 2000000}, {" 960 Mbit ", 960}};
+  for (const auto& [text, mbps] : good) {
+    cfg = P2pConfigFromEnv(EnvOf({{"REDUCER_NIC_SPEED", text}}));
+    ASSERT_TRUE(cfg.ok()) << text << ": " << cfg.status().ToString();
+    EXPECT_EQ(cfg->nic_speed_mbps, mbps) << text;
+  }
+  const std::pair<const char*, const char*> bad[] = {{"100", "has no unit"},
+                                                     {"fast", "is not a link speed"},
+                                                     {"10GB", "unknown unit"},
+                                                     {"0Mbit", "outside"},
+                                                     {"0.4Mbit", "outside"},
+                                                     {"3000Tbit", "outside"}};
+  for (const auto& [text, why] : bad) {
+    cfg = P2pConfigFromEnv(EnvOf({{"REDUCER_NIC_SPEED", text}}));
+    ASSERT_FALSE(cfg.ok()) << text;
+    EXPECT_EQ(cfg.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(cfg.status().message().find(std::string("REDUCER_NIC_SPEED: '")), std::string::npos)
+        << cfg.status().ToString();
+    EXPECT_NE(cfg.status().message().find(why), std::string::npos) << cfg.status().ToString();
+  }
+}
+
+// NCCL's CollNet switches, read as NCCL 2.28 reads them (strtol, base 0).
+TEST(NcclCollNetSettings, ReadAsNcclReadsThem) {
+  NcclCollNetSettings s = NcclCollNetSettingsFromEnv(EnvOf({}));
+  EXPECT_FALSE(s.enabled);  // NCCL's default: off
+  EXPECT_EQ(s.enable_text, "");
+  EXPECT_EQ(s.node_threshold, 2);
+  for (const char* on : {"1", "0x1", "01", "1abc"}) {
+    EXPECT_TRUE(NcclCollNetSettingsFromEnv(EnvOf({{"NCCL_COLLNET_ENABLE", on}})).enabled) << on;
+  }
+  for (const char* off : {"0", "2", "yes", "true", "-1"}) {
+    s = NcclCollNetSettingsFromEnv(EnvOf({{"NCCL_COLLNET_ENABLE", off}}));
+    EXPECT_FALSE(s.enabled) << off;
+    EXPECT_EQ(s.enable_text, off);
+  }
+  EXPECT_EQ(NcclCollNetSettingsFromEnv(EnvOf({{"NCCL_COLLNET_NODE_THRESHOLD", "4"}})).node_threshold, 4);
+  EXPECT_EQ(NcclCollNetSettingsFromEnv(EnvOf({{"NCCL_COLLNET_NODE_THRESHOLD", "0x10"}})).node_threshold, 16);
+  // Overflow: NCCL keeps its default.
+  EXPECT_EQ(NcclCollNetSettingsFromEnv(EnvOf({{"NCCL_COLLNET_NODE_THRESHOLD", "99999999999999999999"}}))
+                .node_threshold,
+            2);
+}
+
 }  // namespace
 }  // namespace rs::plugin

@@ -59,13 +59,19 @@ int Pick(const Table t) {
 class Communicator {
  public:
   // Loads the plugin with `reducers` reducers configured (never contacted:
-  // the tuner only needs the count) and makes one communicator.
-  Communicator(int reducers, size_t nranks, size_t nnodes) {
+  // the tuner only needs the count) and CollNet enabled, and makes one
+  // communicator; `max_local_ranks`: the most ranks on one node, as NCCL's
+  // NVLink domain info passes it (0: the stand-in passes zeros).
+  Communicator(int reducers, size_t nranks, size_t nnodes, int max_local_ranks = 0) {
     std::string addrs;
     for (int i = 0; i < reducers; ++i) addrs += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(7450 + i);
-    for (const char* v : {"REDUCER_ADDRS", "CLUSTER_SPEC", "NCCL_SOCKET_IFNAME"}) ::unsetenv(v);
+    for (const char* v : {"REDUCER_ADDRS", "CLUSTER_SPEC", "NCCL_SOCKET_IFNAME", "NCCL_COLLNET_NODE_THRESHOLD",
+                          "REDUCER_NIC_SPEED"}) {
+      ::unsetenv(v);
+    }
     if (reducers > 0) ::setenv("REDUCER_ADDRS", addrs.c_str(), 1);
     ::setenv("REDUCER_SOCKET_IFNAME", "lo", 1);
+    ::setenv("NCCL_COLLNET_ENABLE", "1", 1);
     std::string error;
     plugin_ = LoadedPlugin::Open(RS_PLUGIN_SO, &error);
     EXPECT_NE(plugin_, nullptr) << error;
@@ -79,10 +85,11 @@ class Communicator {
     EXPECT_EQ(net_.getProperties(0, &props), abi::Result::kSuccess);
     link_mbps_ = props.speed;
     tuner_ = plugin_->Tuner();
-    // NCCL passes its NVLink domain info and its tuner constants; we read neither.
-    alignas(8) char nvl[64] = {}, constants[4096] = {};
-    EXPECT_EQ(tuner_->init(&ctx_, 0xabc, nranks, nnodes, &TestLogger,
-                           reinterpret_cast<abi::NvlDomainInfoV5*>(nvl),
+    // NCCL passes its NVLink domain info (we read the most ranks on one
+    // node) and its tuner constants (we leave them).
+    abi::NvlDomainInfoV5 nvl{static_cast<int>(nnodes), max_local_ranks, max_local_ranks};
+    alignas(8) char constants[4096] = {};
+    EXPECT_EQ(tuner_->init(&ctx_, 0xabc, nranks, nnodes, &TestLogger, &nvl,
                            reinterpret_cast<abi::TunerConstantsV5*>(constants)),
               abi::Result::kSuccess);
   }
@@ -93,6 +100,7 @@ class Communicator {
     EXPECT_EQ(net_.finalize(), abi::Result::kSuccess);
     ::unsetenv("REDUCER_ADDRS");
     ::unsetenv("REDUCER_SOCKET_IFNAME");
+    ::unsetenv("NCCL_COLLNET_ENABLE");
   }
 
   // getCollInfo on `t` as enqueue.cc calls it.
@@ -211,6 +219,87 @@ TEST(Tuner, RefusesAContextThatIsNotOne) {
   EXPECT_EQ(plugin->Tuner()->getCollInfo(junk, abi::kFuncAllReduce, kMiB, 1, reinterpret_cast<float**>(t),
                                          abi::kNumAlgorithms, abi::kNumProtocols, 0, &nchannels),
             abi::Result::kInternalError);
+}
+
+// "No silent fallback", through the library as NCCL 2.28 drives it: where
+// every all-reduce takes NCCL's own algorithm although CollNet is there, the
+// plugin says so once per communicator (tuner/collnet_usage.h); where the
+// reducers take them, it says nothing. The messages' wording is checked in
+// collnet_watch_test.cc.
+constexpr int kWatchWindow = 1000;  // CollNetUsage::kCheckAfter
+
+size_t SomeSize(int i) { return size_t{1} << (10 + i % 18); }  // 1 KiB to 128 MiB
+
+TEST(TunerWatch, NoWarningWhileTheReducersTakeTheAllReduces) {
+  ResetLogCounts();
+  {
+    Communicator comm(4, 4, 4, /*max_local_ranks=*/1);
+    ASSERT_TRUE(comm.ok());
+    for (int i = 0; i < 3 * kWatchWindow; ++i) {
+      ASSERT_EQ(comm.AllReducePick(SomeSize(i), false), abi::kAlgoCollNetChain) << i;
+    }
+  }
+  EXPECT_EQ(LogCount(abi::kLogWarn), 0);
+}
+
+TEST(TunerWatch, EveryAllReduceToNcclWarnsOnce) {
+  // 2 nodes of one GPU: the cost model never prefers the reducers.
+  ResetLogCounts();
+  {
+    Communicator comm(4, 2, 2, 1);
+    ASSERT_TRUE(comm.ok());
+    for (int i = 0; i < kWatchWindow - 1; ++i) ASSERT_EQ(comm.AllReducePick(SomeSize(i), true), abi::kAlgoRing);
+    EXPECT_EQ(LogCount(abi::kLogWarn), 0);
+    comm.AllReducePick(kMiB, true);
+    EXPECT_EQ(LogCount(abi::kLogWarn), 1);
+    for (int i = 0; i < 2 * kWatchWindow; ++i) comm.AllReducePick(SomeSize(i), true);
+  }
+  EXPECT_EQ(LogCount(abi::kLogWarn), 1);
+}
+
+TEST(TunerWatch, CollNetNeverOfferedWarnsOnce) {
+  ResetLogCounts();
+  {
+    Communicator comm(4, 4, 4, 1);
+    ASSERT_TRUE(comm.ok());
+    for (int i = 0; i < 2 * kWatchWindow; ++i) {
+      Table t;
+      NcclTable(t, SomeSize(i), true);
+      t[abi::kAlgoCollNetChain][abi::kProtoSimple] = abi::kAlgoProtoIgnore;  // CollNet off for this comm
+      ASSERT_EQ(comm.GetCollInfo(abi::kFuncAllReduce, SomeSize(i), t), abi::Result::kSuccess);
+    }
+  }
+  EXPECT_EQ(LogCount(abi::kLogWarn), 1);
+}
+
+TEST(TunerWatch, AShortCommunicatorIsCheckedWhenNcclFinalizesItsTuner) {
+  ResetLogCounts();
+  {
+    Communicator comm(4, 2, 2, 1);
+    ASSERT_TRUE(comm.ok());
+    for (int i = 0; i < 10; ++i) comm.AllReducePick(SomeSize(i), true);
+    // Other collectives do not count.
+    Table t;
+    NcclTable(t, kMiB, true);
+    EXPECT_EQ(comm.GetCollInfo(abi::kFuncAllGather, kMiB, t), abi::Result::kSuccess);
+    EXPECT_EQ(LogCount(abi::kLogWarn), 0);
+  }
+  EXPECT_EQ(LogCount(abi::kLogWarn), 1);
+}
+
+// NCCL 2.28 offers no CollNet with more than 8 ranks on a node; the plugin
+// reads that count from the NVLink domain info NCCL passes to tuner init.
+TEST(TunerWatch, MoreThanEightRanksOnANodeWarnAtTunerInit) {
+  ResetLogCounts();
+  { Communicator comm(4, 16, 2, 8); }
+  EXPECT_EQ(LogCount(abi::kLogWarn), 0);
+  {
+    Communicator comm(4, 18, 2, 9);
+    EXPECT_EQ(LogCount(abi::kLogWarn), 1);
+    // Not watched as well: the warning has said why.
+    for (int i = 0; i < kWatchWindow; ++i) comm.AllReducePick(SomeSize(i), true);
+  }
+  EXPECT_EQ(LogCount(abi::kLogWarn), 1);
 }
 
 }  // namespace
