@@ -14,6 +14,9 @@ RS_BUILD_PACKAGES=(
   # the .deb packages (`ninja packages`): cpack's dependency scan runs file and
   # dpkg-shlibdeps (dpkg-dev, with build-essential)
   file
+  # the GPU bundle (scripts/gpu_bundle.sh): RUNPATH $ORIGIN on what it copies,
+  # so its programs find their libraries even without its env.sh
+  patchelf
 )
 
 # What only the test suite needs on top (used by scripts/run_tests.sh).

@@ -1,6 +1,6 @@
 // Loads the NCCL plugin the way NCCL does: dlopen by file name alone
 // (NCCL_NET_PLUGIN=reducer makes NCCL open "libnccl-net-reducer.so"),
-// RTLD_NOW | RTLD_LOCAL, then looks up the tables NCCL 2.19 - 2.30 ask for.
+// RTLD_NOW | RTLD_LOCAL, then looks up the tables NCCL 2.12 - 2.30 ask for.
 // The packages test runs it in a clean Debian 12 root where only the
 // package put the library on the loader path.
 //
@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   static const char* const kTables[] = {
       "ncclNetPlugin_v11", "ncclCollNetPlugin_v11", "ncclTunerPlugin_v5",
       "ncclNetPlugin_v8",  "ncclNetPlugin_v7",      "ncclCollNetPlugin_v7",
+      "ncclNetPlugin_v6",  "ncclCollNetPlugin_v6",  "ncclNetPlugin_v5",
+      "ncclCollNetPlugin_v5",
   };
   int failed = 0;
   for (size_t i = 0; i < sizeof(kTables) / sizeof(kTables[0]); ++i) {

@@ -51,10 +51,10 @@ for lib in adduser libc6 libgrpc++1.51 libprotobuf32 libssl3; do
   grep -qx "$lib" <<<"$server_deps" || fail "reduction-server does not depend on $lib: $server_deps"
 done
 plugin_deps=$(depends "$plugin" | sort | tr '\n' ' ')
-# The plugin is loaded into training processes: C/C++ runtime and OpenSSL
-# (job authentication) only, so that it installs on any base image with
+# The plugin is loaded into training processes: the C/C++ runtime only
+# (libcrypto is linked in), so that it installs on any base image with
 # glibc 2.34+ (Debian 12, Ubuntu 22.04 and later).
-[ "$plugin_deps" = "libc6 libgcc-s1 libssl3 libstdc++6 " ] || fail "libnccl-net-reducer depends on: $plugin_deps"
+[ "$plugin_deps" = "libc6 libgcc-s1 libstdc++6 " ] || fail "libnccl-net-reducer depends on: $plugin_deps"
 
 if [ -n "$want_trainer" ]; then
   trainer=$(one_deb reduction-server-trainer)
