@@ -33,7 +33,9 @@ struct Endpoint {
   uint16_t port = 0;
   std::string ToString() const;
 };
-// Parses "host:port,host:port" ("[::1]:5000" for IPv6).
+// Parses "host:port,host:port" ("[::1]:5000" for IPv6). An item may hold one
+// range, "train-reducers-0-{0..3}.train:7450", which stands for the names
+// with 0, 1, 2 and 3 in its place (Kubernetes' indexed pods).
 StatusOr<std::vector<Endpoint>> ParseEndpoints(const std::string& list);
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };

@@ -4,12 +4,18 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace rs::server {
 
 // level: trace, debug, info, warn, error; format: text or json (both
 // validated by the options parser).
 void ConfigureLogging(const std::string& level, const std::string& format);
+
+// Cloud Logging's severity for one of spdlog's level names (trace and debug:
+// DEBUG, info: INFO, warn(ing): WARNING, err(or): ERROR, critical:
+// CRITICAL; anything else DEFAULT). The JSON format writes it as `severity`.
+std::string_view CloudLoggingSeverity(std::string_view level);
 
 // `text` as the contents of a JSON string (quotes, backslashes and control
 // characters escaped). Exposed for tests.

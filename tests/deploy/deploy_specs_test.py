@@ -3,18 +3,24 @@
 
 - Vertex AI (deploy/vertex/job.yaml): every field against the API's schema
   (vertex_schema.py), the reducer pool sized by `reducerctl plan`, every
-  environment variable one of ours, and, replica by replica, the CLUSTER_SPEC
-  Vertex AI would set: the plugin and rs-train on pools 0 and 1 find exactly
-  pool 2's reducers, and each reducer listens on its own entry's port. Both
-  submission scripts run against stand-ins for gcloud and the Python SDK:
-  one fresh token, in every pool, never printed or left on disk.
+  environment variable one of ours, the job restarted whole when a replica
+  restarts, and, replica by replica, the CLUSTER_SPEC Vertex AI would set:
+  the plugin and rs-train on pools 0 and 1 find exactly pool 2's reducers,
+  each reducer listens on its own entry's port, rs-launch gives torchrun
+  the nodes of pools 0 and 1. Both submission scripts run against stand-ins
+  for gcloud, the client library and Cloud Storage that answer as those are
+  documented to: one fresh token, in every pool or (--token-bucket) in a
+  file no CLUSTER_SPEC contains, never printed or left on disk.
 - Kubernetes (deploy/kubernetes): every object against Kubernetes' own
   schemas (k8s_schema.py: Debian's python3-kubernetes models; JobSet and
-  PodMonitor by their API types), the references between them (Service,
-  StatefulSet, Secret, REDUCER_ADDRS, torchrun's node count and master), the
-  pods' environments as the components read them, the Prometheus scrape
-  configuration.
-- docker/: compose.yaml valid, its and the images' variables ours, the
+  PodMonitor by their API types), the references between them (JobSet
+  names, Secret, REDUCER_ADDRS, torchrun's node count and master), what the
+  platform does with them (a token file the pod's user can read, restarts,
+  QoS, the restricted Pod Security Standard, placement, disruption budget),
+  the pods' environments as the components read them, the Prometheus
+  scrape configuration.
+- docker/: compose.yaml valid, reducers given time to drain and workers
+  waiting for their health, its and the images' variables ours, the
   Grafana dashboard drawing only documented metrics.
 
   deploy_specs_test.py --probe P --reducerd-table T --plugin-table T --rs-train B --reducerctl B
@@ -182,6 +188,11 @@ class VertexTest(unittest.TestCase):
                     "--reducer-gbps", str(reducer_gbps)]).stdout
         recommended = int(re.search(r"recommended\s+(\d+) reducers", plan).group(1))
         self.assertEqual(int(pools[2]["replicaCount"]), recommended, plan)
+        # Named by its machine type, the plan prints pool 2 as job.yaml has it.
+        plan = run([ARGS.reducerctl, "plan", "--workers", str(workers), "--worker-gbps", str(worker_gbps),
+                    "--reducer-machine", pools[2]["machineSpec"]["machineType"]]).stdout
+        self.assertIn(f"workerPoolSpecs[2]: replicaCount {pools[2]['replicaCount']}, "
+                      f"machineSpec.machineType {pools[2]['machineSpec']['machineType']}\n", plan)
 
     def test_every_variable_is_ours(self):
         reg = registries()
@@ -224,19 +235,69 @@ class VertexTest(unittest.TestCase):
             self.assertTrue(got["origin"].startswith(f"CLUSTER_SPEC workerpool2[{index}]"), got)
             self.assertTrue(got["token"])
 
-    def submit_with_gcloud(self, workdir, n):
+    def test_a_restarted_replica_restarts_the_whole_job(self):
+        # torchrun's static rendezvous cannot take one replica back.
+        self.assertIs(vertex_spec()["scheduling"]["restartJobOnWorkerRestart"], True)
+
+    def test_gpu_pools_start_torchrun_through_rs_launch(self):
+        # Vertex AI's own WORLD_SIZE would count the reducers: rs-launch
+        # gives torchrun the nodes of pools 0 and 1 only, run here with each
+        # replica's CLUSTER_SPEC and the command job.yaml gives it.
+        pools = vertex_spec()["workerPoolSpecs"]
+        cluster = json.loads(vertex_cluster_spec(pools, "workerpool0", 0))["cluster"]
+        nodes = len(cluster["workerpool0"]) + len(cluster["workerpool1"])
+        rank = 0
+        for pool in (0, 1):
+            command = pools[pool]["containerSpec"]["command"]
+            self.assertEqual(command[:2], ["rs-launch", "--"], f"pool {pool}")
+            self.assertIn(f"--nproc_per_node={pools[pool]['machineSpec']['acceleratorCount']}", command)
+            for index in range(int(pools[pool]["replicaCount"])):
+                result = run([sys.executable, path("deploy", "vertex", "rs-launch"), "--dry-run"] + command[1:],
+                             env={"PATH": "/usr/bin:/bin", "WORLD_SIZE": str(sum(len(v) for v in cluster.values())),
+                                  "CLUSTER_SPEC": vertex_cluster_spec(pools, f"workerpool{pool}", index)})
+                self.assertEqual(result.returncode, 0, result.stderr)
+                got = json.loads(result.stdout)
+                master = cluster["workerpool0"][0].rsplit(":", 1)
+                self.assertEqual(got["command"][:5], ["torchrun", f"--nnodes={nodes}", f"--node_rank={rank}",
+                                                      f"--master_addr={master[0]}", f"--master_port={master[1]}"])
+                rank += 1
+        # The image that runs it carries it.
+        with open(path("docker", "Dockerfile")) as f:
+            self.assertIn("COPY deploy/vertex/rs-launch /usr/local/bin/", f.read())
+        with open(path(".dockerignore")) as f:
+            self.assertIn("!deploy/vertex/rs-launch", f.read().split())
+
+    def test_reducer_logs_are_json_with_a_severity(self):
+        # Cloud Logging classifies JSON lines by `severity` (reducerd writes
+        # it: tests/server/control/logging_test.cc).
+        pools = vertex_spec()["workerPoolSpecs"]
+        self.assertEqual(container_env(pools[2]).get("REDUCER_LOG_FORMAT"), "json")
+
+    def fake_gcloud(self, workdir, n):
         fake = os.path.join(workdir, "bin")
         capture = os.path.join(workdir, f"capture{n}")
         os.makedirs(fake, exist_ok=True)
         os.makedirs(capture)
+        # `gcloud ai custom-jobs create --config=F` and `gcloud storage cp - gs://...`
+        # (the object from stdin), as gcloud takes them.
         with open(os.path.join(fake, "gcloud"), "w") as f:
-            f.write('#!/bin/sh\nprintf "%s\\n" "$@" > "$CAPTURE/args"\n'
+            f.write('#!/bin/sh\n'
+                    'if [ "$1" = storage ]; then\n'
+                    '  [ "$2" = cp ] || exit 2\n'
+                    '  for a in "$@"; do last=$a; done\n'
+                    '  case $last in gs://*) ;; *) echo "not a gs:// URL: $last" >&2; exit 2;; esac\n'
+                    '  printf "%s\\n" "$last" > "$CAPTURE/object"; cat > "$CAPTURE/object-data"; exit 0\n'
+                    'fi\n'
+                    'printf "%s\\n" "$@" > "$CAPTURE/args"\n'
                     'for a in "$@"; do case $a in --config=*) cp "${a#--config=}" "$CAPTURE/config.yaml";'
                     ' echo "${a#--config=}" > "$CAPTURE/config-path";; esac; done\n')
         os.chmod(os.path.join(fake, "gcloud"), 0o755)
-        env = {"PATH": f"{fake}:/usr/bin:/bin", "CAPTURE": capture, "TMPDIR": workdir}
+        return {"PATH": f"{fake}:/usr/bin:/bin", "CAPTURE": capture, "TMPDIR": workdir}, capture
+
+    def submit_with_gcloud(self, workdir, n, extra=()):
+        env, capture = self.fake_gcloud(workdir, n)
         result = run([path("deploy", "vertex", "submit.sh"), "--region", "us-central1", "--project", "p",
-                      "--display-name", "t"], env=env)
+                      "--display-name", "t", *extra], env=env)
         self.assertEqual(result.returncode, 0, result.stderr)
         with open(os.path.join(capture, "args")) as f:
             args = f.read().split("\n")
@@ -255,6 +316,40 @@ class VertexTest(unittest.TestCase):
         self.assertNotIn(token, output, "the token was printed")
         return token
 
+    def check_token_file(self, spec, token, output, snake=False):
+        """The bucket variant: every pool names the same file, the token is
+        in no replica's CLUSTER_SPEC, and every component reads it there."""
+        pools = spec["worker_pool_specs" if snake else "workerPoolSpecs"]
+        key = "container_spec" if snake else "containerSpec"
+        self.assertRegex(token, TOKEN)
+        self.assertNotIn(token, output, "the token was printed")
+        files = set()
+        for pool in pools:
+            names = [e["name"] for e in pool[key]["env"]]
+            self.assertNotIn("REDUCER_JOB_TOKEN", names)
+            files |= {e["value"] for e in pool[key]["env"] if e["name"] == "REDUCER_JOB_TOKEN_FILE"}
+        self.assertEqual(len(files), 1, "every pool must name the same token file")
+        token_path = files.pop()
+        self.assertRegex(token_path, r"^/gcs/bucket/jobs/reduction-server-job-[0-9a-f]{16}/job-token$")
+        camel = vertex_spec()["workerPoolSpecs"]
+        for i, pool in enumerate(camel):
+            pool["containerSpec"]["env"] = [
+                {"name": "REDUCER_JOB_TOKEN_FILE", "value": token_path} if e["value"] == PLACEHOLDER else e
+                for e in pool["containerSpec"]["env"]]
+        self.assertNotIn(token, vertex_cluster_spec(camel, "workerpool1", 0))
+        with tempfile.NamedTemporaryFile("w", suffix=".token") as f:
+            f.write(token)
+            f.flush()
+            for pool, stage, who in ((camel[0], "training-base", "plugin"), (camel[2], "reducer-base", "reducerd")):
+                env = {**dockerfile_env(stage), **{k: (f.name if v == token_path else v)
+                                                   for k, v in container_env(pool).items()}}
+                env["CLUSTER_SPEC"] = vertex_cluster_spec(camel, "workerpool0" if who == "plugin" else "workerpool2", 0)
+                got = probe(env)
+                self.assertTrue(got[who]["token"], f"{who} did not read the token file")
+                if who == "plugin":
+                    self.assertTrue(got["rs-train"]["token"], "rs-train did not read the token file")
+        return token_path
+
     def test_submit_sh_gives_every_pool_one_fresh_token(self):
         with tempfile.TemporaryDirectory() as workdir:
             tokens = []
@@ -268,7 +363,7 @@ class VertexTest(unittest.TestCase):
                 errors = []
                 vertex_schema.validate_job_spec(config, errors)
                 self.assertEqual(errors, [])
-                # Nothing but the token changed.
+                # Nothing but the token changed (scheduling included).
                 for pool in config["workerPoolSpecs"]:
                     for e in pool["containerSpec"]["env"]:
                         if e["value"] == tokens[-1]:
@@ -276,53 +371,187 @@ class VertexTest(unittest.TestCase):
                 self.assertEqual(config, vertex_spec())
             self.assertNotEqual(tokens[0], tokens[1], "two jobs got the same token")
 
-    def test_submit_py_gives_every_pool_one_fresh_token(self):
-        stub = '''
+    def test_submit_sh_token_bucket_keeps_the_token_out_of_the_spec(self):
+        with tempfile.TemporaryDirectory() as workdir:
+            args, config_path, config, output = self.submit_with_gcloud(
+                workdir, 0, ("--token-bucket", "gs://bucket/jobs"))
+            capture = os.path.join(workdir, "capture0")
+            with open(os.path.join(capture, "object")) as f:
+                obj = f.read().strip()
+            with open(os.path.join(capture, "object-data")) as f:
+                token = f.read()
+            self.assertFalse(os.path.exists(config_path))
+            token_path = self.check_token_file(config, token, output)
+            self.assertEqual(obj, "gs://" + token_path[len("/gcs/"):])
+            self.assertIn(f"gcloud storage rm {obj}", output, "say how to remove the token afterwards")
+            errors = []
+            vertex_schema.validate_job_spec(config, errors)
+            self.assertEqual(errors, [])
+            env, _ = self.fake_gcloud(workdir, 1)
+            result = run([path("deploy", "vertex", "submit.sh"), "--region", "r", "--token-bucket", "bucket"], env=env)
+            self.assertEqual(result.returncode, 2)
+            self.assertIn("is not gs://BUCKET", result.stderr)
+
+    # Stand-ins for the Python client library, answering as the real one is
+    # documented to: aiplatform.CustomJob raises without a staging bucket
+    # ("staging_bucket should be passed to CustomJob constructor or should be
+    # set using aiplatform.init(staging_bucket='gs://my-bucket')", from
+    # google/cloud/aiplatform/jobs.py); aiplatform_v1.JobServiceClient takes
+    # keyword arguments only and refuses a field its CustomJob message lacks
+    # (proto-plus: "Unknown field for CustomJob"); storage's
+    # Blob.upload_from_string with if_generation_match=0 writes a new object.
+    SDK_STAND_IN = '''
 import json, os
 def _record(call, data):
     with open(os.environ["CAPTURE"], "a") as f:
         f.write(json.dumps({"call": call, "data": data}) + "\\n")
-def init(**kw):
-    _record("init", kw)
+'''
+    AIPLATFORM = '''
+from google.cloud import _record
+_staging = None
+def init(project=None, location=None, staging_bucket=None, **kw):
+    global _staging
+    _staging = staging_bucket
+    _record("init", {"project": project, "location": location, "staging_bucket": staging_bucket})
 class CustomJob:
-    def __init__(self, display_name, worker_pool_specs, **kw):
+    def __init__(self, display_name, worker_pool_specs, staging_bucket=None, **kw):
+        if not (staging_bucket or _staging):
+            raise RuntimeError("staging_bucket should be passed to CustomJob constructor or "
+                               "should be set using aiplatform.init(staging_bucket='gs://my-bucket')")
         _record("CustomJob", {"display_name": display_name, "worker_pool_specs": worker_pool_specs})
     def submit(self, **kw):
         _record("submit", kw)
     def run(self, **kw):
         _record("run", kw)
 '''
+    AIPLATFORM_V1 = '''
+import enum
+from google.cloud import _record
+_FIELDS = {"display_name", "job_spec", "labels", "encryption_spec"}
+class _State(enum.Enum):
+    JOB_STATE_RUNNING = 3
+    JOB_STATE_SUCCEEDED = 4
+class _Job:
+    def __init__(self, name, state):
+        self.name, self.state = name, state
+class JobServiceClient:
+    _polls = 0
+    def __init__(self, *, client_options=None, **kw):
+        _record("JobServiceClient", {"client_options": client_options})
+    def create_custom_job(self, request=None, *, parent=None, custom_job=None, **kw):
+        unknown = set(custom_job) - _FIELDS
+        if unknown:
+            raise ValueError("Unknown field for CustomJob: " + ", ".join(sorted(unknown)))
+        _record("create_custom_job", {"parent": parent, "custom_job": custom_job})
+        return _Job(parent + "/customJobs/123", _State.JOB_STATE_RUNNING)
+    def get_custom_job(self, request=None, *, name=None, **kw):
+        JobServiceClient._polls += 1
+        _record("get_custom_job", {"name": name})
+        return _Job(name, _State.JOB_STATE_SUCCEEDED if JobServiceClient._polls > 1 else _State.JOB_STATE_RUNNING)
+'''
+    STORAGE = '''
+from google.cloud import _record
+class _Blob:
+    def __init__(self, bucket, name):
+        self.bucket, self.name = bucket, name
+    def upload_from_string(self, data, content_type=None, if_generation_match=None, **kw):
+        _record("upload", {"uri": "gs://" + self.bucket + "/" + self.name, "data": data,
+                           "if_generation_match": if_generation_match})
+class _Bucket:
+    def __init__(self, name):
+        self.name = name
+    def blob(self, name):
+        return _Blob(self.name, name)
+class Client:
+    def __init__(self, project=None, **kw):
+        pass
+    def bucket(self, name):
+        return _Bucket(name)
+'''
+
+    def submit_with_sdk(self, workdir, n, extra=()):
+        cloud = os.path.join(workdir, "google", "cloud")
+        if not os.path.isdir(cloud):
+            os.makedirs(os.path.join(cloud, "aiplatform"))
+            open(os.path.join(workdir, "google", "__init__.py"), "w").close()
+            for name, text in (("__init__.py", self.SDK_STAND_IN), ("aiplatform/__init__.py", self.AIPLATFORM),
+                               ("aiplatform_v1.py", self.AIPLATFORM_V1), ("storage.py", self.STORAGE)):
+                with open(os.path.join(cloud, name), "w") as f:
+                    f.write(text)
+        capture = os.path.join(workdir, f"calls{n}.jsonl")
+        # -S: no site .pth files, whose google namespace (Debian's
+        # google-auth) would hide the stand-in; Debian's packages (yaml)
+        # stay reachable through PYTHONPATH.
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{workdir}:/usr/lib/python3/dist-packages", "CAPTURE": capture}
+        result = run([sys.executable, "-S", path("deploy", "vertex", "submit.py"), "--project", "p",
+                      "--region", "us-central1", "--display-name", "t", *extra], env=env)
+        calls = []
+        if os.path.exists(capture):
+            with open(capture) as f:
+                calls = [json.loads(line) for line in f]
+        return result, calls
+
+    def test_sdk_stand_in_answers_as_the_sdk(self):
+        # The stand-in itself: CustomJob without a staging bucket fails as
+        # the real SDK does, so a submit.py that used it so would fail here.
         with tempfile.TemporaryDirectory() as workdir:
-            pkg = os.path.join(workdir, "google", "cloud", "aiplatform")
-            os.makedirs(pkg)
-            for d in (os.path.join(workdir, "google"), os.path.join(workdir, "google", "cloud")):
-                open(os.path.join(d, "__init__.py"), "w").close()
-            with open(os.path.join(pkg, "__init__.py"), "w") as f:
-                f.write(stub)
+            self.submit_with_sdk(workdir, 0)
+            env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": workdir, "CAPTURE": os.path.join(workdir, "c.jsonl")}
+            code = ("from google.cloud import aiplatform\naiplatform.init(project='p', location='l')\n"
+                    "aiplatform.CustomJob(display_name='t', worker_pool_specs=[])\n")
+            result = run([sys.executable, "-S", "-c", code], env=env)
+            self.assertNotEqual(result.returncode, 0)
+            self.assertIn("staging_bucket should be passed to CustomJob constructor", result.stderr)
+
+    def test_submit_py_gives_every_pool_one_fresh_token(self):
+        with tempfile.TemporaryDirectory() as workdir:
             tokens = []
             for n in range(2):
-                capture = os.path.join(workdir, f"calls{n}.jsonl")
-                # -S: no site .pth files, whose google namespace (Debian's
-                # google-auth) would hide the stand-in; Debian's packages
-                # (yaml) stay reachable through PYTHONPATH.
-                env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{workdir}:/usr/lib/python3/dist-packages",
-                       "CAPTURE": capture}
-                result = run([sys.executable, "-S", path("deploy", "vertex", "submit.py"), "--project", "p",
-                              "--region", "us-central1", "--display-name", "t"], env=env)
+                result, calls = self.submit_with_sdk(workdir, n)
                 self.assertEqual(result.returncode, 0, result.stderr)
-                with open(capture) as f:
-                    calls = [json.loads(line) for line in f]
-                self.assertEqual([c["call"] for c in calls], ["init", "CustomJob", "submit"])
-                self.assertEqual((calls[0]["data"]["project"], calls[0]["data"]["location"]), ("p", "us-central1"))
-                pools = calls[1]["data"]["worker_pool_specs"]
+                self.assertEqual([c["call"] for c in calls], ["JobServiceClient", "create_custom_job"])
+                self.assertEqual(calls[0]["data"]["client_options"],
+                                 {"api_endpoint": "us-central1-aiplatform.googleapis.com"})
+                created = calls[1]["data"]
+                self.assertEqual(created["parent"], "projects/p/locations/us-central1")
+                self.assertEqual(created["custom_job"]["display_name"], "t")
+                spec = created["custom_job"]["job_spec"]
                 errors = []
-                vertex_schema.validate_job_spec({"worker_pool_specs": pools}, errors, snake=True)
+                vertex_schema.validate_job_spec(spec, errors, snake=True)
                 self.assertEqual(errors, [])
-                tokens.append(self.check_tokens(pools, result.stdout + result.stderr))
+                # The whole spec, scheduling included, as gcloud sends it.
+                self.assertIs(spec["scheduling"]["restart_job_on_worker_restart"], True)
+                tokens.append(self.check_tokens(spec["worker_pool_specs"], result.stdout + result.stderr))
             self.assertNotEqual(tokens[0], tokens[1], "two jobs got the same token")
+
+    def test_submit_py_token_bucket_keeps_the_token_out_of_the_spec(self):
+        with tempfile.TemporaryDirectory() as workdir:
+            result, calls = self.submit_with_sdk(workdir, 0, ("--token-bucket", "gs://bucket/jobs", "--wait",
+                                                              "--poll-seconds", "0"))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual([c["call"] for c in calls],
+                             ["upload", "JobServiceClient", "create_custom_job", "get_custom_job", "get_custom_job"])
+            upload = calls[0]["data"]
+            self.assertEqual(upload["if_generation_match"], 0, "the token must go to a new object")
+            spec = calls[2]["data"]["custom_job"]["job_spec"]
+            token_path = self.check_token_file(spec, upload["data"], result.stdout + result.stderr, snake=True)
+            self.assertEqual(upload["uri"], "gs://" + token_path[len("/gcs/"):])
+            self.assertIn("JOB_STATE_SUCCEEDED", result.stdout)
+            result, calls = self.submit_with_sdk(workdir, 1, ("--token-bucket", "bucket"))
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("is not gs://BUCKET", result.stderr)
+            self.assertEqual(calls, [], "nothing is submitted after a bad --token-bucket")
 
 
 # --- Kubernetes -----------------------------------------------------------------
+
+# Variables the training pods set for the platform rather than for a
+# component: a home user 1000 can write (images made for root have none).
+PLATFORM_VARIABLES = {"HOME"}
+# Volume types the "restricted" Pod Security Standard allows.
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                      "projected", "secret"}
+
 
 def k8s_objects():
     objects = {}
@@ -336,6 +565,20 @@ def env_of(container):
     return {e["name"]: e["value"] for e in container.get("env", [])}
 
 
+def replicated_job(objects, name):
+    jobset = objects[("JobSet", "train")]
+    return next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == name)
+
+
+def pod_template(objects, name):
+    return replicated_job(objects, name)["template"]["spec"]["template"]
+
+
+def kustomization():
+    with open(path("deploy", "kubernetes", "kustomization.yaml")) as f:
+        return yaml.safe_load(f)
+
+
 class KubernetesTest(unittest.TestCase):
     def test_manifests_match_kubernetes_schemas(self):
         checker = k8s_schema.Checker()
@@ -344,15 +587,19 @@ class KubernetesTest(unittest.TestCase):
         self.assertEqual(checker.errors, [])
 
     def test_schema_check_catches_mistakes(self):
+        reducers = lambda o: pod_template(o, "reducers")["spec"]  # noqa: E731
         mistakes = {
-            "unknown field": lambda o: o[("StatefulSet", "reducer")]["spec"].update(replica=2),
-            "wrong type": lambda o: o[("StatefulSet", "reducer")]["spec"].update(replicas="two"),
-            "container without image name": lambda o: o[("StatefulSet", "reducer")]["spec"]["template"]["spec"][
-                "containers"][0].pop("name"),
-            "typo in a pod template of a JobSet": lambda o: o[("JobSet", "train")]["spec"]["replicatedJobs"][0][
-                "template"]["spec"]["template"]["spec"].update(restartPolicyy="Never"),
+            "unknown field": lambda o: reducers(o).update(restartPolicyy="Never"),
+            "wrong type": lambda o: replicated_job(o, "reducers")["template"]["spec"].update(parallelism="two"),
+            "container without a name": lambda o: reducers(o)["containers"][0].pop("name"),
+            "typo in a pod template of a JobSet": lambda o: pod_template(o, "workers")["spec"].update(
+                restartPolicyy="Never"),
             "bad success operator": lambda o: o[("JobSet", "train")]["spec"]["successPolicy"].update(operator="Every"),
+            "bad startup order": lambda o: o[("JobSet", "train")]["spec"]["startupPolicy"].update(
+                startupPolicyOrder="Sequential"),
             "podmonitor field": lambda o: o[("PodMonitor", "reducers")]["spec"].update(endpoints=[]),
+            "pdb field": lambda o: o[("PodDisruptionBudget", "reducers")]["spec"].update(maxUnavailble=1),
+            "seccomp without a type": lambda o: reducers(o)["securityContext"]["seccompProfile"].pop("type"),
         }
         for what, mistake in mistakes.items():
             objects = copy.deepcopy(k8s_objects())
@@ -362,15 +609,48 @@ class KubernetesTest(unittest.TestCase):
                 checker.document(doc, f"{kind}/{name}")
             self.assertTrue(checker.errors, f"the schema check accepted: {what}")
 
+    def test_reducers_belong_to_the_job(self):
+        # Per-job reducers and a per-job token, as on Vertex AI: the reducers
+        # are a replicated job of the training JobSet, not a standing fleet.
+        o = k8s_objects()
+        self.assertFalse([k for k in o if k[0] in ("StatefulSet", "Deployment")], "no standing reducer fleet")
+        jobset = o[("JobSet", "train")]
+        names = [r["name"] for r in jobset["spec"]["replicatedJobs"]]
+        self.assertEqual(names, ["reducers", "workers"], "the reducers first")
+        # The workers start once every reducer is ready; the JobSet ends
+        # (reducers and all) when the workers succeed.
+        self.assertEqual(jobset["spec"]["startupPolicy"]["startupPolicyOrder"], "InOrder")
+        self.assertEqual(jobset["spec"]["successPolicy"], {"operator": "All", "targetReplicatedJobs": ["workers"]})
+        secret = kustomization()["secretGenerator"][0]
+        self.assertTrue(secret["name"].startswith(jobset["metadata"]["name"] + "-"), "the token is named after its job")
+        self.assertEqual(sorted(kustomization()["resources"]), ["reducers.yaml", "training-jobset.yaml"])
+
+    def test_restarts_recreate_the_job(self):
+        # A lost worker fails its Job at once (the rendezvous is static), and
+        # the JobSet recreates every pod a bounded number of times.
+        o = k8s_objects()
+        jobset = o[("JobSet", "train")]
+        self.assertGreater(jobset["spec"]["failurePolicy"]["maxRestarts"], 0)
+        self.assertLessEqual(jobset["spec"]["failurePolicy"]["maxRestarts"], 10)
+        workers = replicated_job(o, "workers")["template"]["spec"]
+        self.assertEqual(workers["backoffLimit"], 0)
+        self.assertEqual(workers["template"]["spec"]["restartPolicy"], "Never")
+        # A reducer restarts in place, under the same name, for the workers'
+        # failover to take it back.
+        reducers = replicated_job(o, "reducers")["template"]["spec"]
+        self.assertEqual(reducers["template"]["spec"]["restartPolicy"], "OnFailure")
+        self.assertEqual(reducers["completionMode"], "Indexed")
+        self.assertGreater(reducers["backoffLimit"], 0)
+        with open(path("docs", "deploy.md")) as f:
+            self.assertTrue("### Restarts and checkpoints" in f.read(), "docs/deploy.md must say how to resume")
+
     def test_objects_refer_to_each_other_correctly(self):
         o = k8s_objects()
-        service, sts, jobset = o[("Service", "reducers")], o[("StatefulSet", "reducer")], o[("JobSet", "train")]
-        self.assertEqual(service["spec"]["clusterIP"], "None", "the reducers' Service must be headless")
-        self.assertEqual(sts["spec"]["serviceName"], "reducers")
-        pod = sts["spec"]["template"]
-        for key, value in service["spec"]["selector"].items():
-            self.assertEqual(pod["metadata"]["labels"].get(key), value)
-        self.assertEqual(sts["spec"]["selector"]["matchLabels"], service["spec"]["selector"])
+        jobset = o[("JobSet", "train")]
+        name = jobset["metadata"]["name"]
+        rjob = replicated_job(o, "reducers")
+        rspec = rjob["template"]["spec"]
+        pod = pod_template(o, "reducers")
         reducer = pod["spec"]["containers"][0]
         data_port = next(p["containerPort"] for p in reducer["ports"] if p["name"] == "data")
         self.assertEqual(env_of(reducer)["REDUCER_LISTEN"], f"0.0.0.0:{data_port}")
@@ -383,13 +663,26 @@ class KubernetesTest(unittest.TestCase):
         self.assertNotIn("REDUCER_GRPC_LISTEN", env_of(reducer))
         self.assertEqual(reducer["readinessProbe"]["exec"]["command"], ["reducerctl", "health"])
         self.assertEqual(pod["spec"]["securityContext"]["runAsUser"], 10001, "the image's user")
+        self.assertGreater(pod["spec"]["terminationGracePeriodSeconds"], 30, "above REDUCER_DRAIN_TIMEOUT")
 
-        rjob = jobset["spec"]["replicatedJobs"][0]
-        job = rjob["template"]["spec"]
+        # JobSet names pod i of job j <jobset>-<replicatedJob>-<j>-<i> under
+        # the subdomain <jobset> (enableDNSHostnames).
+        self.assertTrue(jobset["spec"]["network"]["enableDNSHostnames"])
+        self.assertEqual(rjob["replicas"], 1)
+        self.assertEqual((rspec["parallelism"], rspec["completions"]), (rspec["parallelism"],) * 2)
+        wjob = replicated_job(o, "workers")
+        job = wjob["template"]["spec"]
         trainer = job["template"]["spec"]["containers"][0]
-        expected = ",".join(f"{sts['metadata']['name']}-{i}.{service['metadata']['name']}:{data_port}"
-                            for i in range(sts["spec"]["replicas"]))
-        self.assertEqual(env_of(trainer)["REDUCER_ADDRS"], expected, "REDUCER_ADDRS must list every reducer")
+        # REDUCER_ADDRS names every reducer through the range the client
+        # expands ({0..N-1}; test_pods_environments_as_the_components_read_them
+        # has the components expand it).
+        expected = f"{name}-{rjob['name']}-0-{{0..{rspec['parallelism'] - 1}}}.{name}:{data_port}"
+        self.assertEqual(env_of(trainer)["REDUCER_ADDRS"], expected, "REDUCER_ADDRS must name every reducer")
+        # ... as `reducerctl plan` prints it for that many reducers.
+        plan = run([ARGS.reducerctl, "plan", "--workers", str(job["parallelism"]), "--worker-gbps", "100",
+                    "--reducer-machine", "n1-highcpu-16", "--reducers", str(rspec["parallelism"])]).stdout
+        self.assertIn(f"parallelism and completions {rspec['parallelism']}, ", plan)
+        self.assertIn(f"REDUCER_ADDRS {expected} ", plan)
         command = " ".join(trainer["command"])
         nodes = int(re.search(r"--nnodes=(\d+)", command).group(1))
         self.assertEqual(nodes, job["parallelism"])
@@ -397,39 +690,107 @@ class KubernetesTest(unittest.TestCase):
         self.assertEqual(job["completionMode"], "Indexed")
         gpus = int(re.search(r"--nproc_per_node=(\d+)", command).group(1))
         self.assertEqual(gpus, trainer["resources"]["limits"]["nvidia.com/gpu"])
-        # JobSet names pod 0 <jobset>-<replicatedJob>-0-0 under the subdomain <jobset>.
-        name = jobset["metadata"]["name"]
-        self.assertIn(f"--master_addr={name}-{rjob['name']}-0-0.{name} ", command)
-        self.assertTrue(jobset["spec"]["network"]["enableDNSHostnames"])
+        self.assertIn(f"--master_addr={name}-{wjob['name']}-0-0.{name} ", command)
         # Both sides read the token from the Secret kustomization.yaml makes.
-        with open(path("deploy", "kubernetes", "kustomization.yaml")) as f:
-            kustomization = yaml.safe_load(f)
-        secret = kustomization["secretGenerator"][0]
-        self.assertTrue(kustomization["generatorOptions"]["disableNameSuffixHash"])
+        k = kustomization()
+        secret = k["secretGenerator"][0]
+        self.assertTrue(k["generatorOptions"]["disableNameSuffixHash"])
         key, _, source = secret["files"][0].partition("=")
         for spec, container in ((pod["spec"], reducer), (job["template"]["spec"], trainer)):
             volume = next(v for v in spec["volumes"] if v["name"] == "job-token")
             self.assertEqual(volume["secret"]["secretName"], secret["name"])
             mount = next(m for m in container["volumeMounts"] if m["name"] == "job-token")
             self.assertEqual(env_of(container)["REDUCER_JOB_TOKEN_FILE"], f"{mount['mountPath']}/{key}")
-        self.assertEqual(sorted(kustomization["resources"]), ["reducers.yaml", "training-jobset.yaml"])
         with open(path(".gitignore")) as f:
             self.assertIn(f"/deploy/kubernetes/{source}", f.read().split(), "the token file must not be committed")
 
+    def test_token_file_is_readable_by_the_pods_user(self):
+        # Secret files belong to root:fsGroup; without fsGroup a non-root
+        # reducer cannot read its token and exits 2.
+        o = k8s_objects()
+        for rjob in ("reducers", "workers"):
+            spec = pod_template(o, rjob)["spec"]
+            context = spec["securityContext"]
+            volume = next(v for v in spec["volumes"] if v["name"] == "job-token")
+            mode = volume["secret"].get("defaultMode", 0o644)
+            readable = (context.get("fsGroup") == context.get("runAsGroup") and mode & 0o040) or mode & 0o004
+            self.assertTrue(readable, f"{rjob}: user {context.get('runAsUser')} cannot read the token")
+            self.assertEqual(mode & 0o007, 0, f"{rjob}: the token must not be world-readable")
+            self.assertEqual(context["fsGroup"], context["runAsGroup"], rjob)
+
+    def test_pods_meet_the_restricted_pod_security_standard(self):
+        o = k8s_objects()
+        for rjob in ("reducers", "workers"):
+            spec = pod_template(o, rjob)["spec"]
+            context = spec["securityContext"]
+            self.assertIs(context.get("runAsNonRoot"), True, rjob)
+            self.assertNotEqual(context.get("runAsUser"), 0, rjob)
+            self.assertEqual(context.get("seccompProfile"), {"type": "RuntimeDefault"}, rjob)
+            for flag in ("hostNetwork", "hostPID", "hostIPC"):
+                self.assertFalse(spec.get(flag), f"{rjob}: {flag}")
+            for volume in spec["volumes"]:
+                self.assertLessEqual(set(volume) - {"name"}, RESTRICTED_VOLUMES, f"{rjob}: {volume['name']}")
+            for container in spec["containers"]:
+                sc = container["securityContext"]
+                self.assertIs(sc.get("allowPrivilegeEscalation"), False, rjob)
+                self.assertEqual(sc.get("capabilities"), {"drop": ["ALL"]}, rjob)
+                self.assertFalse(sc.get("privileged"), rjob)
+                self.assertNotIn("seccompProfile", sc, f"{rjob}: the pod's applies")
+
+    def test_training_pods_are_not_best_effort(self):
+        # QoS ignores extended resources (GPUs): without CPU and memory
+        # requests a pod is BestEffort, the first evicted.
+        o = k8s_objects()
+        for rjob in ("reducers", "workers"):
+            spec = pod_template(o, rjob)["spec"]
+            for container in spec["containers"]:
+                requests = container["resources"]["requests"]
+                self.assertIn("cpu", requests, rjob)
+                self.assertIn("memory", requests, rjob)
+                self.assertIn("memory", container["resources"]["limits"], rjob)
+        shm = next(v for v in pod_template(o, "workers")["spec"]["volumes"] if v["name"] == "dshm")
+        self.assertEqual(shm["emptyDir"]["medium"], "Memory")
+        self.assertIn("sizeLimit", shm["emptyDir"], "an unbounded /dev/shm counts against memory unseen")
+
+    def test_reducers_spread_over_cpu_nodes_under_a_disruption_budget(self):
+        o = k8s_objects()
+        pod = pod_template(o, "reducers")
+        labels = pod["metadata"]["labels"]
+        affinity = pod["spec"]["affinity"]
+        anti = affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        self.assertEqual(anti[0]["topologyKey"], "kubernetes.io/hostname")
+        for key, value in anti[0]["labelSelector"]["matchLabels"].items():
+            self.assertEqual(labels.get(key), value, "the anti-affinity must select the reducers themselves")
+        terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for term in terms:  # every term keeps GPU nodes out
+            gpu_free = {e["key"] for e in term["matchExpressions"] if e["operator"] == "DoesNotExist"}
+            self.assertLessEqual({"cloud.google.com/gke-accelerator", "nvidia.com/gpu.present"}, gpu_free)
+        self.assertNotIn("nvidia.com/gpu", pod["spec"]["containers"][0]["resources"].get("limits", {}))
+        pdb = o[("PodDisruptionBudget", "reducers")]
+        for key, value in pdb["spec"]["selector"]["matchLabels"].items():
+            self.assertEqual(labels.get(key), value, "the budget must select the reducers")
+        reducers = replicated_job(o, "reducers")["template"]["spec"]["parallelism"]
+        self.assertEqual(pdb["spec"]["maxUnavailable"], 1)
+        self.assertLess(pdb["spec"]["maxUnavailable"], reducers)
+        # The trainers' own label must not fall under it.
+        self.assertNotEqual(pod_template(o, "workers")["metadata"]["labels"].get("app.kubernetes.io/name"),
+                            labels["app.kubernetes.io/name"])
+
     def test_pods_environments_as_the_components_read_them(self):
         o = k8s_objects()
-        reducer = o[("StatefulSet", "reducer")]["spec"]["template"]["spec"]["containers"][0]
-        trainer = o[("JobSet", "train")]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
-            "containers"][0]
+        reducer = pod_template(o, "reducers")["spec"]["containers"][0]
+        trainer = pod_template(o, "workers")["spec"]["containers"][0]
         reg = registries()
         self.assertLessEqual(set(env_of(reducer)), reg.reducerd)
-        self.assertLessEqual(set(env_of(trainer)), reg.worker)
+        self.assertLessEqual(set(env_of(trainer)), reg.worker | PLATFORM_VARIABLES)
+        self.assertEqual(env_of(reducer).get("REDUCER_LOG_FORMAT"), "json")
         with tempfile.NamedTemporaryFile("w", suffix=".token") as token:
             token.write("k8s-test-token\n")
             token.flush()
             env = {**dockerfile_env("training-base"), **env_of(trainer), "REDUCER_JOB_TOKEN_FILE": token.name}
             got = probe(env)
-            reducers = env_of(trainer)["REDUCER_ADDRS"].split(",")
+            rspec = replicated_job(o, "reducers")["template"]["spec"]
+            reducers = [f"train-reducers-0-{i}.train:7450" for i in range(rspec["parallelism"])]
             self.assertEqual(got["plugin"].get("reducers"), reducers, got)
             self.assertTrue(got["plugin"]["token"])
             self.assertEqual(got["rs-train"].get("reducers"), reducers, got)
@@ -438,15 +799,22 @@ class KubernetesTest(unittest.TestCase):
             self.assertEqual(got.get("listen"), "0.0.0.0:7450", got)
             self.assertTrue(got["token"])
 
+    def test_podmonitor_carries_the_release_label_and_it_is_documented(self):
+        monitor = k8s_objects()[("PodMonitor", "reducers")]
+        release = monitor["metadata"]["labels"].get("release")
+        self.assertTrue(release, "kube-prometheus-stack selects PodMonitors by `release`")
+        with open(path("docs", "deploy.md")) as f:
+            self.assertTrue(f"release: {release}" in f.read(), "docs/deploy.md must explain the release label")
+
     def test_prometheus_scrape_configuration(self):
         with open(path("deploy", "kubernetes", "prometheus", "scrape-config.yaml")) as f:
             config = yaml.safe_load(f)
         job = config["scrape_configs"][0]
         keep = {r["source_labels"][0]: r["regex"] for r in job["relabel_configs"] if r.get("action") == "keep"}
-        sts = k8s_objects()[("StatefulSet", "reducer")]
-        labels = sts["spec"]["template"]["metadata"]["labels"]
+        pod = pod_template(k8s_objects(), "reducers")
+        labels = pod["metadata"]["labels"]
         self.assertEqual(keep["__meta_kubernetes_pod_label_app_kubernetes_io_name"], labels["app.kubernetes.io/name"])
-        ports = {p["name"] for p in sts["spec"]["template"]["spec"]["containers"][0]["ports"]}
+        ports = {p["name"] for p in pod["spec"]["containers"][0]["ports"]}
         self.assertIn(keep["__meta_kubernetes_pod_container_port_name"], ports)
         self.assertEqual(job["kubernetes_sd_configs"], [{"role": "pod"}])
         monitor = k8s_objects()[("PodMonitor", "reducers")]
@@ -530,6 +898,27 @@ class DockerTest(unittest.TestCase):
         with open(path("docker", "grafana", "provisioning", "datasources", "prometheus.yaml")) as f:
             source = yaml.safe_load(f)["datasources"][0]
         self.assertEqual((source["type"], source["url"]), ("prometheus", "http://prometheus:9090"))
+
+    def test_reducers_drain_before_they_are_killed(self):
+        # Docker kills 10 s after SIGTERM unless told otherwise; reducerd
+        # drains for up to REDUCER_DRAIN_TIMEOUT.
+        table = run([ARGS.reducerd_table]).stdout
+        drain = re.search(r"\| `REDUCER_DRAIN_TIMEOUT` \| `(\d+)s` \|", table)
+        self.assertTrue(drain, "REDUCER_DRAIN_TIMEOUT's default is not in reducerd's table")
+        for name, service in self.compose()["services"].items():
+            if name.startswith("reducer-"):
+                grace = re.fullmatch(r"(\d+)s", service.get("stop_grace_period", ""))
+                self.assertTrue(grace, f"{name}: no stop_grace_period in seconds")
+                self.assertGreater(int(grace.group(1)), int(drain.group(1)), name)
+
+    def test_workers_wait_for_healthy_reducers(self):
+        services = self.compose()["services"]
+        reducers = sorted(n for n in services if n.startswith("reducer-"))
+        for name in reducers:
+            self.assertEqual(services[name]["healthcheck"]["test"], ["CMD", "reducerctl", "health"], name)
+        for name, service in services.items():
+            if name.startswith("worker-"):
+                self.assertEqual(service["depends_on"], {r: {"condition": "service_healthy"} for r in reducers}, name)
 
 
 def main():

@@ -17,13 +17,14 @@ BUILTIN = {
     ("v1", "ConfigMap"): "V1ConfigMap",
     ("apps/v1", "StatefulSet"): "V1StatefulSet",
     ("batch/v1", "Job"): "V1Job",
+    ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
 }
 
 # JobSet, jobset.x-k8s.io/v1alpha2: api/jobset/v1alpha2/jobset_types.go in
 # github.com/kubernetes-sigs/jobset (commit 08dfbdfd6827, 2026-08-18).
 JOBSET = {
     "JobSetSpec": {"replicatedJobs": ["ReplicatedJob"], "network": "Network", "successPolicy": "SuccessPolicy",
-                   "failurePolicy": "FailurePolicy", "startupPolicy": "object", "suspend": "bool",
+                   "failurePolicy": "FailurePolicy", "startupPolicy": "StartupPolicy", "suspend": "bool",
                    "coordinator": "object", "managedBy": "str", "ttlSecondsAfterFinished": "int",
                    "volumeClaimPolicies": ["object"]},
     "ReplicatedJob": {"name": "str", "groupName": "str", "template": "V1JobTemplateSpec", "replicas": "int",
@@ -31,9 +32,11 @@ JOBSET = {
     "Network": {"enableDNSHostnames": "bool", "subdomain": "str", "publishNotReadyAddresses": "bool"},
     "SuccessPolicy": {"operator": "SuccessOperator", "targetReplicatedJobs": ["str"]},
     "FailurePolicy": {"maxRestarts": "int", "restartStrategy": "str", "rules": ["object"]},
+    "StartupPolicy": {"startupPolicyOrder": "StartupPolicyOrder"},
 }
-JOBSET_REQUIRED = {"ReplicatedJob": ["name", "template"], "SuccessPolicy": ["operator"]}
-JOBSET_ENUMS = {"SuccessOperator": {"All", "Any"}}
+JOBSET_REQUIRED = {"ReplicatedJob": ["name", "template"], "SuccessPolicy": ["operator"],
+                   "StartupPolicy": ["startupPolicyOrder"]}
+JOBSET_ENUMS = {"SuccessOperator": {"All", "Any"}, "StartupPolicyOrder": {"AnyOrder", "InOrder"}}
 
 # PodMonitor, monitoring.coreos.com/v1: pkg/apis/monitoring/v1/podmonitor_types.go
 # in github.com/prometheus-operator/prometheus-operator (commit 6adcebc5076c, 2026-08-08).

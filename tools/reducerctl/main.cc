@@ -58,8 +58,12 @@ int main(int argc, char** argv) {
   rs::reducerctl::PlanInput plan_input;
   plan->add_option("--workers", plan_input.workers, "Worker (GPU) nodes")->required();
   plan->add_option("--worker-gbps", plan_input.worker_gbps, "Each worker node's NIC bandwidth, Gbit/s")->required();
-  plan->add_option("--reducer-gbps", plan_input.reducer_gbps, "Each reducer machine's NIC bandwidth, Gbit/s")
-      ->required();
+  plan->add_option("--reducer-gbps", plan_input.reducer_gbps,
+                   "Each reducer machine's NIC bandwidth, Gbit/s (default: --reducer-machine's)");
+  plan->add_option("--reducer-machine", plan_input.reducer_machine,
+                   "The reducers' Compute Engine machine type (" + rs::reducerctl::KnownMachineTypes() +
+                       "): its bandwidth and vCPUs size the fleet, and the plan names it for Vertex AI and the "
+                       "JobSet");
   plan->add_option("--reducers", plan_input.reducers, "Evaluate this many reducers instead of the recommended count");
   plan->add_option("--reducer-cores", plan_input.reducer_cores,
                    "Each reducer machine's CPU cores (vCPUs); with it the plan also counts the reducers the CPU needs");
@@ -92,6 +96,10 @@ int main(int argc, char** argv) {
         return kUsage;
       }
       plan_input.rtt_ms = static_cast<double>(rtt->count()) / 1e3;
+    }
+    // Neither bandwidth nor machine: size for the machine Google recommends.
+    if (plan_input.reducer_gbps == 0 && plan_input.reducer_machine.empty()) {
+      plan_input.reducer_machine = rs::reducerctl::kDefaultReducerMachine;
     }
     auto p = rs::reducerctl::ComputePlan(plan_input);
     if (!p.ok()) {

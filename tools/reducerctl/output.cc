@@ -168,6 +168,18 @@ std::string RenderPlan(const Plan& p) {
                               Format("%.3g", in.worker_gb_per_core_second) + " GB per core-second)"});
   t.AddRow({"connections", "each reducer serves all " + Count(in.workers) +
                                " workers (fewer, larger reducers mean fewer connections)"});
+  // Where the count goes: Vertex AI's reducer pool and the JobSet's
+  // reducers (deploy/), one machine each.
+  const std::string machine = in.reducer_machine.empty()
+                                  ? "a type with " + Format("%g", in.reducer_gbps) +
+                                        " Gbps (--reducer-machine names one; " + std::string(kDefaultReducerMachine) +
+                                        " has 32)"
+                                  : in.reducer_machine;
+  t.AddRow({"vertex", "workerPoolSpecs[2]: replicaCount " + Count(p.reducers) + ", machineSpec.machineType " +
+                          machine});
+  t.AddRow({"jobset", "replicatedJobs \"reducers\": parallelism and completions " + Count(p.reducers) +
+                          ", one per CPU node (" + machine + "); REDUCER_ADDRS train-reducers-0-{0.." +
+                          Count(p.reducers - 1) + "}.train:7450 for the JobSet \"train\""});
   if (in.rtt_ms > 0) {
     std::string buffers = Gbps(p.connection_gbps) + " per connection; at a " + Format("%g", in.rtt_ms) +
                           " ms round trip that is " + FormatBytes(static_cast<uint64_t>(p.connection_bdp_bytes)) +
@@ -190,7 +202,8 @@ std::string RenderPlan(const Plan& p) {
 std::string PlanJson(const Plan& p) {
   char buf[1536];
   std::snprintf(buf, sizeof(buf),
-                "{\"workers\":%u,\"worker_gbps\":%.10g,\"reducer_gbps\":%.10g,\"reducers\":%u,"
+                "{\"workers\":%u,\"worker_gbps\":%.10g,\"reducer_gbps\":%.10g,\"reducer_machine\":\"%s\","
+                "\"reducers\":%u,"
                 "\"recommended_reducers\":%u,\"worker_total_gbps\":%.10g,\"reducer_total_gbps\":%.10g,"
                 "\"algbw_gbps\":%.10g,\"ring_algbw_gbps\":%.10g,\"speedup\":%.10g,\"reducer_bound\":%s,"
                 "\"reducer_cores\":%.10g,\"gb_per_core_second\":%.10g,\"worker_gb_per_core_second\":%.10g,"
@@ -198,7 +211,8 @@ std::string PlanJson(const Plan& p) {
                 "\"reducer_cores_needed\":%.10g,\"reducer_cores_total\":%.10g,\"worker_cores\":%.10g,"
                 "\"cpu_bound\":%s,\"rtt_ms\":%.10g,\"connection_gbps\":%.10g,\"connection_bdp_bytes\":%.10g,"
                 "\"buffer_ceiling_bytes\":%.10g,\"default_buffers_suffice\":%s}\n",
-                p.input.workers, p.input.worker_gbps, p.input.reducer_gbps, p.reducers, p.recommended_reducers,
+                p.input.workers, p.input.worker_gbps, p.input.reducer_gbps, p.input.reducer_machine.c_str(),
+                p.reducers, p.recommended_reducers,
                 p.worker_total_gbps, p.reducer_total_gbps, p.algbw_gbps, p.ring_algbw_gbps, p.speedup,
                 p.reducer_bound ? "true" : "false", p.input.reducer_cores, p.input.gb_per_core_second,
                 p.input.worker_gb_per_core_second, p.nic_reducers, p.cpu_reducers, p.reducer_cores_per_worker,

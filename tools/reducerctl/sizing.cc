@@ -1,10 +1,23 @@
 #include "tools/reducerctl/sizing.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace rs::reducerctl {
 namespace {
+
+constexpr std::array<MachineType, 9> kMachineTypes{{
+    {"n1-highcpu-8", 8, 16},
+    {"n1-highcpu-16", 16, 32},
+    {"n1-highcpu-32", 32, 32},
+    {"n2-highcpu-8", 8, 16},
+    {"n2-highcpu-16", 16, 32},
+    {"n2-highcpu-32", 32, 32},
+    {"c2-standard-8", 8, 16},
+    {"c2-standard-16", 16, 32},
+    {"c2-standard-30", 30, 32},
+}};
 
 bool Positive(double x) { return x > 0 && std::isfinite(x); }
 
@@ -14,7 +27,31 @@ uint32_t AtLeast(double needed) { return static_cast<uint32_t>(std::max(1.0, std
 
 }  // namespace
 
-StatusOr<Plan> ComputePlan(const PlanInput& input) {
+const MachineType* FindMachineType(std::string_view name) {
+  for (const MachineType& m : kMachineTypes) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+std::string KnownMachineTypes() {
+  std::string out;
+  for (const MachineType& m : kMachineTypes) out += (out.empty() ? "" : ", ") + std::string(m.name);
+  return out;
+}
+
+StatusOr<Plan> ComputePlan(const PlanInput& given) {
+  PlanInput input = given;
+  if (!input.reducer_machine.empty()) {
+    const MachineType* machine = FindMachineType(input.reducer_machine);
+    if (machine == nullptr) {
+      return Status(Code::kInvalidArgument, "--reducer-machine '" + input.reducer_machine +
+                                                "' is not a type reducerctl knows (" + KnownMachineTypes() +
+                                                "); give --reducer-gbps and --reducer-cores for others");
+    }
+    if (input.reducer_gbps == 0) input.reducer_gbps = machine->gbps;
+    if (input.reducer_cores == 0) input.reducer_cores = machine->vcpus;
+  }
   if (input.workers < 2) {
     // A ring of one node moves nothing: there is nothing to size or compare.
     return Status(Code::kInvalidArgument, "--workers must be at least 2 (an all-reduce over one node moves no data)");
@@ -23,7 +60,8 @@ StatusOr<Plan> ComputePlan(const PlanInput& input) {
     return Status(Code::kInvalidArgument, "--worker-gbps must be a positive number of Gbit/s");
   }
   if (!Positive(input.reducer_gbps)) {
-    return Status(Code::kInvalidArgument, "--reducer-gbps must be a positive number of Gbit/s");
+    return Status(Code::kInvalidArgument,
+                  "--reducer-gbps must be a positive number of Gbit/s (or name the machine: --reducer-machine)");
   }
   if (!(input.reducer_cores >= 0) || !std::isfinite(input.reducer_cores)) {
     return Status(Code::kInvalidArgument, "--reducer-cores must be a number of cores, 0 or more");

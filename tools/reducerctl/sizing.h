@@ -24,6 +24,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -51,7 +53,27 @@ struct PlanInput {
   double gb_per_core_second = kReducerGbPerCoreSecond;          // G, the reducers' rate
   double worker_gb_per_core_second = kWorkerGbPerCoreSecond;    // the client library's rate
   double rtt_ms = 0;           // round trip between workers and reducers; 0: buffers not sized
+  // A Compute Engine machine type for the reducers (--reducer-machine): its
+  // NIC and vCPUs stand in for reducer_gbps and reducer_cores where those
+  // are 0. Empty: none named.
+  std::string reducer_machine;
 };
+
+// Compute Engine's CPU machine types that suit reducers, with the egress
+// bandwidth Compute Engine documents for them without Tier_1 networking
+// (2 Gbit/s per vCPU, at most 32 Gbit/s) and their vCPUs.
+struct MachineType {
+  std::string_view name;
+  double vcpus;
+  double gbps;
+};
+// nullptr when reducerctl does not know the type.
+const MachineType* FindMachineType(std::string_view name);
+// "n1-highcpu-8, n1-highcpu-16, ...": for messages.
+std::string KnownMachineTypes();
+// The reducer machine type when the user names none: Google's
+// recommendation for Reduction Server on Vertex AI.
+inline constexpr std::string_view kDefaultReducerMachine = "n1-highcpu-16";
 
 // Linux's default ceilings for autotuned socket buffers (the third value of
 // net.ipv4.tcp_wmem and tcp_rmem).
@@ -88,7 +110,8 @@ struct Plan {
 };
 
 // Errors name the flag: --workers below 2, a bandwidth or rate not above
-// zero, negative cores or round trip.
+// zero (and no --reducer-machine to take it from), an unknown machine type,
+// negative cores or round trip.
 StatusOr<Plan> ComputePlan(const PlanInput& input);
 
 }  // namespace rs::reducerctl

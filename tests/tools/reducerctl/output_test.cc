@@ -119,6 +119,29 @@ TEST(OutputTest, PlanSizesTheSocketBuffersForTheRoundTrip) {
   EXPECT_EQ(RenderPlan(*ComputePlan({5, 100, 32, 0})).find("socket buffers"), std::string::npos);
 }
 
+// The plan says where its count goes: Vertex AI's pool 2 and the JobSet's
+// reducers, with the machine type.
+TEST(OutputTest, PlanNamesTheReplicaCountsAndMachine) {
+  PlanInput in{4, 100, 0, 0};
+  in.reducer_machine = "n1-highcpu-16";
+  auto plan = ComputePlan(in);
+  ASSERT_TRUE(plan.ok());
+  const std::string text = RenderPlan(*plan);
+  EXPECT_NE(text.find("vertex       workerPoolSpecs[2]: replicaCount 13, machineSpec.machineType n1-highcpu-16\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("jobset       replicatedJobs \"reducers\": parallelism and completions 13, one per CPU node "
+                      "(n1-highcpu-16); REDUCER_ADDRS train-reducers-0-{0..12}.train:7450"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(PlanJson(*plan).find("\"reducer_gbps\":32,\"reducer_machine\":\"n1-highcpu-16\",\"reducers\":13,"),
+            std::string::npos)
+      << PlanJson(*plan);
+  // No machine named: the bandwidth it needs.
+  const std::string plain = RenderPlan(*ComputePlan({5, 100, 25, 0}));
+  EXPECT_NE(plain.find("machineSpec.machineType a type with 25 Gbps"), std::string::npos) << plain;
+}
+
 TEST(OutputTest, DurationsReadLikeAClock) {
   EXPECT_EQ(FormatSeconds(4.5), "4.5s");
   EXPECT_EQ(FormatSeconds(723), "12m03s");

@@ -163,5 +163,38 @@ TEST(SizingTest, BadInputNamesTheFlag) {
   EXPECT_NE(ComputePlan(rtt).status().message().find("--rtt"), std::string::npos);
 }
 
+// A machine type stands for its NIC and vCPUs, so that the plan can name
+// what Vertex AI's pool 2 and the JobSet should run; explicit flags win.
+TEST(SizingTest, MachineTypeGivesBandwidthAndCores) {
+  PlanInput in{4, 100, 0, 0};
+  in.reducer_machine = "n1-highcpu-16";
+  auto p = ComputePlan(in);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->input.reducer_gbps, 32);
+  EXPECT_EQ(p->input.reducer_cores, 16);
+  EXPECT_EQ(p->nic_reducers, 13u);  // deploy/vertex/job.yaml's pool 2
+  EXPECT_EQ(p->cpu_reducers, 2u);
+  EXPECT_EQ(p->recommended_reducers, 13u);
+  in.reducer_machine = "n1-highcpu-8";  // 16 Gbps
+  EXPECT_EQ(ComputePlan(in)->recommended_reducers, 25u);
+  in.reducer_gbps = 32;  // an explicit bandwidth wins over the type's
+  EXPECT_EQ(ComputePlan(in)->recommended_reducers, 13u);
+  ASSERT_NE(FindMachineType(kDefaultReducerMachine), nullptr);
+  EXPECT_EQ(FindMachineType("a2-highgpu-8g"), nullptr);
+}
+
+TEST(SizingTest, UnknownMachineTypeIsNamed) {
+  PlanInput in{4, 100, 0, 0};
+  in.reducer_machine = "n1-highcpu-17";
+  auto p = ComputePlan(in);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("--reducer-machine 'n1-highcpu-17' is not a type reducerctl knows"),
+            std::string::npos)
+      << p.status().message();
+  EXPECT_NE(p.status().message().find("n1-highcpu-16"), std::string::npos);
+  // Neither a bandwidth nor a machine: the message offers both.
+  EXPECT_NE(ComputePlan({4, 100, 0, 0}).status().message().find("--reducer-machine"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rs::reducerctl
