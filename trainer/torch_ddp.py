@@ -16,6 +16,14 @@ NCCL plugin when these variables are set on every rank:
   REDUCER_JOB_TOKEN_FILE=/secrets/job-token          if the reducers want a token
   NCCL_DEBUG=INFO                                   to see "NET/Reducer" lines
 
+With --comm hook, DDP's gradient buckets go to the reducers through
+reduction_server's comm hook instead (the Python package, python/): no NCCL
+plugin, the job keeps its own NCCL (and the platform's network plugin) or gloo
+for everything else. The same REDUCER_* variables configure it; on CPU:
+
+  for r in 0 1; do MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=2 RANK=$r \
+    REDUCER_ADDRS=127.0.0.1:7450 python3 trainer/torch_ddp.py --comm hook --steps 50 & done; wait
+
 Reducers work best with large messages, so DDP's buckets are 64 MiB here
 (--bucket-mb) instead of DDP's default 25: each all-reduce then spreads over
 every reducer in large pieces.
@@ -60,6 +68,10 @@ def parse_args():
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--bucket-mb", type=float, default=64, help="DDP bucket_cap_mb")
+    p.add_argument("--comm", choices=["backend", "hook"], default="backend",
+                   help="backend: DDP all-reduces through the process group (NCCL, and so the reducer "
+                        "NCCL plugin when it is loaded; or gloo); hook: through the reducers with "
+                        "reduction_server's DDP comm hook (REDUCER_ADDRS, ...), everything else on the backend")
     p.add_argument("--bf16-grads", action="store_true",
                    help="all-reduce gradients as bfloat16 (DDP's bf16_compress_hook)")
     p.add_argument("--seed", type=int, default=1)
@@ -115,7 +127,14 @@ def main():
     dims = [args.input_dim] + [args.width] * (args.depth - 1) + [args.output_dim]
     model = DDP(mlp(dims).to(device), device_ids=[device.index] if backend == "nccl" else None,
                 bucket_cap_mb=args.bucket_mb, gradient_as_bucket_view=True)
-    if args.bf16_grads:
+    hook_state = None
+    if args.comm == "hook":
+        if args.bf16_grads:
+            sys.exit("torch_ddp: --bf16-grads and --comm hook: the hook sends the gradients' own dtype")
+        from reduction_server.torch import ReducerState, allreduce_hook
+        hook_state = ReducerState()
+        model.register_comm_hook(hook_state, allreduce_hook)
+    elif args.bf16_grads:
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         model.register_comm_hook(None, default_hooks.bf16_compress_hook)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
@@ -124,7 +143,8 @@ def main():
     if rank == 0:
         print(f"torch_ddp: {world} ranks, {backend} on {device}, torch {torch.__version__}, "
               f"{params / 1e6:.2f} M parameters ({params * 4 / 2**20:.1f} MiB of gradients), "
-              f"bucket_cap_mb {args.bucket_mb:g}", flush=True)
+              f"bucket_cap_mb {args.bucket_mb:g}, gradients through "
+              f"{hook_state.client if hook_state else 'the ' + backend + ' backend'}", flush=True)
 
     first = last = None
     start = time.perf_counter()
@@ -154,6 +174,8 @@ def main():
     if rank == 0:
         print(f"done: {args.steps} steps in {time.perf_counter() - start:.2f} s; loss {first:.6f} -> {last:.6f}; "
               f"parameters {'identical on every rank' if ok else 'DIFFER: ' + ', '.join(hashes)}", flush=True)
+    if hook_state is not None:
+        hook_state.close()
     dist.destroy_process_group()
     # Leave without tearing the interpreter down. With torch 1.13 (Debian 12's)
     # and gloo, freeing the DDP model at exit can deadlock: the main thread

@@ -17,6 +17,9 @@ RS_BUILD_PACKAGES=(
   # the GPU bundle (scripts/gpu_bundle.sh): RUNPATH $ORIGIN on what it copies,
   # so its programs find their libraries even without its env.sh
   patchelf
+  # the Python package (python/, python3-reduction-server): Python's headers
+  # and pybind11; without them CMake leaves the package out
+  python3-dev python3-pybind11
 )
 
 # What only the test suite needs on top (used by scripts/run_tests.sh).
@@ -35,6 +38,9 @@ RS_TEST_PACKAGES=(
   podman runc netavark aardvark-dns catatonit iptables docker-compose debootstrap curl
   # the deployment specs' test (tests/deploy): Kubernetes' API schemas, YAML
   python3-kubernetes python3-yaml
+  # the Python package's tests (tests/python): `pip install ./python` offline
+  # into a venv that sees python3-torch
+  python3-venv python3-pip python3-setuptools
   # the fuzzing stage: clang with libFuzzer and its sanitizer runtimes
   clang-14 libclang-rt-14-dev
 )

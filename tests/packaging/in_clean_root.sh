@@ -21,6 +21,11 @@ if ls /debs/reduction-server-trainer_*.deb >/dev/null 2>&1; then
   rs-train --help | sed -n 1,2p
 fi
 
+if ls /debs/python3-reduction-server_*.deb >/dev/null 2>&1; then
+  step "the Python package: import reduction_server"
+  python3 -c 'import reduction_server as rs; print(rs.__file__, len(rs.variables()), "settings")'
+fi
+
 step "the plugin, loaded by name from the loader path"
 /tools/rs_dlopen_plugin
 
@@ -54,9 +59,10 @@ wait "$pid"
 cat /run/reducerd/log
 
 step "apt-get purge"
-apt-get purge -y -qq reduction-server libnccl-net-reducer $(dpkg-query -W -f '${Package}\n' reduction-server-trainer 2>/dev/null) >/dev/null
+apt-get purge -y -qq reduction-server libnccl-net-reducer \
+  $(dpkg-query -W -f '${Package}\n' reduction-server-trainer python3-reduction-server 2>/dev/null) >/dev/null
 for gone in /usr/bin/reducerd /usr/bin/reducerctl /etc/default/reducerd /etc/reducer \
-  /usr/lib/systemd/system/reducerd.service; do
+  /usr/lib/systemd/system/reducerd.service /usr/lib/python3/dist-packages/reduction_server; do
   [ ! -e "$gone" ] || { echo "$gone is still there after purge"; exit 1; }
 done
 if /tools/rs_dlopen_plugin 2>/dev/null; then echo "the plugin still loads after purge"; exit 1; fi

@@ -5,10 +5,19 @@
 # user's edits), the maintainer scripts, and dependencies that say what the
 # program really links: the plugin none of the control plane's libraries.
 #
-#   packages_contents_test.sh PACKAGE_DIR MULTIARCH [trainer]
+#   packages_contents_test.sh PACKAGE_DIR MULTIARCH [trainer] [python]
 set -euo pipefail
 
-dir=$1 multiarch=$2 want_trainer=${3:-}
+dir=$1 multiarch=$2 want_trainer='' want_python=''
+shift 2
+for extra in "$@"; do
+  case $extra in
+    trainer) want_trainer=1 ;;
+    python) want_python=1 ;;
+    '') ;;
+    *) echo "unknown package kind: $extra" >&2; exit 2 ;;
+  esac
+done
 failures=0
 fail() { printf 'FAIL: %b\n' "$*" >&2; failures=$((failures + 1)); }
 
@@ -59,6 +68,24 @@ plugin_deps=$(depends "$plugin" | sort | tr '\n' ' ')
 if [ -n "$want_trainer" ]; then
   trainer=$(one_deb reduction-server-trainer)
   expect_files "$trainer" /usr/bin/rs-train
+fi
+
+# The Python package: the modules and the extension where Debian's python3
+# finds them, a dependency on the Python it was built for, and importable
+# from the unpacked files with the system's interpreter.
+if [ -n "$want_python" ]; then
+  python_deb=$(one_deb python3-reduction-server)
+  pydir=/usr/lib/python3/dist-packages/reduction_server
+  ext=$(files "$python_deb" | grep -x "$pydir/_core\.cpython-[0-9]*-.*\.so" || true)
+  [ -n "$ext" ] || fail "python3-reduction-server has no $pydir/_core.cpython-*.so"
+  expect_files "$python_deb" "$pydir/__init__.py" "$pydir/_errors.py" "$pydir/torch.py" ${ext:+"$ext"}
+  depends "$python_deb" | grep -qx python3 || fail "python3-reduction-server does not depend on python3"
+  dpkg-deb -x "$python_deb" "$ctrl/pyroot"
+  if readelf -S "$ctrl/pyroot$ext" | grep -q '\.debug_info'; then fail "$(basename "$ext") is not stripped"; fi
+  names=$(cd / && PYTHONPATH="$ctrl/pyroot/usr/lib/python3/dist-packages" /usr/bin/python3 -c \
+    'import reduction_server as rs; print(" ".join(n for n, _, _ in rs.variables()))' 2>&1) ||
+    fail "reduction_server from the package does not import: $names"
+  grep -qw REDUCER_ADDRS <<<"$names" || fail "reduction_server.variables() lacks REDUCER_ADDRS: $names"
 fi
 
 # Stripped: no debug sections in what a user installs.

@@ -1,0 +1,141 @@
+#include "python/src/binding_settings.h"
+
+#include <array>
+#include <set>
+
+#include "nccl_plugin/config/env_registry.h"
+#include "nccl_plugin/config/plugin_config.h"
+#include "protocol/auth.h"
+#include "protocol/wire.h"
+
+namespace rs::python {
+namespace {
+
+using plugin::EnvKey;
+
+// The plugin's variables that configure the client (the rest are its
+// point-to-point transport's and NCCL's own). A variable added to the
+// plugin's registry reaches Python once it is listed here.
+constexpr std::array kClientKeys = {
+    EnvKey::kReducerAddrs, EnvKey::kClusterSpec,    EnvKey::kJobToken,       EnvKey::kJobTokenFile,
+    EnvKey::kStreams,      EnvKey::kIoThreads,      EnvKey::kMaxPiece,       EnvKey::kMinPiece,
+    EnvKey::kOpTimeout,    EnvKey::kConnectTimeout, EnvKey::kLivenessTimeout, EnvKey::kCrc,
+    EnvKey::kFailover,     EnvKey::kMinReducers,    EnvKey::kRetention,
+};
+
+// What NCCL gives the plugin and the package must be told: the package's
+// own registry.
+const std::vector<SettingInfo>& OwnRegistry() {
+  static const std::vector<SettingInfo> kRegistry = {
+      {"", "RANK", "N", "", "", "This process's rank, 0 to WORLD_SIZE-1 (set by torchrun)"},
+      {"", "WORLD_SIZE", "N", "", "", "Number of ranks (set by torchrun)"},
+      {"", "REDUCER_SESSION", "NAME", "", "",
+       "A name every rank of this session shares and no other running session uses; the session id is "
+       "derived from it (reduction_server.torch.ReducerState makes one up on rank 0 when unset)"},
+  };
+  return kRegistry;
+}
+
+// Pairs where one given by argument hides the other's variable.
+const std::vector<std::set<std::string>>& Alternatives() {
+  static const std::vector<std::set<std::string>> kPairs = {
+      {"REDUCER_ADDRS", "CLUSTER_SPEC"},
+      {"REDUCER_JOB_TOKEN", "REDUCER_JOB_TOKEN_FILE"},
+  };
+  return kPairs;
+}
+
+EnvLookup Overlay(const std::map<std::string, std::string>& given, const EnvLookup& env) {
+  return [&given, env](const char* name) -> const char* {
+    if (auto it = given.find(name); it != given.end()) return it->second.c_str();
+    for (const std::set<std::string>& pair : Alternatives()) {
+      if (!pair.count(name)) continue;
+      for (const std::string& other : pair) {
+        if (given.count(other)) return nullptr;
+      }
+    }
+    return env(name);
+  };
+}
+
+Status RankAndWorld(const Settings& own, client::ClientOptions* o) {
+  for (const char* name : {"RANK", "WORLD_SIZE"}) {
+    if (!own.IsSet(name)) {
+      return Status(Code::kInvalidArgument, std::string(name) + " is not set: pass " +
+                                                (name[0] == 'R' ? "rank" : "world_size") +
+                                                "=... or set it (torchrun does)");
+    }
+  }
+  StatusOr<int64_t> world = own.Int("WORLD_SIZE", 1, protocol::kMaxWorld);
+  if (!world.ok()) return world.status();
+  StatusOr<int64_t> rank = own.Int("RANK", 0, protocol::kMaxWorld - 1);
+  if (!rank.ok()) return rank.status();
+  if (*rank >= *world) {
+    return Status(Code::kInvalidArgument, "RANK=" + std::to_string(*rank) + " is not below WORLD_SIZE=" +
+                                              std::to_string(*world));
+  }
+  o->rank = static_cast<uint32_t>(*rank);
+  o->world = static_cast<uint32_t>(*world);
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<BindingVariable>& BindingVariables() {
+  static const std::vector<BindingVariable> kVars = [] {
+    std::vector<BindingVariable> out;
+    for (EnvKey key : kClientKeys) {
+      const plugin::EnvVarInfo& info = plugin::EnvInfo(key);
+      out.push_back({info.name, info.default_value, info.doc});
+    }
+    for (const SettingInfo& info : OwnRegistry()) out.push_back({info.env, info.default_value, info.doc});
+    return out;
+  }();
+  return kVars;
+}
+
+StatusOr<BindingOptions> OptionsFromSettings(const std::map<std::string, std::string>& given,
+                                             const EnvLookup& env) {
+  std::set<std::string> known;
+  for (const BindingVariable& v : BindingVariables()) known.insert(v.name);
+  for (const auto& [name, value] : given) {
+    if (!known.count(name)) return Status(Code::kInvalidArgument, "'" + name + "' is not a client setting");
+  }
+  const EnvLookup lookup = Overlay(given, env);
+  const plugin::Env plugin_env = plugin::Env::FromLookup(lookup);
+  StatusOr<plugin::CollNetConfig> cfg = plugin::CollNetConfigFromEnv(plugin_env);
+  if (!cfg.ok()) return cfg.status();
+  if (cfg->reducers.empty()) {
+    return Status(Code::kInvalidArgument,
+                  "no reducers: " + cfg->off_reason + " (pass addrs=\"host:port,...\" or set REDUCER_ADDRS)");
+  }
+  BindingOptions out;
+  client::ClientOptions& o = out.client;
+  o.reducers = cfg->reducers;
+  o.job_token = cfg->job_token;
+  o.streams_per_reducer = cfg->streams_per_reducer;
+  o.io_threads = cfg->io_threads;
+  o.max_piece_bytes = cfg->max_piece_bytes;
+  o.min_piece_bytes = cfg->min_piece_bytes;
+  o.op_timeout = cfg->op_timeout;
+  o.connect_timeout = cfg->connect_timeout;
+  o.liveness_timeout = cfg->liveness_timeout;
+  o.crc = cfg->crc;
+  o.failover = cfg->failover;
+  o.min_reducers = cfg->min_reducers;
+  o.retention_bytes = cfg->retention_bytes;
+  out.reducers_source = cfg->source;
+
+  const Settings own = Settings::Resolve(OwnRegistry(), {}, lookup);
+  RS_RETURN_IF_ERROR(RankAndWorld(own, &o));
+  if (!own.IsSet("REDUCER_SESSION")) {
+    return Status(Code::kInvalidArgument,
+                  "REDUCER_SESSION is not set: pass session=\"NAME\" (the same on every rank, unique among "
+                  "running sessions) or set it");
+  }
+  out.session_name = own.Get("REDUCER_SESSION").text;
+  o.session = protocol::SessionIdFromName(out.session_name);
+  return out;
+}
+
+}  // namespace rs::python
