@@ -80,6 +80,10 @@ if [ -n "$want_python" ]; then
   [ -n "$ext" ] || fail "python3-reduction-server has no $pydir/_core.cpython-*.so"
   expect_files "$python_deb" "$pydir/__init__.py" "$pydir/_errors.py" "$pydir/torch.py" ${ext:+"$ext"}
   depends "$python_deb" | grep -qx python3 || fail "python3-reduction-server does not depend on python3"
+  # Importing as root writes __pycache__, which dpkg does not own: its prerm
+  # removes it, so that a purge leaves nothing behind.
+  dpkg-deb --info "$python_deb" prerm 2>/dev/null | grep -q __pycache__ ||
+    fail "python3-reduction-server has no prerm that removes __pycache__"
   dpkg-deb -x "$python_deb" "$ctrl/pyroot"
   if readelf -S "$ctrl/pyroot$ext" | grep -q '\.debug_info'; then fail "$(basename "$ext") is not stripped"; fi
   names=$(cd / && PYTHONPATH="$ctrl/pyroot/usr/lib/python3/dist-packages" /usr/bin/python3 -c \
