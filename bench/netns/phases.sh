@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # The harness's phases (iperf3; ours, collnet, ddp on the reducers; gloo and
-# gloo_ddp on a ring) and CPU accounting. Sourced by run.sh, which defines the
-# settings, PIDS (stopped on exit) and the ns_* helpers.
+# gloo_ddp on a ring; torch_hook and torch_gloo, a real DDP step) and CPU
+# accounting. Sourced by run.sh, which defines the settings, PIDS (stopped on
+# exit) and the ns_* helpers.
 
 CLK_TCK=$(getconf CLK_TCK)
 TORCH_MASTER_PORT=${TORCH_MASTER_PORT:-29500}
@@ -98,6 +99,7 @@ command_line() {
   [[ $PHASES != *collnet* ]] || cmd+=" COLLNET_ARGS='$COLLNET_ARGS'"
   [[ $PHASES != *ddp* ]] || cmd+=" DDP_MODEL=$DDP_MODEL DDP_BUCKETS=$DDP_BUCKETS DDP_FIRST_BUCKET=$DDP_FIRST_BUCKET DDP_GAP=$DDP_GAP"
   [[ $PHASES != *ddp* || $DDP_FORWARD == 0 ]] || cmd+=" DDP_FORWARD=$DDP_FORWARD"
+  [[ $PHASES != *torch_* ]] || cmd+=" TORCH_DDP_MODEL=$TORCH_DDP_MODEL TORCH_DDP_BUCKETS=$TORCH_DDP_BUCKETS TORCH_DDP_BATCH=$TORCH_DDP_BATCH"
   echo "$cmd bench/netns/run.sh"
 }
 
@@ -118,6 +120,7 @@ TORCH=$torch
 OURS_FLAGS=$BENCH_ARGS, reducerd $REDUCERD_ARGS, iters $ITERS, warmup $WARMUP
 COLLNET_FLAGS=$COLLNET_ARGS
 DDP_FLAGS=model $DDP_MODEL, buckets $DDP_BUCKETS, first bucket $DDP_FIRST_BUCKET, compute gap $DDP_GAP, forward $DDP_FORWARD
+TORCH_DDP_FLAGS=model $TORCH_DDP_MODEL of float32 parameters, bucket_cap_mb $TORCH_DDP_BUCKETS, batch $TORCH_DDP_BATCH per rank, iters $ITERS, warmup $WARMUP
 COMMAND=$(command_line)
 EOF
 }
@@ -224,6 +227,29 @@ link_stats() {
     END { printf "%s,%d,%d,%d,%d\n", phase, d, r, t, p }' "$OUT/logs/links-$phase.txt" >>"$OUT/links.csv"
 }
 
+# The reducers' CPU and run-queue time so far (REDUCER_CPU0, REDUCER_RUNQ0), for reducer_cpu_rows.
+reducer_cpu_start() {
+  local pid
+  REDUCER_CPU0=() REDUCER_RUNQ0=()
+  for pid in "${REDUCER_PIDS[@]}"; do
+    REDUCER_CPU0+=("$(proc_cpu "$pid")")
+    REDUCER_RUNQ0+=("$(proc_runq "$pid")")
+  done
+}
+
+# reducer_cpu_rows PHASE WALL: each reducer's CPU since reducer_cpu_start, and its wait for a CPU.
+reducer_cpu_rows() {
+  local i c u s
+  for ((i = 0; i < REDUCERS; i++)); do
+    read -r c u s <<<"$(cpu_delta "${REDUCER_CPU0[i]}" "$(proc_cpu "${REDUCER_PIDS[i]}")")"
+    cpu_row "$1" "reducerd $i" "$c" "$2" "$u" "$s"
+  done
+  for ((i = 0; i < REDUCERS; i++)); do
+    cpu_row "$1" "reducerd $i: waiting for a CPU while runnable" \
+      "$(awk -v a="${REDUCER_RUNQ0[i]}" -v b="$(proc_runq "${REDUCER_PIDS[i]}")" 'BEGIN { printf "%.2f", b - a }')" "$2"
+  done
+}
+
 # run_ours PHASE FLAGS...: reducer-bench on every worker host against fresh
 # reducers, FLAGS after the harness's own; records CPU (user and system per
 # process, the machine's share) and the bytes the workers all-reduced.
@@ -234,11 +260,8 @@ run_ours() {
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOKEN_FILE"
   start_reducers
   log "$phase: $WORKERS reducer-bench workers -> reducers $ADDRS"
-  local i r pids=() cpu0=() runq0=() m0 m1 t0 t1 wall pid dl0
-  for pid in "${REDUCER_PIDS[@]}"; do
-    cpu0+=("$(proc_cpu "$pid")")
-    runq0+=("$(proc_runq "$pid")")
-  done
+  local r pids=() m0 m1 t0 t1 wall dl0
+  reducer_cpu_start
   dl0=$(delay_line_cpu)
   m0=$(machine_jiffies)
   t0=$(now)
@@ -257,14 +280,7 @@ run_ours() {
   m1=$(machine_jiffies)
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
   local c u s
-  for ((i = 0; i < REDUCERS; i++)); do
-    read -r c u s <<<"$(cpu_delta "${cpu0[i]}" "$(proc_cpu "${REDUCER_PIDS[i]}")")"
-    cpu_row "$phase" "reducerd $i" "$c" "$wall" "$u" "$s"
-  done
-  for ((i = 0; i < REDUCERS; i++)); do
-    cpu_row "$phase" "reducerd $i: waiting for a CPU while runnable" \
-      "$(awk -v a="${runq0[i]}" -v b="$(proc_runq "${REDUCER_PIDS[i]}")" 'BEGIN { printf "%.2f", b - a }')" "$wall"
-  done
+  reducer_cpu_rows "$phase" "$wall"
   for ((r = 0; r < WORKERS; r++)); do
     read -r c u s <<<"$(accounted_cpu "$OUT/logs/$phase-rank$r.cpu")"
     cpu_row "$phase" "reducer-bench rank $r" "$c" "$wall" "$u" "$s"
@@ -354,3 +370,56 @@ phase_gloo_ddp() {
   run_gloo gloo_ddp --pattern ddp --ddp-model "$DDP_MODEL" --ddp-bucket "$DDP_BUCKETS" \
     --ddp-first-bucket "$DDP_FIRST_BUCKET" --ddp-gap "$DDP_GAP" --ddp-forward "$DDP_FORWARD"
 }
+
+# run_torch PHASE COMM: torch_ddp_step.py on every worker host, a real DDP step
+# of a TORCH_DDP_MODEL model; COMM hook: reduction_server.torch's comm hook
+# against fresh reducers (the token and addresses as run_ours gives them),
+# gloo: DDP's own all-reduce on the gloo group.
+run_torch() {
+  local phase=$1 comm=$2 hook_env=() to=""
+  if [[ $comm == hook ]]; then
+    TOKEN_FILE=$(mktemp /tmp/rs-netns-token.XXXXXX)
+    head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOKEN_FILE"
+    start_reducers
+    hook_env=(PYTHONPATH="$RS_PYTHONPATH" REDUCER_ADDRS="$ADDRS" REDUCER_JOB_TOKEN_FILE="$TOKEN_FILE")
+    reducer_cpu_start
+    to=" -> reducers $ADDRS"
+  fi
+  log "$phase: $WORKERS torch DDP ranks ($comm) on the worker hosts$to"
+  local r pids=() m0 m1 t0 t1 wall c u s dl0
+  dl0=$(delay_line_cpu)
+  m0=$(machine_jiffies)
+  t0=$(now)
+  for ((r = 0; r < WORKERS; r++)); do
+    run_accounted "$OUT/logs/$phase-rank$r.cpu" "$r" env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 "${hook_env[@]}" \
+      "$PYTHON" "$HERE/torch_ddp_step.py" --comm "$comm" --master "$(ns_addr 0):$TORCH_MASTER_PORT" \
+      --world "$WORKERS" --rank "$r" --model-bytes "$TORCH_DDP_MODEL" --bucket-cap-mb "$TORCH_DDP_BUCKETS" \
+      --batch "$TORCH_DDP_BATCH" -n "$ITERS" -w "$WARMUP" --timeout 120 --csv "$OUT/$phase.csv" \
+      >"$OUT/logs/$phase-rank$r.out" 2>"$OUT/logs/$phase-rank$r.err" &
+    pids+=($!)
+    PIDS+=($!)
+  done
+  local ok=0
+  wait_workers "$phase" "torch DDP" "${pids[@]}" || ok=1
+  t1=$(now)
+  m1=$(machine_jiffies)
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+  [[ $comm != hook ]] || reducer_cpu_rows "$phase" "$wall"
+  for ((r = 0; r < WORKERS; r++)); do
+    read -r c u s <<<"$(accounted_cpu "$OUT/logs/$phase-rank$r.cpu")"
+    cpu_row "$phase" "torch DDP rank $r" "$c" "$wall" "$u" "$s"
+  done
+  delay_line_row "$phase" "$wall" "$dl0"
+  machine_row "$phase" "$wall" "$m0" "$m1"
+  link_stats "$phase"
+  if [[ $comm == hook ]]; then
+    stop_reducers
+    rm -f "$TOKEN_FILE"
+  fi
+  record_input_bytes "$phase"
+  cat "$OUT/logs/$phase-rank0.out"
+  ((ok == 0)) || exit 1
+}
+
+phase_torch_hook() { run_torch torch_hook hook; }
+phase_torch_gloo() { run_torch torch_gloo gloo; }

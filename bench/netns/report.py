@@ -3,7 +3,8 @@
 
 Reads, from the results folder: meta.env (KEY=VALUE), iperf.json (iperf3 -J),
 the phases' CSVs (ours.csv, collnet.csv, ddp.csv from reducer-bench --csv;
-gloo.csv, gloo_ddp.csv from gloo_allreduce.py --csv) and cpu.csv
+gloo.csv, gloo_ddp.csv from gloo_allreduce.py --csv; torch_hook.csv,
+torch_gloo.csv from torch_ddp_step.py --csv) and cpu.csv
 (phase,process,cpu_s,wall_s[,user_s,sys_s]). Any of them may be missing;
 what is missing shows as "n/a" or leaves its section out.
 """
@@ -111,6 +112,28 @@ def ddp_table(ddp, gloo_ddp, line):
     return out
 
 
+def torch_table(hook, gloo, line):
+    """The real DDP step, hook against gloo, one row per bucket cap (bucket_cap_mb)."""
+    out = ["| bucket_cap_mb | buckets (hook / gloo) | hook step (ms) | gloo step (ms) | backward alone (ms, hook / gloo)"
+           " | hook all-reduce (ms) | gloo all-reduce (ms) | hook algbw (GB/s) | gloo algbw (GB/s) | hook/gloo"
+           " | hook/line rate | gloo/line rate |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def ms(row, key):
+        v = num(row, key)
+        return None if v is None else v / 1e3
+
+    for cap in sorted(set(hook) | set(gloo), key=float):
+        h, g = hook.get(cap), gloo.get(cap)
+        ha, ga = num(h, "algbw_GBps"), num(g, "algbw_GBps")
+        out.append(f"| {cap} | {h['buckets'] if h else 'n/a'} / {g['buckets'] if g else 'n/a'}"
+                   f" | {fmt(ms(h, 'step_us'), 0)} | {fmt(ms(g, 'step_us'), 0)}"
+                   f" | {fmt(ms(h, 'backward_nosync_us'), 0)} / {fmt(ms(g, 'backward_nosync_us'), 0)}"
+                   f" | {fmt(ms(h, 'allreduce_us'), 0)} | {fmt(ms(g, 'allreduce_us'), 0)} | {fmt(ha)} | {fmt(ga)}"
+                   f" | {fmt(ratio(ha, ga), 2)} | {fmt(ratio(ha, line), 2)} | {fmt(ratio(ga, line), 2)} |")
+    return out
+
+
 def cpu_table(rows):
     out = ["| phase | process | CPU s | user s | sys s | wall s | CPU % of one core |",
            "|---|---|---:|---:|---:|---:|---:|"]
@@ -146,7 +169,7 @@ def role_of(process):
         return None
     if process.startswith("reducerd"):
         return "reducerd (all reducers)"
-    if process.startswith("reducer-bench") or process.startswith("torch gloo"):
+    if process.startswith(("reducer-bench", "torch gloo", "torch DDP")):
         return "workers (all ranks)"
     if process.startswith("of which irq + softirq"):
         return "machine: irq + softirq (charged to no process)"
@@ -301,6 +324,8 @@ def main():
     collnet = by_key(read_csv(os.path.join(folder, "collnet.csv")), "bytes")
     ddp = by_key(read_csv(os.path.join(folder, "ddp.csv")), "bucket_bytes")
     gloo_ddp = by_key(read_csv(os.path.join(folder, "gloo_ddp.csv")), "bucket_bytes")
+    torch_hook = {r["bucket_cap_mb"]: r for r in read_csv(os.path.join(folder, "torch_hook.csv"))}
+    torch_gloo = {r["bucket_cap_mb"]: r for r in read_csv(os.path.join(folder, "torch_gloo.csv"))}
     line = line_rate_gbps(folder)
     cpu_rows = read_csv(os.path.join(folder, "cpu.csv"))
     md = [f"# All-reduce: {meta['WORKERS']} workers, {meta['REDUCERS']} reducers, links {meta['RATE']}"
@@ -339,6 +364,18 @@ def main():
                "exposed = step - compute, the communication the step waits for; algbw = model bytes / step time; "
                "ours/line rate = model bytes / (step - forward) against the line rate.", ""]
         md += ddp_table(ddp, gloo_ddp, line)
+    if torch_hook or torch_gloo:
+        first = next(iter(torch_hook.values() or torch_gloo.values()))
+        md += ["", "## PyTorch DDP step", "",
+               f"A real training step of unmodified PyTorch DDP on CPU (bench/netns/torch_ddp_step.py: a stack of "
+               f"Linear layers, {int(first['grad_bytes']) / (1 << 20):.1f} MiB of float32 gradients, "
+               f"{meta.get('TORCH_DDP_FLAGS', '')}), on the worker hosts. hook: reduction_server.torch's "
+               "allreduce_hook through the reducers; gloo: DDP's own all-reduce (ring) on the gloo group. "
+               "step = forward + backward + SGD; backward alone = the backward under no_sync() (compute, "
+               "nothing on the wire), in each phase; all-reduce = from the first gradient's arrival to backward's return, "
+               "the window in which the buckets are all-reduced; algbw = gradient bytes / all-reduce. "
+               "The slowest rank's average over the timed steps.", ""]
+        md += torch_table(torch_hook, torch_gloo, line)
     md += waits_table
     md += ["", "## CPU", "", "CPU per process (utime + stime from /proc, over the phase; the machine has "
            f"{meta.get('CORES', '?')} cores; machine-wide busy share in the `all` rows, from /proc/stat, which "

@@ -5,7 +5,8 @@
 # measures the line rate with iperf3, runs our all-reduce (W worker hosts with
 # reducer-bench, R reducer hosts with reducerd) as a size sweep, as NCCL's
 # CollNet proxy issues it and as DDP's gradient buckets, and a ring peer
-# (torch gloo on the same W worker hosts) for the sweep and the DDP step,
+# (torch gloo on the same W worker hosts) for the sweep and the DDP step, a
+# real PyTorch DDP step with our comm hook against DDP's own gloo all-reduce,
 # records CPU per process, and writes results.md and algbw.png into $OUT.
 # Everything it creates is removed on exit or interrupt. See --help.
 set -euo pipefail
@@ -44,6 +45,9 @@ DDP_BUCKETS=${DDP_BUCKETS:-25M}
 DDP_FIRST_BUCKET=${DDP_FIRST_BUCKET:-1M}
 DDP_GAP=${DDP_GAP:-0}
 DDP_FORWARD=${DDP_FORWARD:-0}
+TORCH_DDP_MODEL=${TORCH_DDP_MODEL:-100M}
+TORCH_DDP_BUCKETS=${TORCH_DDP_BUCKETS:-25}
+TORCH_DDP_BATCH=${TORCH_DDP_BATCH:-8}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-perf}
 BIN_DIR=${BIN_DIR:-}  # set: reducerd and reducer-bench from this folder, nothing built
@@ -58,6 +62,11 @@ if [[ -z $NS_DELAY_LINE ]]; then
   [[ -z $BIN_DIR || ! -x $BIN_DIR/rs-delay-line ]] || NS_DELAY_LINE=$BIN_DIR/rs-delay-line
 fi
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's, where python3-torch lives
+# The reduction_server package for torch_hook: BIN_DIR's python/ when it has one, else BUILD_DIR's.
+if [[ -z ${RS_PYTHONPATH:-} ]]; then
+  RS_PYTHONPATH=$BUILD_DIR/python
+  [[ -z $BIN_DIR || ! -d $BIN_DIR/python ]] || RS_PYTHONPATH=$BIN_DIR/python
+fi
 OUT=${OUT:-$ROOT/bench/results/w${WORKERS}-r${REDUCERS}-${RATE}}
 
 usage() {
@@ -98,6 +107,9 @@ Settings, from the environment (current value):
       collnet   each size as NCCL's CollNet proxy issues it (reducer-bench --pattern collnet)
       ddp       one DDP step per iteration (reducer-bench --pattern ddp)
       gloo_ddp  the same step with the same buckets, torch gloo async all_reduce per bucket
+      torch_hook  a real PyTorch DDP step (bench/netns/torch_ddp_step.py) with
+                reduction_server.torch's comm hook on the reducer hosts
+      torch_gloo  the same step with DDP's own all-reduce on gloo
   IPERF_SECONDS=$IPERF_SECONDS
   BENCH_ARGS='$BENCH_ARGS'   more reducer-bench flags (every phase of ours; empty: its defaults)
   REDUCERD_ARGS='$REDUCERD_ARGS'   more reducerd flags
@@ -107,6 +119,11 @@ Settings, from the environment (current value):
                         gives one line each), first bucket, compute before each bucket
   DDP_FORWARD=$DDP_FORWARD   ddp and gloo_ddp: forward compute at each step's start, nothing on
                         the wire (e.g. 1s: longer than TCP's retransmission timeout)
+  TORCH_DDP_MODEL=$TORCH_DDP_MODEL TORCH_DDP_BUCKETS=$TORCH_DDP_BUCKETS TORCH_DDP_BATCH=$TORCH_DDP_BATCH
+                        torch_hook and torch_gloo: float32 parameter (= gradient) bytes of
+                        the Linear stack, DDP's bucket_cap_mb (a comma list gives one line
+                        each), samples per rank per step; ITERS timed steps after WARMUP
+  RS_PYTHONPATH=$RS_PYTHONPATH   where torch_hook imports reduction_server from
   RUN_TIMEOUT=$RUN_TIMEOUT      seconds any one phase may take
   PYTHON=$PYTHON   the interpreter with python3-torch
   BUILD_DIR=$BUILD_DIR   (reducerd and reducer-bench built here, or brought up to date)
@@ -143,6 +160,7 @@ build_binaries() {
     [[ -x $REDUCERD_BIN && -x $BENCH_BIN ]] || { echo "BIN_DIR=$BIN_DIR holds no reducerd and reducer-bench" >&2; exit 1; }
   else
     targets=(reducerd reducer-bench)
+    [[ $PHASES != *torch_hook* || $RS_PYTHONPATH != "$BUILD_DIR/python" ]] || targets+=(rs_python)
   fi
   [[ $NS_DELAY_USED != userspace || $NS_DELAY_LINE != "$BUILD_DIR/bench/rs-delay-line" ]] || targets+=(rs-delay-line)
   ((${#targets[@]})) || return 0
@@ -168,7 +186,7 @@ record_delay_line() {
 check_tools() {
   local missing=()
   command -v iperf3 >/dev/null || [[ $PHASES != *iperf* ]] || missing+=(iperf3)
-  if [[ $PHASES == *gloo* ]] && ! "$PYTHON" -c 'import torch.distributed' 2>/dev/null; then
+  if [[ $PHASES == *gloo* || $PHASES == *torch_* ]] && ! "$PYTHON" -c 'import torch.distributed' 2>/dev/null; then
     missing+=(python3-torch)
   fi
   "$PYTHON" -c 'import matplotlib' 2>/dev/null || missing+=(python3-matplotlib)
@@ -176,6 +194,15 @@ check_tools() {
     echo "missing: ${missing[*]}; apt-get install ${missing[*]}" >&2
     exit 1
   fi
+}
+
+# torch_hook imports reduction_server (built by CMake where pybind11 is found) from RS_PYTHONPATH.
+check_hook_package() {
+  [[ $PHASES == *torch_hook* ]] || return 0
+  PYTHONPATH=$RS_PYTHONPATH "$PYTHON" -c 'import reduction_server.torch' 2>/dev/null && return 0
+  echo "torch_hook: no reduction_server package in RS_PYTHONPATH=$RS_PYTHONPATH (build the rs_python target," \
+    "which needs python3-dev and python3-pybind11)" >&2
+  exit 1
 }
 
 # Every phase asked for must have left its result, and the report its files.
@@ -194,7 +221,7 @@ check_outputs() {
 main() {
   local why phase
   for phase in $PHASES; do
-    [[ $phase =~ ^(iperf|ours|gloo|collnet|ddp|gloo_ddp)$ ]] ||
+    [[ $phase =~ ^(iperf|ours|gloo|collnet|ddp|gloo_ddp|torch_hook|torch_gloo)$ ]] ||
       { echo "unknown phase '$phase' in PHASES; see $0 --help" >&2; exit 2; }
   done
   if ! why=$(ns_can_create); then
@@ -205,8 +232,9 @@ main() {
   ns_choose_delay "$DELAY" || exit 1
   check_tools
   build_binaries
+  check_hook_package
   mkdir -p "$OUT/logs"
-  rm -f "$OUT"/{ours,gloo,collnet,ddp,gloo_ddp,cpu,links}.csv "$OUT"/iperf.json "$OUT"/logs/*
+  rm -f "$OUT"/{ours,gloo,collnet,ddp,gloo_ddp,torch_hook,torch_gloo,cpu,links}.csv "$OUT"/iperf.json "$OUT"/logs/*
   trap cleanup EXIT
   trap 'echo "interrupted" >&2; exit 130' INT TERM
   log "building $((WORKERS + REDUCERS)) hosts in namespaces ${NS_PREFIX}-*, links $RATE${DELAY:+ + $DELAY}${NS_DELAY_USED:+ ($NS_DELAY_USED)}"
@@ -222,6 +250,8 @@ main() {
       collnet) phase_collnet ;;
       ddp) phase_ddp ;;
       gloo_ddp) phase_gloo_ddp ;;
+      torch_hook) phase_torch_hook ;;
+      torch_gloo) phase_torch_gloo ;;
       *) echo "unknown phase '$phase'" >&2; exit 2 ;;
     esac
   done

@@ -7,6 +7,8 @@ not. Harness figures taken on a saturated machine were twice read as the
 network's (docs/performance.md); the warning is what keeps a reader from it.
 A phase whose streams waited for a buffer a fifth of their busy time or more
 is named the same way (its figures measure the hosts' buffer ceilings).
+The real DDP step (torch_hook, torch_gloo) gets a table, hook against gloo
+and each against the line rate.
 
   report_test.py   (exit 0 on success)
 """
@@ -93,6 +95,23 @@ def main():
     expect("| ours | 121.3 | 0.0 % | 45.3 % |" in held and "| ddp | 61.5 | 0.4 % | 0.0 % |" in held,
            "the TCP waits table does not show both phases", held)
     expect("## TCP waits" not in idle, "a run without TCP waits has a TCP waits section", idle)
+    # The real DDP step (torch_ddp_step.py): hook against gloo per bucket_cap_mb, and each against
+    # the line rate (0.1 GB/s here): 100 MiB in 0.9 s (hook) and in 1.5 s (gloo).
+    torch_header = ("comm,bucket_cap_mb,grad_bytes,params,buckets,batch,ranks,steps,step_us,backward_us,"
+                    "backward_nosync_us,allreduce_us,algbw_GBps,wrong\n")
+    torch_csvs = {"iperf.json": '{"end": {"sum_received": {"bits_per_second": 800000000}}}',
+                  "torch_hook.csv": torch_header + "hook,25,104857600,26214400,5,8,4,5,1100000,950000,100000,"
+                                                   "900000,0.116508,0\n",
+                  "torch_gloo.csv": torch_header + "gloo,25,104857600,26214400,5,8,4,5,1700000,1550000,120000,"
+                                                   "1500000,0.069905,0\n"}
+    text = run_report([("torch_hook", "torch DDP rank 0", "1.0", "10.0", "0.5", "0.5")], torch_csvs,
+                      meta="INPUT_BYTES_torch_hook=1048576000\n")
+    expect("## PyTorch DDP step" in text, "no section for the DDP step", text)
+    expect("| 25 | 5 / 5 | 1100 | 1700 | 100 / 120 | 900 | 1500 | 0.117 | 0.070 | 1.67 | 1.17 | 0.70 |" in text,
+           "the DDP step's row is not hook against gloo and the line rate", text)
+    expect("| torch_hook | workers (all ranks) | 1.05 |" in text, "the DDP step's ranks are not counted as workers",
+           text)
+    expect("## PyTorch DDP step" not in idle, "a run without the DDP step phases has its section", idle)
     print("PASS")
 
 
