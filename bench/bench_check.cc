@@ -196,7 +196,42 @@ void FillInput(const CheckParams& params, uint32_t rank, void* out, size_t count
   });
 }
 
+namespace {
+
+// What the wire carries of x where it can, x where it cannot.
+float OnWire(DataType wire, float x) {
+  if (wire == DataType::kFloat16) {
+    const uint16_t h = FloatToHalf(x);
+    return (h & 0x7C00) == 0x7C00 ? x : HalfToFloat(h);
+  }
+  const uint16_t b = FloatToBfloat16(x);
+  return (b & 0x7F80) == 0x7F80 ? x : Bfloat16ToFloat(b);
+}
+
+CheckResult VerifyWireSum(const CheckParams& params, const void* result, size_t count) {
+  using Codec = FloatCodec<Float32>;
+  CheckResult out;
+  for (size_t i = 0; i < count; ++i) {
+    float sum = OnWire(params.wire, Codec::Input(params, 0, i));
+    for (uint32_t r = 1; r < params.world; ++r) sum += OnWire(params.wire, Codec::Input(params, r, i));
+    const float expected = OnWire(params.wire, sum);
+    const float actual = Load<float>(result, i);
+    if (std::bit_cast<uint32_t>(actual) == std::bit_cast<uint32_t>(expected)) continue;
+    if (out.wrong++ == 0) {
+      out.first_wrong = "element " + std::to_string(i) + " is " + Show(double{actual}) + ", expected " +
+                        Show(double{expected}) + " (float32 sum on a " +
+                        std::string(DataTypeName(params.wire)) + " wire)";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 CheckResult VerifyResult(const CheckParams& params, const void* result, size_t count) {
+  if (params.wire != DataType::kFloat32 && params.dtype == DataType::kFloat32 && params.op == ReduceOp::kSum) {
+    return VerifyWireSum(params, result, count);
+  }
   return WithCodec(params.dtype, [&](auto codec) {
     using Codec = decltype(codec);
     CheckResult out;

@@ -27,6 +27,11 @@ struct CheckParams {
   // Changes the inputs; use a fresh seed per batch of operations so that a
   // result left over from an earlier batch is caught.
   uint64_t seed = 0;
+  // The client's wire type of float32 sums (kFloat32: off). With another,
+  // a float32 sum is checked against the exact double rounding the wire
+  // makes: each input rounded to it, the rank-order float32 sum rounded once
+  // (where a value does not fit, it stays float32; client/wire_codec.h).
+  DataType wire = DataType::kFloat32;
 };
 
 // Writes rank's contribution, count elements, into out (any alignment).

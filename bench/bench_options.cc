@@ -7,6 +7,7 @@
 #include "common/cli_parse.h"
 #include "common/units.h"
 #include "protocol/auth.h"
+#include "protocol/wire.h"
 
 namespace rs::bench {
 namespace {
@@ -83,6 +84,11 @@ Status Validate(const RawFlags& raw, const Settings& s, Options* out) {
     return Status(Code::kInvalidArgument, s.Get("--liveness-timeout").source + " must be 0 (off) or at least 100ms");
   }
   RS_RETURN_IF_ERROR(Assign(s.Int("--crc", 0, 1), &out->crc));
+  if (const SettingValue& wire = s.Get("--wire-dtype"); const auto parsed = protocol::ParseWireType(wire.text)) {
+    out->wire = *parsed;
+  } else {
+    return Status(Code::kInvalidArgument, wire.source + ": '" + wire.text + "' is not one of off, bfloat16, float16");
+  }
   RS_RETURN_IF_ERROR(Assign(s.Int("--failover", 0, 1), &out->failover));
   RS_RETURN_IF_ERROR(Assign(s.Int("--min-reducers", 1, static_cast<int64_t>(out->reducers.size())), &out->min_reducers));
   RS_RETURN_IF_ERROR(Assign(s.Size("--retention", 1ull << 20, 1ull << 40), &out->retention));
@@ -154,6 +160,10 @@ const std::vector<SettingInfo>& BenchSettings() {
        "the reducers use it to detect a silent rank. 0: off"},
       {"--crc", "REDUCER_CRC", "0/1", "0", "",
        "1: CRC32C over every piece and result, checked end to end (with the reducers' --crc); 0: off"},
+      {"--wire-dtype", "REDUCER_WIRE_DTYPE", "TYPE", "off", "",
+       "bfloat16 or float16: float32 sums travel in that type (half the bytes), rounded once by each rank and once "
+       "by the reducers after a float32 sum; --check then expects exactly those roundings. off: float32. The same "
+       "on every rank"},
       {"--failover", "REDUCER_FAILOVER", "0/1", "1", "",
        "1: a lost reducer is survived (the others take over its share, results unchanged; a restarted one is "
        "taken back); each rank keeps a copy of its recent inputs for it. 0: losing one is fatal"},

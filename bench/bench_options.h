@@ -48,6 +48,7 @@ struct Options {
   std::chrono::milliseconds connect_timeout{90'000};
   std::chrono::milliseconds liveness{5'000};  // 0: off
   bool crc = false;
+  DataType wire = DataType::kFloat32;  // --wire-dtype; kFloat32: off
   bool failover = true;
   uint32_t min_reducers = 1;
   uint64_t retention = 256 << 20;

@@ -13,6 +13,16 @@
 // crc32c.h) over one input with each implementation this CPU has; its
 // bytes_per_second is the bytes checked per CPU-second, the figure that sets
 // what the check costs a reducer.
+//
+// wire/... times float32 sums on a 16-bit wire (REDUCER_WIRE_DTYPE), every
+// rate in float32 bytes of the user's data: narrow/<type> and widen/<type>
+// are a rank's conversions (kernels: the reducer's Highway code; client: the
+// worker's auto-vectorised code, client/wire_codec.h), and
+// sum/<type>/inputs:N is the reducer's whole job on a piece of N pieces in
+// the wire type (sum in float32 in rank order, round once, check the result
+// fits: Session::ReduceWideSum's common case), next to reduce_sum/float32 for
+// N pieces of float32; sum_float32_path/... is its path when some rank's
+// piece came as float32.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -21,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "client/wire_codec.h"
 #include "common/dtype.h"
 #include "kernels/kernels.h"
 #include "protocol/crc32c.h"
@@ -110,7 +121,70 @@ void BM_Crc32c(benchmark::State& state, Buffers* buffers, protocol::Crc32cImpl i
   state.SetLabel(protocol::Crc32cImplName(impl));
 }
 
+void BM_Narrow(benchmark::State& state, Buffers* buffers, DataType wire, bool client) {
+  const size_t count = buffers->bytes() / sizeof(float);
+  const auto* in = reinterpret_cast<const float*>(buffers->input(0));
+  auto* out = reinterpret_cast<uint16_t*>(buffers->out());
+  for (auto _ : state) {
+    const bool fits = client ? client::NarrowPiece(wire, in, out, count) : kernels::NarrowFloat32(wire, in, out, count);
+    benchmark::DoNotOptimize(fits);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * buffers->bytes()));
+  state.SetLabel(client ? "client" : kernels::ReduceTargetName());
+}
+
+void BM_Widen(benchmark::State& state, Buffers* buffers, DataType wire, bool client) {
+  const size_t count = buffers->bytes() / sizeof(float);
+  const auto* in = reinterpret_cast<const uint16_t*>(buffers->input(0));
+  auto* out = reinterpret_cast<float*>(buffers->out());
+  for (auto _ : state) {
+    if (client) {
+      client::WidenPart(wire, in, out, count);
+    } else {
+      kernels::WidenToFloat32(wire, in, out, count);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * buffers->bytes()));
+  state.SetLabel(client ? "client" : kernels::ReduceTargetName());
+}
+
+void BM_WireSum(benchmark::State& state, Buffers* buffers, DataType wire, size_t n, bool float32_path) {
+  const size_t count = buffers->bytes() / sizeof(float);
+  const std::vector<DataType> types(n, wire);
+  auto* sum = reinterpret_cast<float*>(buffers->out());
+  auto* rounded = reinterpret_cast<uint16_t*>(buffers->copy(0));
+  for (auto _ : state) {
+    if (float32_path) {
+      kernels::SumToFloat32(wire, sum, buffers->inputs(), types.data(), n, count);
+      benchmark::DoNotOptimize(kernels::NarrowFloat32(wire, sum, rounded, count));
+    } else {
+      kernels::Reduce(wire, ReduceOp::kSum, rounded, buffers->inputs(), n, count);
+      benchmark::DoNotOptimize(kernels::AllFinite(wire, rounded, count));
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * buffers->bytes()));
+  state.SetLabel(kernels::ReduceTargetName());
+}
+
 void RegisterAll(Buffers* buffers, const std::string& size_name) {
+  for (DataType wire : {DataType::kBfloat16, DataType::kFloat16}) {
+    const std::string type(DataTypeName(wire));
+    for (bool client : {false, true}) {
+      const std::string who = client ? "client" : "kernels";
+      benchmark::RegisterBenchmark(("wire/narrow/" + type + "/" + who + "/" + size_name).c_str(), BM_Narrow, buffers,
+                                   wire, client);
+      benchmark::RegisterBenchmark(("wire/widen/" + type + "/" + who + "/" + size_name).c_str(), BM_Widen, buffers,
+                                   wire, client);
+    }
+    for (size_t n : {2, 4, 8, 16}) {
+      const std::string suffix = type + "/inputs:" + std::to_string(n) + "/" + size_name;
+      benchmark::RegisterBenchmark(("wire/sum/" + suffix).c_str(), BM_WireSum, buffers, wire, n, false);
+      benchmark::RegisterBenchmark(("wire/sum_float32_path/" + suffix).c_str(), BM_WireSum, buffers, wire, n, true);
+    }
+  }
   for (protocol::Crc32cImpl impl :
        {protocol::Crc32cImpl::kAvx512, protocol::Crc32cImpl::kSse42, protocol::Crc32cImpl::kPortable}) {
     if (!protocol::Crc32cAvailable(impl)) continue;

@@ -76,8 +76,9 @@ class Report {
                 streams.c_str(), piece.c_str(), window.c_str(), o_.inflight, o_.io_threads);
     std::printf("# iters %d, warmup %d, check %s, job token %s\n", o_.iters, o_.warmup, o_.check ? "on" : "off",
                 o_.job_token.empty() ? "none" : "set");
-    std::printf("# liveness timeout %lld ms, CRC32C %s, failover %s\n", static_cast<long long>(o_.liveness.count()),
-                o_.crc ? "on" : "off",
+    std::printf("# liveness timeout %lld ms, CRC32C %s, wire %s, failover %s\n",
+                static_cast<long long>(o_.liveness.count()), o_.crc ? "on" : "off",
+                std::string(protocol::WireTypeName(o_.wire)).c_str(),
                 o_.failover ? ("on (min " + std::to_string(o_.min_reducers) + " reducers, retention " +
                                FormatBytes(o_.retention) + ")").c_str()
                             : "off");
@@ -169,7 +170,7 @@ class Bench {
   explicit Bench(Options o) : o_(std::move(o)), report_(o_), seeds_(o_.inflight) {
     if (o_.workload.pattern != Pattern::kSweep) {
       workload_ = WorkloadRun::Create(o_.workload, {o_.rank, o_.world, o_.reducers.size(), o_.dtypes, o_.op, o_.iters,
-                                                    o_.warmup, o_.check, o_.op_timeout, o_.csv, Sizes(o_)});
+                                                    o_.warmup, o_.check, o_.op_timeout, o_.csv, Sizes(o_), o_.wire});
       return;
     }
     for (int s = 0; s < o_.inflight; ++s) {
@@ -198,6 +199,7 @@ class Bench {
     c.op_timeout = o_.op_timeout;
     c.liveness_timeout = o_.liveness;
     c.crc = o_.crc;
+    c.wire_dtype = o_.wire;
     c.failover = o_.failover;
     c.min_reducers = o_.min_reducers;
     c.retention_bytes = o_.retention;
@@ -287,7 +289,9 @@ class Bench {
            FormatBytes(row.bytes) + " (" + std::to_string(row.count) + " elements)";
   }
 
-  CheckParams Params(const Row& row, int slot) const { return {row.dtype, o_.op, o_.world, seeds_[slot]}; }
+  CheckParams Params(const Row& row, int slot) const {
+    return {row.dtype, o_.op, o_.world, seeds_[slot], o_.wire};
+  }
 
   void PrepareInputs(const Row& row) {
     for (int s = 0; s < o_.inflight; ++s) {

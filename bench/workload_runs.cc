@@ -29,7 +29,7 @@ class RunBase : public WorkloadRun {
     return Status::Ok();
   }
 
-  CheckParams Params(DataType dtype, uint64_t seed) const { return {dtype, s_.op, s_.world, seed}; }
+  CheckParams Params(DataType dtype, uint64_t seed) const { return {dtype, s_.op, s_.world, seed, s_.wire}; }
 
   // The inputs of elements [offset, offset + count) with their own seed; the
   // receive side filled with a pattern no exact result has (see reducer_bench.cc).

@@ -32,6 +32,7 @@ struct RunSettings {
   std::chrono::milliseconds timeout{90'000};
   std::string csv;              // rank 0 writes it; empty: none
   std::vector<uint64_t> sizes;  // collnet: the user's all-reduce sizes
+  DataType wire = DataType::kFloat32;  // --wire-dtype, for --check
 };
 
 class WorkloadRun {

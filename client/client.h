@@ -83,6 +83,17 @@ struct ClientOptions {
   // pass over the data on each side, measured at 3-10 % of a reducer's CPU
   // (docs/reliability.md), above the 3 % the project accepts by default.
   bool crc = false;
+  // The type float32 sums travel in (REDUCER_WIRE_DTYPE): kFloat32 ("off",
+  // the default), kBfloat16 or kFloat16. Each piece is rounded to it (to
+  // nearest even) as it is written; the reducer widens every rank's piece,
+  // sums in rank order in float32 and rounds the result once; it is widened
+  // back into the receive buffer. Half the bytes, two roundings per element
+  // whatever the world size, results still bitwise identical on every rank.
+  // A piece with a value the wire type cannot hold (Inf, NaN, beyond
+  // float16's +-65504) goes as float32 (ClientStats::wire_fallbacks), and so
+  // does a result part whose sum does not fit. Only float32 sums use it;
+  // other types and ops ignore it. Every rank must use the same setting.
+  DataType wire_dtype = DataType::kFloat32;
   // Failover: when a reducer is lost (frozen, dead, cut off, shutting down)
   // the ranks agree on a new set of reducers and go on with the survivors,
   // redoing the operations that had not completed everywhere; results stay
@@ -142,6 +153,9 @@ struct ClientStats {
   uint64_t tcp_busy_us = 0;
   uint64_t tcp_rwnd_limited_us = 0;
   uint64_t tcp_sndbuf_limited_us = 0;
+  // Pieces of float32 sums sent as float32 because a value did not fit the
+  // wire type (ClientOptions::wire_dtype).
+  uint64_t wire_fallbacks = 0;
 };
 
 // One all-reduce in flight. Keep send and recv buffers alive until Done().

@@ -134,7 +134,7 @@ Status ClientImpl::InstallLocked(Clock::time_point now) {
     if (seq < start || !retained.done || ops_.count(seq) != 0) continue;
     auto shadow = std::make_shared<OperationImpl>(seq, retained.data, nullptr, retained.count, retained.dtype,
                                                   retained.op, epoch, std::vector<protocol::PieceSpan>{},
-                                                  static_cast<uint32_t>(slots_.size()), now);
+                                                  static_cast<uint32_t>(slots_.size()), now, opts_.wire_dtype);
     ops_.emplace(seq, OpEntry{shadow, true});
   }
   for (auto& [seq, entry] : ops_) {

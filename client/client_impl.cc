@@ -57,6 +57,11 @@ Status ClientImpl::Connect() {
   if (opts_.liveness_timeout.count() > 0 && opts_.liveness_timeout < kMinLivenessTimeout) {
     return Status(Code::kInvalidArgument, "liveness timeout must be at least 100 ms (or 0 for off)");
   }
+  if (opts_.wire_dtype != DataType::kFloat32 && opts_.wire_dtype != DataType::kBfloat16 &&
+      opts_.wire_dtype != DataType::kFloat16) {
+    return Status(Code::kInvalidArgument, "wire type " + std::string(DataTypeName(opts_.wire_dtype)) +
+                                              " is not one of off (float32), bfloat16, float16");
+  }
   if (opts_.min_reducers < 1 || opts_.min_reducers > opts_.reducers.size()) {
     return Status(Code::kInvalidArgument, "min_reducers is " + std::to_string(opts_.min_reducers) +
                                               "; it must be 1 to the number of reducers (" +
@@ -120,6 +125,8 @@ void ClientImpl::OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline)
     // Results in parts: the reducer sends each run of a piece as soon as
     // every rank's share of it is in.
     params.hello.flags = protocol::kHelloResultParts | (opts_.failover ? protocol::kHelloFailover : 0u);
+    params.hello.wire = opts_.wire_dtype;
+    params.wire_fallbacks = &wire_fallbacks_;
     params.token = opts_.job_token;
     params.connect_deadline = deadline;
     params.send_window_bytes = opts_.send_window_bytes;
@@ -211,6 +218,7 @@ ClientStats ClientImpl::stats() const {
       out.tcp_sndbuf_limited_us += waits.sndbuf_limited_us;
     }
   }
+  out.wire_fallbacks = wire_fallbacks_.load(std::memory_order_relaxed);
   return out;
 }
 
@@ -254,6 +262,13 @@ void ClientImpl::IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* 
     h.epoch = epoch;
     h.watermark = watermark;
     PieceSend s;
+    if (op->wire() != DataType::kFloat32) {
+      // Narrowed when written (ReducerStream::WriteNext), which re-encodes
+      // the header with the type the elements go in.
+      h.flags = protocol::kPieceWideSum;
+      s.wire = op->wire();
+      s.header = h;
+    }
     s.data = op->source() + p.offset * elem;
     s.bytes = p.count * elem;
     s.epoch = epoch;
@@ -296,7 +311,8 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
   const uint32_t epoch = membership_ ? membership_->epoch() : 0;
   auto op_state = std::make_shared<OperationImpl>(seq, send, recv, count, dtype, op, epoch,
                                                   PartitionLocked(seq, count, dtype),
-                                                  static_cast<uint32_t>(slots_.size()), Clock::now());
+                                                  static_cast<uint32_t>(slots_.size()), Clock::now(),
+                                                  opts_.wire_dtype);
   if (count == 0) return op_state;
   ops_.emplace(seq, OpEntry{op_state, false});
   handed_out_.push_back(op_state);

@@ -12,6 +12,7 @@
 // Fail(). Lock order: this mutex, then an operation's.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -147,6 +148,7 @@ class ClientImpl final : public Client, public StreamOwner {
   std::deque<uint64_t> waiting_;            // ops waiting for retention memory, in order
   uint64_t global_watermark_ = 0;           // every operation below it completed on every rank
   ClientStats counters_;
+  std::atomic<uint64_t> wire_fallbacks_{0};  // the streams count into it
   std::vector<std::pair<LogLevel, std::string>> pending_logs_;
 };
 

@@ -6,7 +6,7 @@ namespace rs::client {
 
 OperationImpl::OperationImpl(uint64_t seq, const void* send, void* recv, uint64_t count, DataType dtype,
                              ReduceOp op, uint32_t epoch, std::vector<protocol::PieceSpan> pieces, uint32_t reducers,
-                             Clock::time_point start)
+                             Clock::time_point start, DataType wire)
     : seq_(seq),
       send_(send),
       source_(static_cast<const uint8_t*>(send)),
@@ -14,6 +14,7 @@ OperationImpl::OperationImpl(uint64_t seq, const void* send, void* recv, uint64_
       count_(count),
       dtype_(dtype),
       op_(op),
+      wire_(dtype == DataType::kFloat32 && op == ReduceOp::kSum ? wire : DataType::kFloat32),
       reducers_(reducers),
       start_(start),
       epoch_(epoch),
@@ -78,7 +79,13 @@ OperationImpl::Claim OperationImpl::ClaimResult(uint32_t reducer, const protocol
     return Claim::kError;
   }
   const protocol::PieceSpan& p = pieces_[h.piece];
-  if (p.reducer != reducer || h.dtype != dtype_ || h.op != op_ || h.total_count != count_) {
+  // A float32 sum on a 16-bit wire comes back part by part in the wire type
+  // or, where the sum did not fit it, in float32.
+  const bool wide = wire_ != DataType::kFloat32;
+  const bool type_ok = wide ? (h.flags & protocol::kPieceWideSum) != 0 &&
+                                  (h.dtype == DataType::kFloat32 || h.dtype == wire_)
+                            : (h.flags & protocol::kPieceWideSum) == 0 && h.dtype == dtype_;
+  if (p.reducer != reducer || !type_ok || h.op != op_ || h.total_count != count_) {
     *error = Status(Code::kProtocol, "reducer's result for " + where + " does not match what was sent");
     return Claim::kError;
   }

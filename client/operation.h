@@ -32,8 +32,10 @@ class OperationImpl final : public Operation {
   // Pieces are sent from `send` until a retained copy takes over (see
   // RetainInto and Restart). `recv` null makes a shadow. Pieces name
   // reducers by their index in the client's list.
+  // `wire`: the client's wire type of float32 sums (ClientOptions::wire_dtype).
   OperationImpl(uint64_t seq, const void* send, void* recv, uint64_t count, DataType dtype, ReduceOp op,
-                uint32_t epoch, std::vector<protocol::PieceSpan> pieces, uint32_t reducers, Clock::time_point start);
+                uint32_t epoch, std::vector<protocol::PieceSpan> pieces, uint32_t reducers, Clock::time_point start,
+                DataType wire = DataType::kFloat32);
 
   bool Done() const override;
   Status Wait(std::chrono::milliseconds timeout) override;
@@ -57,6 +59,9 @@ class OperationImpl final : public Operation {
   uint64_t count() const { return count_; }
   DataType dtype() const { return dtype_; }
   ReduceOp op() const { return op_; }
+  // The type this operation's pieces travel in: the wire type for a float32
+  // sum on a 16-bit wire (protocol::kPieceWideSum), otherwise kFloat32.
+  DataType wire() const { return wire_; }
   Clock::time_point start() const { return start_; }
   uint32_t epoch() const;
   std::vector<protocol::PieceSpan> pieces() const;
@@ -97,6 +102,7 @@ class OperationImpl final : public Operation {
   const uint64_t count_;
   const DataType dtype_;
   const ReduceOp op_;
+  const DataType wire_;
   const uint32_t reducers_;
   const Clock::time_point start_;
   uint8_t* retained_ = nullptr;        // the failover copy, if any

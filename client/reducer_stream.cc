@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "client/wire_codec.h"
 #include "common/host_tuning.h"
 #include "common/socket_options.h"
 #include "common/tcp_path.h"
@@ -322,10 +323,17 @@ void ReducerStream::ReadResult() {
       }
     }
     const bool claimed = claim == OperationImpl::Claim::kClaimed;
+    self->result_narrow_ = claimed && (h.flags & protocol::kPieceWideSum) != 0 && h.dtype != DataType::kFloat32;
     if (claimed && !op->shadow()) {
-      const size_t offset = h.offset * DataTypeSize(h.dtype);
-      op->BeforeResult(offset, h.PayloadBytes());  // the failover copy of an in-place input first
+      // In the operation's type: a part on a 16-bit wire lands widened.
+      const size_t elem = DataTypeSize(op->dtype());
+      const size_t offset = h.offset * elem;
+      op->BeforeResult(offset, h.count * elem);  // the failover copy of an in-place input first
       uint8_t* dest = static_cast<uint8_t*>(op->recv()) + offset;
+      if (self->result_narrow_) {
+        self->wire_result_.resize(h.PayloadBytes());
+        dest = self->wire_result_.data();
+      }
       self->Read(asio::buffer(dest, h.PayloadBytes()),
                  [op](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec2) {
                    self->OnResultRead(op, true, ec2);
@@ -362,14 +370,21 @@ void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, bool 
   if (!writing_ && !queue_.empty() && state_ != State::kClosed && !write_failed_) WriteNext();
   if (op) {
     if (claimed && !ec) {
-      const uint8_t* data = op->shadow() ? discard_.data()
-                                         : static_cast<const uint8_t*>(op->recv()) +
-                                               result_header_.offset * DataTypeSize(result_header_.dtype);
+      uint8_t* recv = nullptr;
+      const uint8_t* data = discard_.data();
+      if (!op->shadow()) {
+        recv = static_cast<uint8_t*>(op->recv()) + result_header_.offset * DataTypeSize(op->dtype());
+        data = result_narrow_ ? wire_result_.data() : recv;
+      }
       Status corrupt = CheckResultCrc(data);
       if (!corrupt.ok()) {
         op->Release();
         Fail(corrupt);
         return;
+      }
+      if (result_narrow_ && !op->shadow()) {
+        WidenPart(result_header_.dtype, reinterpret_cast<const uint16_t*>(wire_result_.data()),
+                  reinterpret_cast<float*>(recv), result_header_.count);
       }
       if (result_ends_piece_ && op->PieceDone(result_header_.epoch)) owner_->OperationComplete(op->seq());
     }
@@ -381,6 +396,30 @@ void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, bool 
     return;
   }
   ReadFrame();
+}
+
+void ReducerStream::PrepareWideSum(PieceSend* piece) {
+  const DataType wire = piece->wire;
+  piece->wire = DataType::kFloat32;
+  const size_t count = piece->header.count;
+  piece->narrowed.resize(count);
+  if (NarrowPiece(wire, reinterpret_cast<const float*>(piece->data), piece->narrowed.data(), count)) {
+    piece->header.dtype = wire;
+    piece->data = reinterpret_cast<const uint8_t*>(piece->narrowed.data());
+    piece->bytes = count * sizeof(uint16_t);
+  } else {
+    // Inf, NaN or beyond the wire type's range: the piece goes in float32,
+    // so the wire never carries an Inf or NaN it made; the values that fit
+    // are rounded all the same (wire_codec.h).
+    piece->fallback.resize(count);
+    FallbackPiece(wire, piece->narrowed.data(), reinterpret_cast<const float*>(piece->data),
+                  piece->fallback.data(), count);
+    piece->narrowed = {};
+    piece->header.dtype = DataType::kFloat32;
+    piece->data = reinterpret_cast<const uint8_t*>(piece->fallback.data());
+    if (params_.wire_fallbacks != nullptr) params_.wire_fallbacks->fetch_add(1, std::memory_order_relaxed);
+  }
+  protocol::EncodePieceFrame(protocol::FrameType::kData, piece->header, &piece->head);
 }
 
 void ReducerStream::Send(std::vector<PieceSend> sends) {
@@ -519,6 +558,7 @@ void ReducerStream::WriteNext() {
     }
     const size_t begin = i == 0 ? front_written_ : 0;
     if (begin == 0) {
+      if (out.piece.wire != DataType::kFloat32) PrepareWideSum(&out.piece);
       if (out.piece.crc) {
         // Here rather than when the operation is issued: off the caller's
         // thread, and on the bytes as they are about to leave.

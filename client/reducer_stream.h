@@ -85,11 +85,17 @@ struct StreamParams {
   // its link instead of each queueing whole batches behind the others.
   bool interleave = false;
   std::optional<size_t> write_slice_bytes;  // ClientOptions::write_slice_bytes (nullopt: automatic)
+  // Counts pieces of float32 sums sent as float32 (they did not fit the
+  // wire type); outlives the stream.
+  std::atomic<uint64_t>* wire_fallbacks = nullptr;
 };
 
 // A DATA frame to write: header plus a view of the operation's source.
 // The operation's lease is held until the bytes have been written. The
 // CRC32C, when asked for, is computed just before the frame is written.
+// A float32 sum on a 16-bit wire (`wire` not kFloat32) is narrowed into
+// `narrowed` just before it is written, like the CRC: on the I/O thread, one
+// piece at a time, so no copy of the whole buffer is ever made.
 struct PieceSend {
   std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
   const uint8_t* data = nullptr;
@@ -97,6 +103,10 @@ struct PieceSend {
   uint32_t epoch = 0;
   bool crc = false;
   std::shared_ptr<OperationImpl> op;
+  DataType wire = DataType::kFloat32;  // set back to kFloat32 once narrowed (or not)
+  protocol::PieceHeader header;        // wide sums: `head` is re-encoded from it
+  std::vector<uint16_t> narrowed;      // moves keep `data` valid: the storage moves with it
+  std::vector<float> fallback;         // what goes instead when a value did not fit
 };
 
 class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
@@ -147,6 +157,8 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void ReadResult();
   void OnResultRead(const std::shared_ptr<OperationImpl>& op, bool claimed, const asio::error_code& ec);
   Status CheckResultCrc(const uint8_t* data) const;
+  // Narrows a wide sum's piece (PieceSend::wire) before its first byte goes.
+  void PrepareWideSum(PieceSend* piece);
   void WriteControl(std::vector<uint8_t> frame);  // in order with the pieces
   void WriteUrgent(std::vector<uint8_t> frame);   // ahead of queued pieces
   void WriteNext();
@@ -196,6 +208,10 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   uint64_t max_piece_bytes_ = 0;
   protocol::PieceHeader result_header_;
   bool result_ends_piece_ = false;  // result_header_'s elements complete their piece
+  // The result part is in the wire type: read here, then widened into the
+  // receive buffer.
+  bool result_narrow_ = false;
+  std::vector<uint8_t> wire_result_;
   uint32_t epoch_ = 0;  // pieces of older epochs are not sent
 
   struct Outgoing {

@@ -12,12 +12,17 @@
 #define HWY_TARGET_INCLUDE "kernels/kernels.cc"
 #include "kernels/kernels.h"
 
+#include "common/half.h"
+
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 HWY_BEFORE_NAMESPACE();
 namespace rs::kernels {
@@ -422,6 +427,135 @@ void ReduceImpl(DataType type, ReduceOp op, void* out, const void* const* inputs
   }
 }
 
+// ------------------------------------------------- wire format conversions
+// Float32 sums on a 16-bit wire (kernels.h). Work goes chunk by chunk so that
+// a sum's float32 output stays in cache while every input is added to it.
+
+enum class Conv { kNarrow, kWiden, kAdd };
+
+// Bfloat16Io keeps its accumulator de-interleaved (low halves, then high
+// halves); conversions to and from plain float32 arrays need element order,
+// so they widen and narrow lane by lane like HalfIo.
+struct Bfloat16LinearIo : SingleReg {
+  using S = uint16_t;
+  using A = float;
+  template <class D>
+  static HWY_INLINE hn::Vec<D> Load(D d, const S* p) {
+    const hn::Rebind<uint16_t, D> d16;
+    const hn::RebindToUnsigned<D> du;
+    return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
+  }
+  template <class D>
+  static HWY_INLINE void Store(D d, hn::Vec<D> v, S* p) {
+    const hn::Rebind<uint16_t, D> d16;
+    const hn::RebindToSigned<D> di;
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, FloatToBfloat16Bits(d, v))), d16, p);
+  }
+};
+
+// One chunk: kNarrow stores Io::S from float32, kWiden stores float32 from
+// Io::S, kAdd adds Io::S (widened) into float32. Like Pass, the partial last
+// register goes through padded copies so it runs the same instructions.
+template <class Io, Conv kConv>
+HWY_NOINLINE void ConvertChunk(const void* in_bytes, void* out_bytes, size_t len) {
+  using In = std::conditional_t<kConv == Conv::kNarrow, float, typename Io::S>;
+  using Out = std::conditional_t<kConv == Conv::kNarrow, typename Io::S, float>;
+  const hn::ScalableTag<float> d;
+  const In* in = static_cast<const In*>(in_bytes);
+  Out* out = static_cast<Out*>(out_bytes);
+  const auto one = [&](const In* src, Out* dst) HWY_ATTR {
+    if constexpr (kConv == Conv::kNarrow) {
+      Io::Store(d, Io::LoadAcc(d, src), dst);
+    } else if constexpr (kConv == Conv::kWiden) {
+      Io::StoreAcc(d, Io::Load(d, src), dst);
+    } else {
+      Io::StoreAcc(d, Io::template Apply<SumOp>(Io::LoadAcc(d, dst), Io::Load(d, src)), dst);
+    }
+  };
+  const size_t step = Io::Step(d);
+  size_t i = 0;
+  for (; i + step <= len; i += step) one(in + i, out + i);
+  if (i == len) return;
+  constexpr size_t kPad = HWY_MAX_BYTES / sizeof(float);  // Step: one register of float32
+  alignas(64) In tmp_in[kPad] = {};
+  alignas(64) Out tmp_out[kPad] = {};
+  const size_t rest = len - i;
+  std::memcpy(tmp_in, in + i, rest * sizeof(In));
+  if constexpr (kConv == Conv::kAdd) std::memcpy(tmp_out, out + i, rest * sizeof(Out));
+  one(tmp_in, tmp_out);
+  std::memcpy(out + i, tmp_out, rest * sizeof(Out));
+}
+
+// Whether no element has every exponent bit set (Inf or NaN).
+HWY_NOINLINE bool NoneAllOnes(const uint16_t* p, size_t count, uint16_t exponent) {
+  const hn::ScalableTag<uint16_t> d;
+  const auto mask = hn::Set(d, exponent);
+  auto seen = hn::Zero(d);
+  const size_t step = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + step <= count; i += step) {
+    seen = hn::Or(seen, hn::VecFromMask(d, hn::Eq(hn::And(hn::LoadU(d, p + i), mask), mask)));
+  }
+  if (!hn::AllFalse(d, hn::Ne(seen, hn::Zero(d)))) return false;
+  for (; i < count; ++i) {
+    if ((p[i] & exponent) == exponent) return false;
+  }
+  return true;
+}
+
+constexpr size_t kConvChunk = kChunkBytes / sizeof(float);
+
+template <class Io>
+bool Narrow(const float* in, uint16_t* out, size_t count, uint16_t exponent) {
+  for (size_t pos = 0; pos < count; pos += kConvChunk) {
+    ConvertChunk<Io, Conv::kNarrow>(in + pos, out + pos, std::min(kConvChunk, count - pos));
+  }
+  return NoneAllOnes(out, count, exponent);
+}
+
+bool NarrowImpl(DataType wire, const float* in, uint16_t* out, size_t count) {
+  return wire == DataType::kFloat16 ? Narrow<HalfIo>(in, out, count, 0x7C00)
+                                    : Narrow<Bfloat16LinearIo>(in, out, count, 0x7F80);
+}
+
+bool AllFiniteImpl(DataType wire, const uint16_t* values, size_t count) {
+  return NoneAllOnes(values, count, wire == DataType::kFloat16 ? 0x7C00 : 0x7F80);
+}
+
+void WidenImpl(DataType wire, const uint16_t* in, float* out, size_t count) {
+  for (size_t pos = 0; pos < count; pos += kConvChunk) {
+    const size_t len = std::min(kConvChunk, count - pos);
+    if (wire == DataType::kFloat16) {
+      ConvertChunk<HalfIo, Conv::kWiden>(in + pos, out + pos, len);
+    } else {
+      ConvertChunk<Bfloat16LinearIo, Conv::kWiden>(in + pos, out + pos, len);
+    }
+  }
+}
+
+void SumImpl(DataType wire, float* out, const void* const* inputs, const DataType* types, size_t n,
+             size_t count) {
+  for (size_t pos = 0; pos < count; pos += kConvChunk) {
+    const size_t len = std::min(kConvChunk, count - pos);
+    for (size_t k = 0; k < n; ++k) {
+      const bool f32 = types[k] == DataType::kFloat32;
+      const auto* base = static_cast<const uint8_t*>(inputs[k]);
+      const void* in = base + pos * (f32 ? sizeof(float) : sizeof(uint16_t));
+      if (k == 0 && f32) {
+        if (in != out + pos) std::memcpy(out + pos, in, len * sizeof(float));
+      } else if (k == 0) {
+        WidenImpl(wire, static_cast<const uint16_t*>(in), out + pos, len);
+      } else if (f32) {
+        ConvertChunk<PlainIo<float>, Conv::kAdd>(in, out + pos, len);
+      } else if (wire == DataType::kFloat16) {
+        ConvertChunk<HalfIo, Conv::kAdd>(in, out + pos, len);
+      } else {
+        ConvertChunk<Bfloat16LinearIo, Conv::kAdd>(in, out + pos, len);
+      }
+    }
+  }
+}
+
 int64_t CompiledTarget() { return HWY_TARGET; }
 
 }  // namespace HWY_NAMESPACE
@@ -470,6 +604,58 @@ void Reduce(DataType type, ReduceOp op, void* out, const void* const* inputs, si
 }
 
 const char* ReduceTargetName() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }
+
+namespace {
+
+// A caller passing another type has a bug no input could cause: stop loudly.
+void CheckWireType(DataType wire) {
+  if (wire != DataType::kFloat16 && wire != DataType::kBfloat16) {
+    std::fprintf(stderr, "rs::kernels: wire type %d is neither float16 nor bfloat16\n",
+                 static_cast<int>(wire));
+    std::abort();
+  }
+}
+
+}  // namespace
+
+HWY_EXPORT(NarrowImpl);
+HWY_EXPORT(WidenImpl);
+HWY_EXPORT(AllFiniteImpl);
+
+bool AllFinite(DataType wire, const uint16_t* values, size_t count) {
+  CheckWireType(wire);
+  if (count == 0) return true;
+  return HWY_DYNAMIC_DISPATCH(AllFiniteImpl)(wire, values, count);
+}
+HWY_EXPORT(SumImpl);
+
+void WidenWhereFinite(DataType wire, const uint16_t* narrowed, float* values, size_t count) {
+  CheckWireType(wire);
+  const bool half = wire == DataType::kFloat16;
+  const uint16_t exponent = half ? 0x7C00 : 0x7F80;
+  for (size_t i = 0; i < count; ++i) {
+    if ((narrowed[i] & exponent) != exponent) values[i] = half ? HalfToFloat(narrowed[i]) : Bfloat16ToFloat(narrowed[i]);
+  }
+}
+
+bool NarrowFloat32(DataType wire, const float* in, uint16_t* out, size_t count) {
+  CheckWireType(wire);
+  if (count == 0) return true;
+  return HWY_DYNAMIC_DISPATCH(NarrowImpl)(wire, in, out, count);
+}
+
+void WidenToFloat32(DataType wire, const uint16_t* in, float* out, size_t count) {
+  CheckWireType(wire);
+  if (count == 0) return;
+  HWY_DYNAMIC_DISPATCH(WidenImpl)(wire, in, out, count);
+}
+
+void SumToFloat32(DataType wire, float* out, const void* const* inputs,
+                  const DataType* input_types, size_t n_inputs, size_t count) {
+  CheckWireType(wire);
+  if (count == 0 || n_inputs == 0) return;
+  HWY_DYNAMIC_DISPATCH(SumImpl)(wire, out, inputs, input_types, n_inputs, count);
+}
 
 }  // namespace rs::kernels
 #endif  // HWY_ONCE

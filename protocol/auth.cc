@@ -23,13 +23,14 @@ StatusOr<Mac> Proof(std::string_view role, std::string_view token, const Hello& 
   std::vector<uint8_t> transcript;
   transcript.insert(transcript.end(), role.begin(), role.end());
   transcript.insert(transcript.end(), hello.session.begin(), hello.session.end());
-  uint8_t fields[20];
+  uint8_t fields[24];
   PutLE<uint32_t>(fields, hello.rank);
   PutLE<uint32_t>(fields + 4, hello.world);
   PutLE<uint16_t>(fields + 8, hello.stream);
   PutLE<uint16_t>(fields + 10, hello.streams);
   PutLE<uint32_t>(fields + 12, hello.flags);
   PutLE<uint32_t>(fields + 16, hello.liveness_ms);
+  PutLE<uint32_t>(fields + 20, static_cast<uint32_t>(hello.wire));  // v3: a forged one could skew every sum
   transcript.insert(transcript.end(), fields, fields + sizeof(fields));
   transcript.insert(transcript.end(), hello.client_nonce.begin(), hello.client_nonce.end());
   transcript.insert(transcript.end(), server_nonce.begin(), server_nonce.end());
@@ -61,11 +62,11 @@ StatusOr<Nonce> RandomNonce() {
 }
 
 StatusOr<Mac> ClientProof(std::string_view token, const Hello& hello, const Nonce& server_nonce) {
-  return Proof("rs-auth-v2 worker", token, hello, server_nonce);
+  return Proof("rs-auth-v3 worker", token, hello, server_nonce);
 }
 
 StatusOr<Mac> ServerProof(std::string_view token, const Hello& hello, const Nonce& server_nonce) {
-  return Proof("rs-auth-v2 reducer", token, hello, server_nonce);
+  return Proof("rs-auth-v3 reducer", token, hello, server_nonce);
 }
 
 bool MacEqual(const Mac& a, const Mac& b) {

@@ -8,7 +8,7 @@
 namespace rs::protocol {
 namespace {
 
-constexpr size_t kHelloBytes = kSessionIdBytes + 4 + 4 + 2 + 2 + kNonceBytes + 4 + 4;  // 68
+constexpr size_t kHelloBytes = kSessionIdBytes + 4 + 4 + 2 + 2 + kNonceBytes + 4 + 4 + 4;  // 72
 constexpr size_t kHeartbeatBytes = 16;
 constexpr size_t kChallengeBytes = kNonceBytes + 4;
 constexpr size_t kWelcomeBytes = kMacBytes + 8;
@@ -46,6 +46,21 @@ const char* FrameTypeName(FrameType type) {
     case FrameType::kMembership: return "MEMBERSHIP";
   }
   return "UNKNOWN";
+}
+
+std::string_view WireTypeName(DataType wire) {
+  switch (wire) {
+    case DataType::kBfloat16: return "bfloat16";
+    case DataType::kFloat16: return "float16";
+    default: return "off";
+  }
+}
+
+std::optional<DataType> ParseWireType(std::string_view name) {
+  if (name == "off") return DataType::kFloat32;
+  if (name == "bfloat16" || name == "bf16") return DataType::kBfloat16;
+  if (name == "float16" || name == "fp16") return DataType::kFloat16;
+  return std::nullopt;
 }
 
 std::string SessionIdToString(const SessionId& id) {
@@ -115,6 +130,7 @@ std::vector<uint8_t> EncodeHello(const Hello& hello, uint16_t version) {
   std::memcpy(p + 12, hello.client_nonce.data(), kNonceBytes);
   PutLE<uint32_t>(p + 12 + kNonceBytes, hello.flags);
   PutLE<uint32_t>(p + 16 + kNonceBytes, hello.liveness_ms);
+  PutLE<uint32_t>(p + 20 + kNonceBytes, static_cast<uint32_t>(hello.wire));
   return out;
 }
 
@@ -130,6 +146,12 @@ Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
   std::memcpy(out->client_nonce.data(), p + 12, kNonceBytes);
   out->flags = GetLE<uint32_t>(p + 12 + kNonceBytes);
   out->liveness_ms = GetLE<uint32_t>(p + 16 + kNonceBytes);
+  const uint32_t wire = GetLE<uint32_t>(p + 20 + kNonceBytes);
+  if (wire != static_cast<uint32_t>(DataType::kFloat32) && wire != static_cast<uint32_t>(DataType::kBfloat16) &&
+      wire != static_cast<uint32_t>(DataType::kFloat16)) {
+    return Status(Code::kInvalidArgument, "unknown wire type " + std::to_string(wire) + " in HELLO");
+  }
+  out->wire = static_cast<DataType>(wire);
   if (out->world == 0 || out->world > kMaxWorld) {
     return Status(Code::kInvalidArgument, "world size " + std::to_string(out->world) +
                                               " in HELLO is outside 1 to " + std::to_string(kMaxWorld));
@@ -281,6 +303,13 @@ Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
   out->crc = GetLE<uint32_t>(p + 20);
   if ((out->flags & ~kKnownPieceFlags) != 0) {
     return Status(Code::kProtocol, "unknown piece flags 0x" + std::to_string(out->flags));
+  }
+  if ((out->flags & kPieceWideSum) != 0 &&
+      (out->op != ReduceOp::kSum || (out->dtype != DataType::kFloat32 && out->dtype != DataType::kBfloat16 &&
+                                     out->dtype != DataType::kFloat16))) {
+    return Status(Code::kProtocol, "a piece of a float32 sum on a 16-bit wire carries " +
+                                       std::string(DataTypeName(out->dtype)) + " " +
+                                       std::string(ReduceOpName(out->op)));
   }
   out->total_count = GetLE<uint64_t>(p + 24);
   out->offset = GetLE<uint64_t>(p + 32);

@@ -1,4 +1,4 @@
-// The data-plane wire protocol between workers and reducers (protocol v2).
+// The data-plane wire protocol between workers and reducers (protocol v3).
 // Every frame is a fixed 16-byte little-endian header followed by a payload:
 //
 //   offset 0  u32 magic          "RSRV" (0x56525352)
@@ -9,7 +9,7 @@
 //
 // Conversation on one TCP stream:
 //   worker  -> HELLO(session, rank, world, stream, streams, client nonce,
-//                    options, liveness timeout)
+//                    options, liveness timeout, wire type of float32 sums)
 //   reducer -> CHALLENGE(server nonce, whether a token is required)
 //   worker  -> AUTH(HMAC-SHA256(token, transcript))
 //   reducer -> WELCOME(reducer's own proof, largest piece it accepts)
@@ -20,7 +20,8 @@
 //   either  -> HEARTBEAT whenever it has written nothing for a fifth of the
 //              liveness timeout (from WELCOME on), so silence means trouble
 //   worker  -> BYE, or either side -> ERROR(code, message) then close.
-// DATA and RESULT carry a 48-byte piece header followed by the elements.
+// DATA and RESULT carry a 64-byte piece header followed by the elements.
+// v3 added the wire type of float32 sums (Hello::wire, kPieceWideSum).
 // The token never crosses the wire: only HMACs over both nonces do.
 //
 // This file only encodes and decodes bytes; it does no I/O. Thread-safe.
@@ -29,6 +30,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,7 +42,7 @@
 namespace rs::protocol {
 
 inline constexpr uint32_t kMagic = 0x56525352;  // "RSRV" in little-endian bytes
-inline constexpr uint16_t kProtocolVersion = 2;
+inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr size_t kPieceHeaderBytes = 64;
 inline constexpr size_t kNonceBytes = 32;
@@ -100,7 +102,15 @@ struct Hello {
   // The worker's liveness timeout: the reducer heartbeats at a fifth of it
   // and counts the stream as gone after this long without a byte. 0: off.
   uint32_t liveness_ms = 0;
+  // The type float32 sums travel in (see kPieceWideSum): kFloat32 for "off",
+  // kBfloat16 or kFloat16. Every rank of a session must agree.
+  DataType wire = DataType::kFloat32;
 };
+// The wire type's setting name: "off", "bfloat16" or "float16".
+std::string_view WireTypeName(DataType wire);
+// Parses a wire type setting ("off", "bfloat16"/"bf16", "float16"/"fp16");
+// nullopt for anything else.
+std::optional<DataType> ParseWireType(std::string_view name);
 // Bits of Hello::flags.
 enum HelloFlags : uint32_t {
   // The ranks keep the session going without a reducer they lose (see
@@ -147,8 +157,14 @@ struct ErrorFrame {
 // Bits of PieceHeader::flags.
 enum PieceFlags : uint16_t {
   kPieceCrc = 1,  // `crc` holds the CRC32C of the elements
+  // The piece belongs to a float32 sum that travels in the session's wire
+  // type (Hello::wire). Its elements are in `dtype`: the wire type, or
+  // float32 where the sender's values did not fit it (Inf, NaN, beyond the
+  // range). A RESULT part likewise: the wire type when every element of the
+  // float32 sum fits it, float32 otherwise. The op is always sum.
+  kPieceWideSum = 2,
 };
-inline constexpr uint16_t kKnownPieceFlags = kPieceCrc;
+inline constexpr uint16_t kKnownPieceFlags = kPieceCrc | kPieceWideSum;
 
 // The per-piece header of DATA and RESULT frames.
 struct PieceHeader {

@@ -79,6 +79,7 @@ StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(const TrainOptions& o, const M
     c.op_timeout = o.op_timeout;
     c.liveness_timeout = o.liveness_timeout;
     c.crc = o.crc;
+    c.wire_dtype = o.wire_dtype;
     c.failover = o.failover;
     c.min_reducers = o.min_reducers;
     c.retention_bytes = o.retention;
@@ -128,7 +129,7 @@ Status RunJob(const TrainOptions& o, Reporter& reporter, const GpuHooks* gpu) {
   std::unique_ptr<Reference> reference;
   if (o.verify && o.rank == 0) {
     reference = std::make_unique<Reference>(
-        ReferenceConfig{*layout, plan, o.seed, o.world, o.batch, o.grad_dtype, o.sgd, initial});
+        ReferenceConfig{*layout, plan, o.seed, o.world, o.batch, o.grad_dtype, o.sgd, initial, o.wire_dtype});
   }
   std::string how;
   StatusOr<std::unique_ptr<Backend>> backend =

@@ -134,6 +134,7 @@ StatusOr<std::unique_ptr<CollComm>> CollNet::Connect(void* const* handles, int n
   o.op_timeout = cfg.op_timeout;
   o.liveness_timeout = cfg.liveness_timeout;
   o.crc = cfg.crc;
+  o.wire_dtype = cfg.wire_dtype;
   o.failover = cfg.failover;
   o.min_reducers = cfg.min_reducers;
   o.retention_bytes = cfg.retention_bytes;

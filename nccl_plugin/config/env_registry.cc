@@ -51,6 +51,12 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kCrc, "REDUCER_CRC", "0",
      "1: a CRC32C over every piece sent and every result received, checked end to end; a mismatch fails the "
      "all-reduce naming the hop. Costs the reducers 3-10 % more CPU. 0: off."},
+    {EnvKey::kWireDtype, "REDUCER_WIRE_DTYPE", "off",
+     "`bfloat16` or `float16`: float32 sums travel in that type, half the bytes. Each node rounds its chunk once, "
+     "the reducers add the nodes' chunks in float32 and round the sum once, so an element is rounded twice "
+     "whatever the number of nodes; results stay identical on every node. A chunk with a value the type cannot "
+     "hold (Inf, NaN, beyond float16's 65504) goes as float32. Other types and ops are unchanged. `off`: float32. "
+     "Must be equal on every node."},
     {EnvKey::kFailover, "REDUCER_FAILOVER", "1",
      "1: when a reducer is lost the job goes on with the others (invisible to NCCL unless it fails) and a "
      "restarted one is taken back; each node keeps a copy of its recent chunks for that. 0: losing a reducer fails "

@@ -47,6 +47,7 @@ enum class EnvKey : int {
   kConnectTimeout,
   kLivenessTimeout,
   kCrc,
+  kWireDtype,
   kFailover,
   kMinReducers,
   kRetention,

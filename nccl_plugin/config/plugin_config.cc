@@ -211,6 +211,12 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   StatusOr<int64_t> crc = env.GetInt(EnvKey::kCrc, 0, 1);
   if (!crc.ok()) return crc.status();
   cfg.crc = *crc == 1;
+  const std::optional<DataType> wire = protocol::ParseWireType(env.Get(EnvKey::kWireDtype));
+  if (!wire) {
+    return Status(Code::kInvalidArgument, "REDUCER_WIRE_DTYPE='" + env.Get(EnvKey::kWireDtype) +
+                                              "' is not one of off, bfloat16, float16");
+  }
+  cfg.wire_dtype = *wire;
   StatusOr<int64_t> failover = env.GetInt(EnvKey::kFailover, 0, 1);
   if (!failover.ok()) return failover.status();
   cfg.failover = *failover == 1;

@@ -58,6 +58,7 @@ struct CollNetConfig {
   std::chrono::milliseconds connect_timeout{60'000};
   std::chrono::milliseconds liveness_timeout{5'000};  // 0: off
   bool crc = false;
+  DataType wire_dtype = DataType::kFloat32;  // REDUCER_WIRE_DTYPE; kFloat32: off
   bool failover = true;
   uint32_t min_reducers = 1;
   size_t retention_bytes = 256 << 20;

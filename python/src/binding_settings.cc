@@ -20,7 +20,7 @@ constexpr std::array kClientKeys = {
     EnvKey::kReducerAddrs, EnvKey::kClusterSpec,    EnvKey::kJobToken,       EnvKey::kJobTokenFile,
     EnvKey::kStreams,      EnvKey::kIoThreads,      EnvKey::kMaxPiece,       EnvKey::kMinPiece,
     EnvKey::kOpTimeout,    EnvKey::kConnectTimeout, EnvKey::kLivenessTimeout, EnvKey::kCrc,
-    EnvKey::kFailover,     EnvKey::kMinReducers,    EnvKey::kRetention,
+    EnvKey::kWireDtype,    EnvKey::kFailover,       EnvKey::kMinReducers,    EnvKey::kRetention,
 };
 
 // What NCCL gives the plugin and the package must be told: the package's
@@ -121,6 +121,7 @@ StatusOr<BindingOptions> OptionsFromSettings(const std::map<std::string, std::st
   o.connect_timeout = cfg->connect_timeout;
   o.liveness_timeout = cfg->liveness_timeout;
   o.crc = cfg->crc;
+  o.wire_dtype = cfg->wire_dtype;
   o.failover = cfg->failover;
   o.min_reducers = cfg->min_reducers;
   o.retention_bytes = cfg->retention_bytes;

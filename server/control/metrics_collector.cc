@@ -156,6 +156,18 @@ std::vector<MetricFamily> BuildMetricFamilies(const ServerStats& stats,
            "share of it was in. The rest waited for whole pieces (ranks that do not take parts, --result-part 0, "
            "or --whole-pieces-from)",
            MetricType::Counter, d(t.pieces_in_parts));
+  f.Single("reducer_wire_bytes_received_total",
+           "Float32 sums on a 16-bit wire (REDUCER_WIRE_DTYPE): bytes their contributions took on the wire",
+           MetricType::Counter, d(t.wire_bytes_received));
+  f.Single("reducer_wire_widened_bytes_received_total",
+           "The float32 bytes those contributions stand for (twice the wire bytes when nothing fell back)",
+           MetricType::Counter, d(t.wire_float32_bytes_received));
+  auto& fallbacks = f.Add("reducer_wire_fallbacks_total",
+                          "Pieces of float32 sums sent as float32 instead of the wire type because a value did "
+                          "not fit it (Inf, NaN, beyond float16's range)",
+                          MetricType::Counter);
+  Families::Sample(fallbacks, d(t.wire_fallback_contributions), {{"direction", "contribution"}});
+  Families::Sample(fallbacks, d(t.wire_fallback_results), {{"direction", "result"}});
   f.Histogram("reducer_piece_latency_seconds",
               "Per piece: from the first rank's contribution arriving to the reduced result being ready",
               t.piece_latency);

@@ -33,6 +33,10 @@ ReducerStatsSnapshot ReducerStats::Snapshot() const {
   out.tcp_send_busy_us = tcp_send_busy_us_.load(std::memory_order_relaxed);
   out.tcp_rwnd_limited_us = tcp_rwnd_limited_us_.load(std::memory_order_relaxed);
   out.tcp_sndbuf_limited_us = tcp_sndbuf_limited_us_.load(std::memory_order_relaxed);
+  out.wire_bytes_received = wire_bytes_received_.load(std::memory_order_relaxed);
+  out.wire_float32_bytes_received = wire_float32_bytes_received_.load(std::memory_order_relaxed);
+  out.wire_fallback_contributions = wire_fallback_contributions_.load(std::memory_order_relaxed);
+  out.wire_fallback_results = wire_fallback_results_.load(std::memory_order_relaxed);
   return out;
 }
 

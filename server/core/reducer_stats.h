@@ -35,6 +35,14 @@ struct ReducerStatsSnapshot {
   uint64_t tcp_send_busy_us = 0;
   uint64_t tcp_rwnd_limited_us = 0;
   uint64_t tcp_sndbuf_limited_us = 0;
+  // Float32 sums on a 16-bit wire (REDUCER_WIRE_DTYPE): the bytes their
+  // contributions took on the wire, the float32 bytes they stand for, and
+  // the pieces that went as float32 instead because a value did not fit the
+  // wire type (contributions from the ranks, result parts from here).
+  uint64_t wire_bytes_received = 0;
+  uint64_t wire_float32_bytes_received = 0;
+  uint64_t wire_fallback_contributions = 0;
+  uint64_t wire_fallback_results = 0;
 };
 
 class ReducerStats {
@@ -50,6 +58,18 @@ class ReducerStats {
   void PieceCompleted(uint64_t bytes_sent, std::chrono::nanoseconds latency, std::chrono::nanoseconds wait,
                       bool in_parts);
   void OperationCompleted() { operations_completed_.fetch_add(1, std::memory_order_relaxed); }
+  // A float32 sum's contribution of `wire_bytes` (float32 size: `float32_bytes`)
+  // arrived; `fallback` when it came as float32.
+  void AddWireContribution(uint64_t wire_bytes, uint64_t float32_bytes, bool fallback) {
+    wire_bytes_received_.fetch_add(wire_bytes, std::memory_order_relaxed);
+    wire_float32_bytes_received_.fetch_add(float32_bytes, std::memory_order_relaxed);
+    if (fallback) wire_fallback_contributions_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // A float32 sum's result part went out: `bytes` to every rank in all.
+  void AddWireResult(uint64_t bytes, bool fallback) {
+    bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
+    if (fallback) wire_fallback_results_.fetch_add(1, std::memory_order_relaxed);
+  }
   void CountError(Code code);
   // Increments of a connection's TCP busy and wait times since its last sample.
   void AddTcpSendTimes(uint64_t busy_us, uint64_t rwnd_limited_us, uint64_t sndbuf_limited_us) {
@@ -72,6 +92,10 @@ class ReducerStats {
   std::atomic<uint64_t> tcp_send_busy_us_{0};
   std::atomic<uint64_t> tcp_rwnd_limited_us_{0};
   std::atomic<uint64_t> tcp_sndbuf_limited_us_{0};
+  std::atomic<uint64_t> wire_bytes_received_{0};
+  std::atomic<uint64_t> wire_float32_bytes_received_{0};
+  std::atomic<uint64_t> wire_fallback_contributions_{0};
+  std::atomic<uint64_t> wire_fallback_results_{0};
 };
 
 }  // namespace rs::server

@@ -14,6 +14,15 @@
 // the first and the last contribution, per session and into the reducer-wide
 // ReducerStats.
 //
+// A float32 sum on a 16-bit wire (protocol::kPieceWideSum) gets a slot of
+// float32 size per rank, since each rank's piece may come in the wire type
+// or, when its values did not fit, in float32, plus two slots for the
+// result: the float32 sum of the widened pieces in rank order, and that sum
+// rounded once to the wire type. Each result part goes in the wire type
+// when all of it fits, else in float32 (the elements that fit still
+// rounded), so no Inf or NaN is made on the way and every element's value
+// is the same however the piece was cut into parts.
+//
 // With failover (the ranks' HELLO says so) it also takes part in membership
 // epochs (failover_coordinator.h): it keeps the session's completion
 // watermark (watermark_tracker.h) and relays it to the ranks, coordinates a
@@ -91,6 +100,8 @@ class Piece {
         std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, uint64_t part_elements, Clock::time_point now);
 
   const protocol::PieceHeader& header() const { return header_; }
+  // A float32 sum travelling in the session's wire type (kPieceWideSum).
+  bool wide_sum() const { return (header_.flags & protocol::kPieceWideSum) != 0; }
   uint8_t* slot(uint32_t rank) { return buffer_->data() + rank * slot_bytes_; }
   // Cut-through: the result may go out in several parts, so the connections
   // report the contributions' progress (Session::ContributionProgress).
@@ -108,6 +119,9 @@ class Piece {
   Clock::time_point first_end_;      // first rank's contribution was complete
   std::vector<uint8_t> begun_;   // rank has started sending its contribution
   std::vector<uint8_t> ended_;   // rank's contribution is complete
+  // Per rank: the type its elements came in (its header's dtype). Set when
+  // the rank begins, before any of its bytes are delivered.
+  std::vector<DataType> types_;
   uint32_t ended_count_ = 0;
   // Per rank; set under the session's mutex when the rank begins, read once
   // every rank has delivered some elements, cleared once the result is out.
@@ -119,7 +133,8 @@ class Piece {
   std::vector<uint64_t> arrived_;
   uint64_t claimed_ = 0;
   uint64_t sent_ = 0;
-  std::map<uint64_t, protocol::PieceHeader> reduced_;
+  // With the bytes each part is sent from.
+  std::map<uint64_t, std::pair<protocol::PieceHeader, const uint8_t*>> reduced_;
 };
 
 // Large operations (SessionLimits::whole_pieces_from) get whole pieces only
@@ -186,14 +201,18 @@ class Session {
   // `stats` collects the reducer-wide counters; null gives the session its own.
   // `flags` are the first HELLO's (protocol::HelloFlags); every rank must
   // agree on failover. Results go out in parts when every rank asks.
+  // `wire` is the first HELLO's wire type of float32 sums (kFloat32: off);
+  // every rank must agree.
   Session(const protocol::SessionId& id, uint32_t world, uint16_t streams,
           std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
-          std::shared_ptr<ReducerStats> stats = nullptr, uint32_t flags = 0);
+          std::shared_ptr<ReducerStats> stats = nullptr, uint32_t flags = 0,
+          DataType wire = DataType::kFloat32);
 
   const protocol::SessionId& id() const { return id_; }
   uint32_t world() const { return world_; }
   Clock::time_point created() const { return created_; }
   bool failover() const { return (flags_ & protocol::kHelloFailover) != 0; }
+  DataType wire() const { return wire_; }
   // The newest epoch the ranks announced here, and the session's completion
   // watermark within it (lock-free, for the RESULT frames' headers).
   uint32_t epoch() const { return epoch_.load(std::memory_order_acquire); }
@@ -277,6 +296,9 @@ class Session {
   // rank has delivered since the last claim when it is a part's worth (or
   // the rest), then sends the reduced parts that are next in order.
   void Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements);
+  // Reduces [begin, end) of a wide sum (Piece::wide_sum); returns where the
+  // result part is and sets h's dtype to the type it goes in.
+  const uint8_t* ReduceWideSum(Piece& p, uint64_t begin, uint64_t end, protocol::PieceHeader* h);
   std::shared_ptr<SessionMember> FirstMemberLocked(uint32_t rank) const;
   void ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox);
   void InstallLocked(uint32_t epoch, uint64_t start);
@@ -291,6 +313,7 @@ class Session {
   const Clock::time_point created_;
   const std::shared_ptr<ReducerStats> reducer_stats_;
   const uint32_t flags_;
+  const DataType wire_;
 
   mutable std::mutex mu_;
   std::vector<Stream> members_;               // guarded by mu_; world * streams

@@ -185,7 +185,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
       SessionLimits limits{MaxPieceBytes(hello.world), config_.op_timeout, config_.join_timeout, config_.crc,
                            config_.result_part_bytes, config_.whole_pieces_from};
       session = std::make_shared<Session>(hello.session, hello.world, hello.streams, budget_, limits,
-                                          Clock::now(), reducer_stats_, hello.flags);
+                                          Clock::now(), reducer_stats_, hello.flags, hello.wire);
       sessions_.emplace(hello.session, session);
       ++sessions_started_;
       created = true;
@@ -226,9 +226,13 @@ void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32
                               100.0 * static_cast<double>(top[0].count) / static_cast<double>(st.pieces_completed),
                               st.straggler_wait_seconds);
     }
-    spdlog::info("session {} ended: {} operations, {} pieces, {} bytes in, {} bytes out{}",
+    const std::string wire = session->wire() == DataType::kFloat32
+                                 ? ""
+                                 : fmt::format(", float32 sums as {} on the wire",
+                                               protocol::WireTypeName(session->wire()));
+    spdlog::info("session {} ended: {} operations, {} pieces, {} bytes in, {} bytes out{}{}",
                  protocol::SessionIdToString(session->id()), st.operations_completed, st.pieces_completed,
-                 st.bytes_received, st.bytes_sent, straggler);
+                 st.bytes_received, st.bytes_sent, straggler, wire);
   } else {
     ++sessions_failed_;
     spdlog::warn("session {} failed: {}", protocol::SessionIdToString(session->id()), failure.ToString());

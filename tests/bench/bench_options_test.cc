@@ -44,6 +44,21 @@ TEST(BenchOptions, ClientSettingsUseTheSharedNames) {
   EXPECT_EQ(o->streams, 3);
 }
 
+TEST(BenchOptions, WireDtypeByFlagOrVariable) {
+  StatusOr<Options> o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->wire, DataType::kFloat32);
+  o = Parse({"--wire-dtype", "bfloat16"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->wire, DataType::kBfloat16);
+  o = Parse({}, {{"REDUCER_WIRE_DTYPE", "float16"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->wire, DataType::kFloat16);
+  o = Parse({"--wire-dtype", "float64"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("not one of off, bfloat16, float16"), std::string::npos) << o.status().message();
+}
+
 TEST(BenchOptions, OldPieceBytesStillWorksWithOneNotice) {
   StatusOr<Options> o = Parse({"--piece-bytes", "128K"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();

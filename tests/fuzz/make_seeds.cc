@@ -45,7 +45,7 @@ Bytes Cat(std::initializer_list<Bytes> parts) {
   return out;
 }
 
-Hello MakeHello(bool failover) {
+Hello MakeHello(bool failover, rs::DataType wire = rs::DataType::kFloat32) {
   Hello hello;
   hello.session = SessionIdFromName("fuzz-seed");
   hello.rank = 1;
@@ -55,6 +55,7 @@ Hello MakeHello(bool failover) {
   hello.client_nonce.fill(0x11);
   hello.flags = failover ? uint32_t{kHelloFailover} : 0u;
   hello.liveness_ms = 5000;
+  hello.wire = wire;
   return hello;
 }
 
@@ -101,6 +102,8 @@ void WireSeeds() {
   auto frame = [&](const std::string& what, const Bytes& f) { Write("wire", what, Cat({limits, f})); };
   frame("hello", EncodeHello(MakeHello(false)));
   frame("hello-failover", EncodeHello(MakeHello(true)));
+  frame("hello-wire-bfloat16", EncodeHello(MakeHello(true, rs::DataType::kBfloat16)));
+  frame("hello-wire-float16", EncodeHello(MakeHello(false, rs::DataType::kFloat16)));
   Challenge challenge;
   challenge.server_nonce.fill(0x22);
   challenge.token_required = true;
@@ -130,6 +133,16 @@ void WireSeeds() {
   frame("data", PieceFrame(FrameType::kData, MakePiece(0, 0, false)));
   frame("data-epoch-crc", PieceFrame(FrameType::kData, MakePiece(3, 6, true)));
   frame("result-epoch-crc", PieceFrame(FrameType::kResult, MakePiece(3, 5, true)));
+  // Float32 sums on a 16-bit wire: a piece in the wire type, one that fell
+  // back to float32, and a result part in the wire type.
+  PieceHeader wide = MakePiece(0, 0, true);
+  wide.flags |= kPieceWideSum;
+  wide.dtype = rs::DataType::kBfloat16;
+  frame("data-wide-bfloat16", PieceFrame(FrameType::kData, wide));
+  wide.dtype = rs::DataType::kFloat32;
+  frame("data-wide-fallback", PieceFrame(FrameType::kData, wide));
+  wide.dtype = rs::DataType::kFloat16;
+  frame("result-wide-float16", PieceFrame(FrameType::kResult, wide));
 }
 
 // handshake_fuzz: a flags byte (bit 0 token, bit 1 forge the proof, bit 2
@@ -142,6 +155,7 @@ void HandshakeSeeds() {
   const Bytes auth = EncodeAuth({});
   stream("join", 0, {EncodeHello(MakeHello(false)), auth});
   stream("join-failover", 0, {EncodeHello(MakeHello(true)), auth});
+  stream("join-wire-bfloat16", 0, {EncodeHello(MakeHello(true, rs::DataType::kBfloat16)), auth});
   stream("join-token", 3, {EncodeHello(MakeHello(true)), auth});
   stream("join-token-wrong-proof", 1, {EncodeHello(MakeHello(false)), auth});
   stream("join-refused", 4, {EncodeHello(MakeHello(true)), auth});

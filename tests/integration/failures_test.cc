@@ -98,7 +98,7 @@ TEST_F(FailuresTest, WrongProtocolVersionIsRefusedNamingBothVersions) {
   hello.world = 1;
   const protocol::ErrorFrame err = RawExchange(protocol::EncodeHello(hello, /*version=*/1));
   EXPECT_EQ(err.code, Code::kVersion);
-  EXPECT_EQ(err.message, "protocol version 1 not supported, this reducer speaks 2");
+  EXPECT_EQ(err.message, "protocol version 1 not supported, this reducer speaks 3");
   ExpectFreshSessionWorks("after-wrong-version");
 }
 

@@ -144,7 +144,7 @@ TEST(WireTest, RejectsOtherVersionWithBothVersionsNamed) {
   FrameHeader h;
   Status st = DecodeHeader(frame, 1 << 20, &h);
   EXPECT_EQ(st.code(), Code::kVersion);
-  EXPECT_EQ(st.message(), "protocol version 1 not supported, this peer speaks 2");
+  EXPECT_EQ(st.message(), "protocol version 1 not supported, this peer speaks 3");
   EXPECT_EQ(h.version, 1);
 }
 

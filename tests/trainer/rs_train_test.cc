@@ -127,6 +127,29 @@ TEST_F(RsTrainTest, FourRanksTwoReducersLearnAgreeAndMatchTheReference) {
   EXPECT_NE(start[0]["backend"].get<std::string>().find("2 reducers (REDUCER_ADDRS)"), std::string::npos);
 }
 
+TEST_F(RsTrainTest, Bfloat16OnTheWireStillMatchesTheReferenceBitForBit) {
+  // --verify's reference rounds each rank's gradients and their sum to
+  // bfloat16 as the client and the reducers do; the loss still falls.
+  std::vector<std::string> args = kSmallModel;
+  args.insert(args.end(), {"--steps", "30", "--verify", "--json", "--log-every", "10", "--wire-dtype", "bfloat16"});
+  auto ranks = StartRanks(3, args);
+  std::vector<std::string> hashes;
+  for (uint32_t r = 0; r < 3; ++r) {
+    ASSERT_EQ(ranks[r]->Wait(seconds(180)), 0) << "rank " << r << ":\n" << ranks[r]->Output();
+    const auto summary = Events(ranks[r]->Output(), "summary");
+    ASSERT_EQ(summary.size(), 1u) << ranks[r]->Output();
+    hashes.push_back(summary[0]["hash"]);
+  }
+  for (uint32_t r = 1; r < 3; ++r) EXPECT_EQ(hashes[r], hashes[0]) << "rank " << r;
+  const nlohmann::json s = Events(ranks[0]->Output(), "summary")[0];
+  EXPECT_TRUE(s["verified"].get<bool>()) << ranks[0]->Output();
+  EXPECT_GT(s["first_loss"].get<double>(), s["last_loss"].get<double>()) << ranks[0]->Output();
+  for (auto& reducer : reducers_) {
+    EXPECT_EQ(reducer->Terminate(seconds(20)), 0);
+    EXPECT_NE(reducer->Log().find("float32 sums as bfloat16 on the wire"), std::string::npos) << reducer->Log();
+  }
+}
+
 TEST_F(RsTrainTest, TheEnvironmentAloneIsEnough) {
   // What the local cluster and the images run: no flags but --steps, no
   // rendezvous (the session named by REDUCER_SESSION), the default model.

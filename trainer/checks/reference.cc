@@ -19,6 +19,13 @@ Reference::Reference(ReferenceConfig config)
     grads_bf16_.assign(config_.world, std::vector<uint16_t>(config_.plan.largest_count()));
     sum_bf16_.resize(config_.plan.largest_count());
   }
+  if (config_.wire != DataType::kFloat32) narrowed_.resize(config_.plan.largest_count());
+}
+
+void Reference::RoundAsOnTheWire(float* values, size_t count) {
+  // Where a value does not fit, the wire carries it in float32 (kernels.h).
+  kernels::NarrowFloat32(config_.wire, values, narrowed_.data(), count);
+  kernels::WidenWhereFinite(config_.wire, narrowed_.data(), values, count);
 }
 
 double Reference::Step(uint64_t step) {
@@ -38,9 +45,14 @@ double Reference::Step(uint64_t step) {
       kernels::Reduce(DataType::kBfloat16, ReduceOp::kSum, sum_bf16_.data(), inputs.data(), inputs.size(), b.count);
       FromBfloat16(sum_bf16_.data(), sum_.data() + b.offset, b.count);
     } else {
-      for (uint32_t r = 0; r < config_.world; ++r) inputs[r] = grads_[r].data() + b.offset;
+      const bool wire = config_.wire != DataType::kFloat32;
+      for (uint32_t r = 0; r < config_.world; ++r) {
+        if (wire) RoundAsOnTheWire(grads_[r].data() + b.offset, b.count);
+        inputs[r] = grads_[r].data() + b.offset;
+      }
       kernels::Reduce(DataType::kFloat32, ReduceOp::kSum, sum_.data() + b.offset, inputs.data(), inputs.size(),
                       b.count);
+      if (wire) RoundAsOnTheWire(sum_.data() + b.offset, b.count);
     }
   }
   AverageAndStep(params_.data(), momentum_.data(), sum_.data(), params_.size(), config_.world, config_.sgd);

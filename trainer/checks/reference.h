@@ -2,7 +2,9 @@
 // regenerates every rank's batch, computes every rank's gradients with the
 // same CpuMlp a rank uses, sums them bucket by bucket in rank order with the
 // reducers' own kernel (rs::kernels::Reduce: float32 sums left to right,
-// bfloat16 accumulated in float32 and rounded once), then averages and
+// bfloat16 accumulated in float32 and rounded once; with a wire type, each
+// rank's float32 gradients and the sum rounded to it as the client and the
+// reducers do), then averages and
 // applies the shared SGD code. Training through the reducers must give
 // exactly these parameters, bit for bit, at every step.
 //
@@ -31,6 +33,9 @@ struct ReferenceConfig {
   DataType grad_dtype = DataType::kFloat32;
   SgdConfig sgd;
   std::vector<float> initial_params;
+  // The wire type of float32 sums (kFloat32: off): float32 gradients are
+  // then rounded to it per rank and the sum once more, as on the wire.
+  DataType wire = DataType::kFloat32;
 };
 
 class Reference {
@@ -46,6 +51,10 @@ class Reference {
   const std::vector<float>& params() const { return params_; }
 
  private:
+  // Rounds values to the wire type where it can hold them, as the client and
+  // the reducers do (--wire-dtype).
+  void RoundAsOnTheWire(float* values, size_t count);
+
   ReferenceConfig config_;
   SyntheticData data_;
   CpuMlp mlp_;
@@ -54,6 +63,7 @@ class Reference {
   std::vector<std::vector<float>> grads_;          // per rank
   std::vector<std::vector<uint16_t>> grads_bf16_;  // per rank, bfloat16 mode
   std::vector<uint16_t> sum_bf16_;
+  std::vector<uint16_t> narrowed_;  // --wire-dtype: one bucket in the wire type
 };
 
 }  // namespace rs::trainer

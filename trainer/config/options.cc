@@ -8,6 +8,7 @@
 #include "common/cluster_spec.h"
 #include "common/units.h"
 #include "protocol/auth.h"
+#include "protocol/wire.h"
 #include "trainer/config/trainer_settings.h"
 
 namespace rs::trainer {
@@ -164,6 +165,11 @@ Status ResolveClient(const Settings& s, TrainOptions* o) {
     return Status(Code::kInvalidArgument, Show(s.Get("--liveness-timeout")) + ": use 0 (off) or at least 100ms");
   }
   RS_RETURN_IF_ERROR(Assign(s.Int("--crc", 0, 1), &o->crc));
+  if (const auto wire = protocol::ParseWireType(s.Get("--wire-dtype").text)) {
+    o->wire_dtype = *wire;
+  } else {
+    return Status(Code::kInvalidArgument, Show(s.Get("--wire-dtype")) + ": use off, bfloat16 or float16");
+  }
   RS_RETURN_IF_ERROR(Assign(s.Int("--failover", 0, 1), &o->failover));
   RS_RETURN_IF_ERROR(Assign(s.Int("--min-reducers", 1, protocol::kMaxWorld), &o->min_reducers));
   if (!o->reducers.empty() && o->min_reducers > o->reducers.size()) {
@@ -210,7 +216,7 @@ Status CheckCombination(const TrainOptions& o, bool gpu_built) {
 // gpu would be silently ignored (the NCCL plugin reads the variables).
 constexpr const char* kCpuClientFlags[] = {"--streams",     "--max-piece",        "--min-piece", "--send-window",
                                            "--write-slice", "--io-threads",       "--liveness-timeout", "--crc",
-                                           "--failover",    "--min-reducers",     "--retention"};
+                                           "--wire-dtype",  "--failover",         "--min-reducers",     "--retention"};
 
 Status CheckGpuFlags(const Settings& s) {
   for (const char* flag : kCpuClientFlags) {
@@ -262,6 +268,7 @@ std::string TrainOptions::AgreedSettings() const {
       "max_piece=" + (max_piece ? std::to_string(*max_piece) : std::string("auto")) + " min_piece=" + std::to_string(min_piece),
       "failover=" + std::to_string(failover) + " min_reducers=" + std::to_string(min_reducers),
       "crc=" + std::to_string(crc),
+      "wire_dtype=" + std::string(protocol::WireTypeName(wire_dtype)),
   };
   std::string out;
   for (const std::string& l : lines) out += l + "\n";

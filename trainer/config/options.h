@@ -57,6 +57,7 @@ struct TrainOptions {
   // Reliability (docs/reliability.md), CPU backend.
   std::chrono::milliseconds liveness_timeout{5'000};  // 0: off
   bool crc = false;
+  DataType wire_dtype = DataType::kFloat32;  // --wire-dtype; kFloat32: off
   bool failover = true;
   uint32_t min_reducers = 1;
   uint64_t retention = 256 << 20;

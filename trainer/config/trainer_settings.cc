@@ -52,6 +52,10 @@ const std::vector<SettingInfo>& TrainerSettings() {
       {"--crc", "REDUCER_CRC", "0/1", "0", "",
        "CPU backend: 1: CRC32C over every piece and result, checked end to end (with the reducers' `--crc`); "
        "0: off. The same on every rank"},
+      {"--wire-dtype", "REDUCER_WIRE_DTYPE", "TYPE", "off", "",
+       "CPU backend: `bfloat16` or `float16`: float32 gradients travel in that type (half the bytes), rounded once "
+       "by each rank and once by the reducers after their float32 sum; `--verify` applies the same roundings. "
+       "`off`: float32. The same on every rank"},
       {"--failover", "REDUCER_FAILOVER", "0/1", "1", "",
        "CPU backend: 1: a lost reducer is survived (the others take over its share, results bit for bit "
        "unchanged; a restarted one is taken back), each rank keeping a copy of its recent gradients for it. "

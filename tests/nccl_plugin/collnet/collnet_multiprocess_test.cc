@@ -91,7 +91,7 @@ class CollNetTest : public ::testing::Test {
   }
   void TearDown() override {
     for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT",
-                          "REDUCER_FAILOVER", "REDUCER_LIVENESS_TIMEOUT"}) {
+                          "REDUCER_FAILOVER", "REDUCER_LIVENESS_TIMEOUT", "REDUCER_WIRE_DTYPE"}) {
       unsetenv(v);
     }
   }
@@ -137,6 +137,24 @@ TEST_P(CollNetAllReduceTest, WholeChunksThroughTwoReducersEveryElementChecked) {
     EXPECT_NE(nodes[r]->Output().find("120 all-reduces verified"), std::string::npos) << nodes[r]->Output();
   }
   ExpectSessionsEnded(1);
+}
+
+// NCCL hands the plugin float32; with REDUCER_WIRE_DTYPE=bfloat16 the float32
+// sums (averages included) cross the network in bfloat16 and come back
+// widened. The plan's values are small integers, exact in bfloat16, so every
+// element still checks exactly; max, min, other types and the NaN tail (sent
+// as float32) are untouched.
+TEST_F(CollNetTest, Bfloat16OnTheWireThroughTwoReducersEveryElementChecked) {
+  setenv("REDUCER_WIRE_DTYPE", "bfloat16", 1);  // the node processes inherit it
+  auto nodes = StartNodes(kThreeByThree, 11, "allreduce");
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(240)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    EXPECT_NE(nodes[r]->Output().find("120 all-reduces verified"), std::string::npos) << nodes[r]->Output();
+  }
+  ExpectSessionsEnded(1);
+  for (auto& reducer : reducers_) {
+    EXPECT_NE(reducer->Log().find("float32 sums as bfloat16 on the wire"), std::string::npos) << reducer->Log();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

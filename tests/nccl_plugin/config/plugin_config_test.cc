@@ -90,6 +90,21 @@ TEST(CollNetConfig, CrcIsOffUnlessTurnedOn) {
   EXPECT_NE(cfg.status().message().find("REDUCER_CRC"), std::string::npos) << cfg.status().message();
 }
 
+TEST(CollNetConfig, WireDtypeIsOffUnlessSet) {
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->wire_dtype, DataType::kFloat32);
+  for (const auto& [value, want] : {std::pair{"bfloat16", DataType::kBfloat16}, std::pair{"float16", DataType::kFloat16},
+                                    std::pair{"off", DataType::kFloat32}}) {
+    cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_WIRE_DTYPE", value}}));
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    EXPECT_EQ(cfg->wire_dtype, want) << value;
+  }
+  cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_WIRE_DTYPE", "int8"}}));
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_EQ(cfg.status().message(), "REDUCER_WIRE_DTYPE='int8' is not one of off, bfloat16, float16");
+}
+
 TEST(CollNetConfig, FailoverSettings) {
   StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1,b:2,c:3"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();

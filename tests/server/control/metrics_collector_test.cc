@@ -52,7 +52,9 @@ TEST(MetricsCollectorTest, EveryFamilyIsNamedReducerWhatUnitAndHasHelp) {
         "reducer_straggler_last_arrivals_total", "reducer_sessions_active", "reducer_memory_budget_in_use_bytes",
         "reducer_connections_active", "reducer_errors_total", "reducer_connections_refused_total",
         "reducer_handshakes_refused_total", "reducer_handshakes_timed_out_total", "reducer_sessions_pending",
-        "reducer_tcp_send_busy_seconds_total", "reducer_tcp_send_waits_seconds_total"}) {
+        "reducer_tcp_send_busy_seconds_total", "reducer_tcp_send_waits_seconds_total",
+        "reducer_wire_bytes_received_total", "reducer_wire_widened_bytes_received_total",
+        "reducer_wire_fallbacks_total"}) {
     EXPECT_TRUE(seen.count(required)) << required;
   }
 }

@@ -115,7 +115,7 @@ TEST(HandshakeTest, AnotherProtocolVersionIsNamed) {
   Handshake hs(WithToken(), NonceOf(1));
   const Handshake::Step step = Feed(hs, protocol::EncodeHello(HelloFor(0, 1), /*version=*/protocol::kProtocolVersion + 1));
   EXPECT_EQ(step.error.code(), Code::kVersion);
-  EXPECT_EQ(step.error.message(), "protocol version 3 not supported, this reducer speaks 2");
+  EXPECT_EQ(step.error.message(), "protocol version 4 not supported, this reducer speaks 3");
 }
 
 TEST(HandshakeTest, FramesOutOfOrderAreRefusedBeforeTheirPayloadIsRead) {

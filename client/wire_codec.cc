@@ -1,0 +1,92 @@
+#include "client/wire_codec.h"
+
+#include <bit>
+
+#include "common/half.h"
+
+namespace rs::client {
+namespace {
+
+// All ones where `condition` holds: selects written as masks, since GCC
+// leaves some ?: as branches and then vectorises nothing.
+inline uint32_t Mask(bool condition) { return 0u - static_cast<uint32_t>(condition); }
+inline uint32_t Select(uint32_t mask, uint32_t yes, uint32_t no) { return (yes & mask) | (no & ~mask); }
+
+// half.h's conversions with every branch turned into a select, so that the
+// compiler vectorises the loops below (client/CMakeLists.txt builds this
+// file with -O3) and they run at the reducer's SIMD speed. The same integer
+// steps as the Highway kernels (kernels.cc); wire_codec_test holds them to
+// half.h bit for bit.
+inline uint16_t NarrowToHalf(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const uint32_t abs = bits & 0x7FFFFFFFu;
+  const uint32_t nan = 0x7E00u | ((abs >> 13) & 0x3FFu);
+  // Subnormal results: adding 0.5 (ulp 2^-24) makes the FPU round for us.
+  const uint32_t subnormal = std::bit_cast<uint32_t>(std::bit_cast<float>(abs) + 0.5f) - 0x3F000000u;
+  const uint32_t normal = (abs - ((127u - 15u) << 23) + 0xFFFu + ((abs >> 13) & 1u)) >> 13;
+  uint32_t h = Select(Mask(abs < 0x38800000u), subnormal, normal);
+  h = Select(Mask(abs > 0x477FFFFFu), 0x7C00u, h);
+  h = Select(Mask(abs > 0x7F800000u), nan, h);
+  return static_cast<uint16_t>(sign | h);
+}
+
+inline uint16_t NarrowToBfloat16(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (bits >> 16) | 0x40u;
+  return static_cast<uint16_t>(Select(Mask((bits & 0x7FFFFFFFu) > 0x7F800000u), quiet_nan, rounded));
+}
+
+inline float WidenHalf(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t magnitude = h & 0x7FFFu;
+  const uint32_t exp = magnitude >> 10;
+  const uint32_t shifted = magnitude << 13;
+  // mantissa * 2^-24 is exact and a normal float32, so DAZ cannot zero it.
+  const uint32_t subnormal = std::bit_cast<uint32_t>(static_cast<float>(static_cast<int32_t>(magnitude)) * 0x1p-24f);
+  uint32_t bits = Select(Mask(exp == 0), subnormal, shifted + ((127u - 15u) << 23));
+  bits = Select(Mask(exp == 31), shifted | 0x7F800000u, bits);
+  return std::bit_cast<float>(sign | bits);
+}
+
+constexpr uint16_t Exponent(DataType wire) { return wire == DataType::kFloat16 ? 0x7C00 : 0x7F80; }
+
+}  // namespace
+
+bool NarrowPiece(DataType wire, const float* in, uint16_t* out, size_t count) {
+  // Inf and NaN have every exponent bit set in both formats; an OR over the
+  // loop keeps it branch-free.
+  const uint16_t exponent = Exponent(wire);
+  uint16_t all_ones = 0;
+  if (wire == DataType::kFloat16) {
+    for (size_t i = 0; i < count; ++i) {
+      out[i] = NarrowToHalf(in[i]);
+      all_ones |= static_cast<uint16_t>((out[i] & exponent) == exponent);
+    }
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      out[i] = NarrowToBfloat16(in[i]);
+      all_ones |= static_cast<uint16_t>((out[i] & exponent) == exponent);
+    }
+  }
+  return all_ones == 0;
+}
+
+void FallbackPiece(DataType wire, const uint16_t* narrowed, const float* in, float* out, size_t count) {
+  const uint16_t exponent = Exponent(wire);
+  for (size_t i = 0; i < count; ++i) {
+    const float rounded = wire == DataType::kFloat16 ? WidenHalf(narrowed[i]) : Bfloat16ToFloat(narrowed[i]);
+    out[i] = (narrowed[i] & exponent) == exponent ? in[i] : rounded;  // rare: not worth vectorising
+  }
+}
+
+void WidenPart(DataType wire, const uint16_t* in, float* out, size_t count) {
+  if (wire == DataType::kFloat16) {
+    for (size_t i = 0; i < count; ++i) out[i] = WidenHalf(in[i]);
+  } else {
+    for (size_t i = 0; i < count; ++i) out[i] = Bfloat16ToFloat(in[i]);
+  }
+}
+
+}  // namespace rs::client
