@@ -95,6 +95,9 @@ StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(const TrainOptions& o, const M
     b.reducers = o.reducers.size();
     b.transport = std::to_string(o.reducers.size()) + (o.reducers.size() == 1 ? " reducer" : " reducers") + " (" +
                   o.reducers_source + "), failover " + (o.failover ? "on" : "off");
+    if (o.wire_dtype != DataType::kFloat32) {
+      b.transport += std::string(", float32 sums as ") + std::string(DataTypeName(o.wire_dtype)) + " on the wire";
+    }
   }
   StatusOr<std::unique_ptr<CpuBackend>> backend = CpuBackend::Create(std::move(b));
   if (!backend.ok()) return backend.status();
