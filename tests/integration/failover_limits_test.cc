@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "tests/support/reducer_fleet.h"
 #include "tests/support/test_cluster.h"
 
 namespace rs::testing {
@@ -18,25 +19,13 @@ using std::chrono::seconds;
 
 constexpr auto kLiveness = milliseconds(1000);
 
-class FailoverLimitsTest : public ::testing::Test {
+class FailoverLimitsTest : public ReducerFleetTest {
  public:
-  void Start(int reducers) {
-    for (int i = 0; i < reducers; ++i) {
-      reducers_.push_back(std::make_unique<ReducerProcess>(std::vector<std::string>{"--op-timeout", "60s"}));
-      ASSERT_TRUE(reducers_.back()->ok()) << reducers_.back()->Log();
-    }
-  }
-  std::vector<client::Endpoint> Endpoints() const {
-    std::vector<client::Endpoint> out;
-    for (const auto& r : reducers_) out.push_back(r->endpoint());
-    return out;
-  }
   client::ClientOptions RankOptions(const std::string& session, uint32_t rank, uint32_t world) {
     auto o = Options(Endpoints(), session, rank, world);
     o.liveness_timeout = kLiveness;
     return o;
   }
-  std::vector<std::unique_ptr<ReducerProcess>> reducers_;
 };
 
 TEST_F(FailoverLimitsTest, BelowTheMinimumOfReducersTheSessionFailsSayingSo) {

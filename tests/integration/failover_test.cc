@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/half.h"
+#include "tests/support/reducer_fleet.h"
 #include "tests/support/test_cluster.h"
 
 namespace rs::testing {
@@ -124,22 +125,10 @@ void ExpectBitwiseEqual(const std::vector<RankRun>& reference, const std::vector
   }
 }
 
-class FailoverTest : public ::testing::Test {
+class FailoverTest : public ReducerFleetTest {
  protected:
-  void Start(int reducers) {
-    for (int i = 0; i < reducers; ++i) {
-      reducers_.push_back(std::make_unique<ReducerProcess>(std::vector<std::string>{"--op-timeout", "60s"}));
-      ASSERT_TRUE(reducers_.back()->ok()) << reducers_.back()->Log();
-    }
-  }
-  std::vector<client::Endpoint> Endpoints() const {
-    std::vector<client::Endpoint> out;
-    for (const auto& r : reducers_) out.push_back(r->endpoint());
-    return out;
-  }
   void ExpectTwoLossesSurvived(const std::string& session, const std::function<void(int)>& hit,
                                milliseconds gap);
-  std::vector<std::unique_ptr<ReducerProcess>> reducers_;
 };
 
 TEST_F(FailoverTest, KilledReducerIsSurvivedWithBitwiseIdenticalResults) {

@@ -18,6 +18,7 @@
 
 #include "common/half.h"
 #include "protocol/wire.h"
+#include "tests/support/reducer_fleet.h"
 #include "tests/support/test_cluster.h"
 
 namespace rs::testing {
@@ -124,21 +125,7 @@ void ExpectDoubleRounded(DataType wire, const std::vector<Run>& runs, int ops,
   }
 }
 
-class WireDtypeTest : public ::testing::Test {
- protected:
-  void Start(int n) {
-    for (int i = 0; i < n; ++i) {
-      reducers_.push_back(std::make_unique<ReducerProcess>(std::vector<std::string>{"--op-timeout", "60s"}));
-      ASSERT_TRUE(reducers_.back()->ok()) << reducers_.back()->Log();
-    }
-  }
-  std::vector<client::Endpoint> Endpoints() const {
-    std::vector<client::Endpoint> out;
-    for (const auto& r : reducers_) out.push_back(r->endpoint());
-    return out;
-  }
-  std::vector<std::unique_ptr<ReducerProcess>> reducers_;
-};
+class WireDtypeTest : public ReducerFleetTest {};
 
 // Sizes from one piece to many, on both reducers.
 std::vector<float> Sized(uint32_t rank, int k) {
