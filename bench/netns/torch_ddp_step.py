@@ -25,13 +25,7 @@ import datetime
 import sys
 import time
 
-
-def parse_size(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    text = text.strip().upper().rstrip("B").rstrip("I")
-    if text and text[-1] in units:
-        return int(text[:-1]) * units[text[-1]]
-    return int(text)
+from gloo_allreduce import parse_size  # beside this script: the harness's size syntax
 
 
 def make_model(torch, model_bytes, width):

@@ -53,15 +53,7 @@ context=$scratch/debs-context
 rm -rf "$context" && mkdir -p "$context"
 cp "$debs"/*.deb "$root/trainer/torch_ddp.py" "$context/"
 
-build() {  # build TAG [podman build args...]: one image, its log kept
-  local tag=$1 log=$scratch/build-${1//[\/:]/_}.log
-  shift
-  echo "==> building $tag"
-  if ! podman build --format docker -t "$tag" "$@" >"$log" 2>&1; then
-    tail -30 "$log" >&2
-    fail "building $tag failed (log: $log)"
-  fi
-}
+build() { rs_image_build "$scratch" "$@" || fail "building $1 failed"; }
 # The CUDA base stands in as Debian 12 with Debian's PyTorch (CPU), so the
 # image is built and checked the way a user's is, without a GPU or registry.
 build localhost/rs-test/torch-base:bookworm -f - "$scratch" <<'DOCKERFILE'

@@ -49,15 +49,7 @@ rm -rf "$context" && mkdir -p "$context"
 cp "$debs"/libnccl-net-reducer_*.deb "$context/"
 cp "$openssl_copyright" "$context/openssl-copyright"
 
-build() {  # build TAG [podman build args...]: one image, its log kept
-  local tag=$1 log=$scratch/build-${1//[\/:]/_}.log
-  shift
-  echo "==> building $tag"
-  if ! podman build --format docker -t "$tag" "$@" >"$log" 2>&1; then
-    tail -30 "$log" >&2
-    fail "building $tag failed (log: $log)"
-  fi
-}
+build() { rs_image_build "$scratch" "$@" || fail "building $1 failed"; }
 start=$(date +%s.%N)
 build "$plugin_image" -f "$root/docker/Dockerfile" --target plugin-from-debs "$context"
 

@@ -142,3 +142,17 @@ rs_ct_service_stop() {
     RS_CT_SERVICE_PID=
   fi
 }
+
+# rs_image_build LOGDIR TAG [podman build args...]: builds one image, its log
+# kept in LOGDIR; on failure prints the log's tail and returns 1.
+rs_image_build() {
+  local dir=$1 tag=$2 log
+  log=$dir/build-${2//[\/:]/_}.log
+  shift 2
+  echo "==> building $tag"
+  if ! podman build --format docker -t "$tag" "$@" >"$log" 2>&1; then
+    tail -30 "$log" >&2
+    echo "building $tag failed (log: $log)" >&2
+    return 1
+  fi
+}
