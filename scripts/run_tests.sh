@@ -1,41 +1,116 @@
 #!/usr/bin/env bash
-# Builds everything and runs the whole test suite, twice: an optimized build,
-# then the same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Then fuzzes each fuzz target (tests/fuzz/) for FUZZ_SECONDS under ASan +
-# UBSan with libFuzzer (a clang build); a crash fails the run and names its
-# reproducer. Installs its Debian packages first if any is missing.
+# Builds everything and runs the whole test suite. First the docs site
+# (`mkdocs build --strict` from mkdocs.yml, into a temporary folder: a broken
+# link or a page missing from the navigation fails in seconds). Then an
+# optimized build and its tests, then the same tests under AddressSanitizer +
+# UndefinedBehaviorSanitizer. Then fuzzes each fuzz target (tests/fuzz/) for
+# FUZZ_SECONDS under ASan + UBSan with libFuzzer (a clang build); a crash
+# fails the run and names its reproducer. Installs its Debian packages first
+# if any is missing. Compiles through ccache when it is installed (its default
+# place, ~/.cache/ccache), so a second run recompiles only what changed.
+# Prints one `==> time: <phase> <seconds> s` line per phase and a total.
 # `.ci/run` calls this.
 #
-#   scripts/run_tests.sh               # all three
+#   scripts/run_tests.sh               # docs, then all three
+#   DOCS=0 scripts/run_tests.sh        # skip the docs site
 #   SANITIZE=0 scripts/run_tests.sh    # skip the sanitizer build
 #   FUZZ=0 scripts/run_tests.sh        # skip fuzzing (FUZZ_SECONDS=25 per target)
 #   TSAN=1 scripts/run_tests.sh        # also ThreadSanitizer (not in CI; about 11 min more on 2 cores)
 #   BUILD_DIR=out scripts/run_tests.sh
+#   scripts/run_tests.sh 2>&1 | grep '^==> time:'   # where the time went
 set -euo pipefail
 
 if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  # The comment above, up to `set -euo pipefail`.
+  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
   exit 0
 fi
 
 # shellcheck source=scripts/lib/deps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/deps.sh"
 root=$(rs_repo_root)
-rs_install_deps "${RS_TEST_PACKAGES[@]}"
+
+started=$SECONDS
+site=""
+ccache_before=""
+finish() {
+  local rc=$?
+  [ -z "$site" ] || rm -rf "$site"
+  if [ -n "$ccache_before" ]; then
+    echo "==> ccache: $(ccache_hits_misses "$ccache_before")"
+  fi
+  echo "==> time: total $((SECONDS - started)) s"
+  return $rc
+}
+trap finish EXIT
+
+# Runs a command and prints how long it took, in one greppable line.
+timed() {
+  local phase=$1 t0=$SECONDS
+  shift
+  "$@"
+  echo "==> time: $phase $((SECONDS - t0)) s"
+}
+
+# ccache's hit and miss counters (the cache's own totals; with a baseline
+# argument, what this run added to them).
+ccache_hits_misses() {
+  local hits misses
+  read -r hits misses < <(ccache --print-stats | awk '
+    $1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { h += $2 }
+    $1 == "cache_miss" { m += $2 }
+    END { print h + 0, m + 0 }')
+  if [ -n "${1:-}" ]; then
+    local base_hits base_misses
+    read -r base_hits base_misses <<<"$1"
+    echo "$((hits - base_hits)) hits, $((misses - base_misses)) misses"
+  else
+    echo "$hits $misses"
+  fi
+}
+
+timed deps rs_install_deps "${RS_TEST_PACKAGES[@]}"
+if command -v ccache >/dev/null; then
+  ccache_before=$(ccache_hits_misses)
+fi
 
 build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
-run_suite() {
-  local dir=$1; shift
-  echo "==> configuring $dir ($*)"
+build_docs() {
+  if [ ! -f "$root/mkdocs.yml" ]; then
+    echo "docs: $root/mkdocs.yml is missing: the docs site is built from it (DOCS=0 skips this step)" >&2
+    return 1
+  fi
+  site=$(mktemp -d)
+  # Not --quiet: it hides the warnings that --strict turns into errors.
+  mkdocs build --strict --config-file "$root/mkdocs.yml" --site-dir "$site"
+}
+
+configure() {
+  local dir=$1
+  shift
   cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
+}
+
+run_suite() {
+  local dir=$1 name
+  shift
+  name=$(basename "$dir")
+  echo "==> configuring $dir ($*)"
+  timed "configure $name" configure "$dir" "$@"
   echo "==> building $dir"
-  ninja -C "$dir" -j "$jobs"
+  timed "build $name" ninja -C "$dir" -j "$jobs"
   echo "==> testing $dir"
   # --no-tests=error: a build configured without tests must not pass as green.
-  (cd "$dir" && ctest --output-on-failure --no-tests=error -j "$jobs" --timeout 900)
+  timed "test $name" ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" --timeout 900
 }
+
+# First: it takes seconds and fails fast.
+if [ "${DOCS:-1}" != "0" ]; then
+  echo "==> building the docs site (mkdocs build --strict)"
+  timed docs build_docs
+fi
 
 # Tests on explicitly: the main job configures the same folder without them.
 run_suite "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=ON
@@ -43,8 +118,10 @@ run_suite "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_TESTS=ON -DRS_BU
 if [ "${SANITIZE:-1}" != "0" ]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  run_suite "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_SANITIZE=address,undefined -DRS_BUILD_TESTS=ON \
-  -DRS_BUILD_BENCH=OFF
+  # -g1: line tables and inlined frames, all an ASan or UBSan report prints,
+  # without variable locations: about a fifth less compile time.
+  run_suite "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+    -DRS_SANITIZE=address,undefined -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=OFF
 fi
 if [ "${TSAN:-0}" = "1" ]; then
   # A process with a race report exits 66 and fails its test. Suppressed:
@@ -55,27 +132,29 @@ if [ "${TSAN:-0}" = "1" ]; then
   # on a reducer slowed 5 - 15 times).
   export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$root/tests/tsan_suppressions.txt:second_deadlock_stack=1:history_size=4}
   dir="$build-tsan"
+  name=$(basename "$dir")
   echo "==> configuring $dir (ThreadSanitizer)"
-  cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_SANITIZE=thread -DRS_BUILD_TESTS=ON \
-    -DRS_BUILD_BENCH=OFF >/dev/null
+  timed "configure $name" configure "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_SANITIZE=thread -DRS_BUILD_TESTS=ON \
+    -DRS_BUILD_BENCH=OFF
   echo "==> building $dir"
-  ninja -C "$dir" -j "$jobs"
+  timed "build $name" ninja -C "$dir" -j "$jobs"
   echo "==> testing $dir"
-  (cd "$dir" && ctest --output-on-failure --no-tests=error -j "$jobs" --timeout 900 \
-    -E '^(ScaleTest\.ThirtyTwoClientsFourReducersMixedSizes|PluginReload\.LoadUseCloseUnload50Times|ReducerctlTest\.StatusSessionsHealthAndDrainAgainstALiveReducer)$')
+  timed "test $name" ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" --timeout 900 \
+    -E '^(ScaleTest\.ThirtyTwoClientsFourReducersMixedSizes|PluginReload\.LoadUseCloseUnload50Times|ReducerctlTest\.StatusSessionsHealthAndDrainAgainstALiveReducer)$'
 fi
 if [ "${FUZZ:-1}" != "0" ]; then
   # Only the fuzz targets are built here (`ninja fuzzers`), with clang and
   # libFuzzer; the seed corpus is also replayed by fuzz_replay.* in both
   # builds above.
   dir="$build-fuzz"
+  name=$(basename "$dir")
   echo "==> configuring $dir (clang, libFuzzer, ASan + UBSan)"
-  CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_FUZZ=ON \
-    -DRS_SANITIZE=address,undefined -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=OFF \
-    -DRS_FUZZ_SECONDS="${FUZZ_SECONDS:-25}" >/dev/null
+  # (bash exports CC and CXX to the function and what it runs.)
+  CC=clang-14 CXX=clang++-14 timed "configure $name" configure "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_FUZZ=ON \
+    -DRS_SANITIZE=address,undefined -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=OFF -DRS_FUZZ_SECONDS="${FUZZ_SECONDS:-25}"
   echo "==> building $dir"
-  ninja -C "$dir" -j "$jobs" fuzzers
+  timed "build $name" ninja -C "$dir" -j "$jobs" fuzzers
   echo "==> fuzzing each target for ${FUZZ_SECONDS:-25} s"
-  (cd "$dir" && ctest --output-on-failure --no-tests=error -L '^fuzz$' -j "$jobs")
+  timed "fuzz $name" ctest --test-dir "$dir" --output-on-failure --no-tests=error -L '^fuzz$' -j "$jobs"
 fi
 echo "==> all tests passed"

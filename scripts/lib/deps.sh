@@ -43,6 +43,11 @@ RS_TEST_PACKAGES=(
   python3-venv python3-pip python3-setuptools
   # the fuzzing stage: clang with libFuzzer and its sanitizer runtimes
   clang-14 libclang-rt-14-dev
+  # a compiler cache (CMake's RS_CCACHE): a second run recompiles only what
+  # changed
+  ccache
+  # the docs site: `mkdocs build --strict` from mkdocs.yml
+  mkdocs
 )
 
 rs_install_deps() {
