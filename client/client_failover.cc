@@ -135,6 +135,7 @@ Status ClientImpl::InstallLocked(Clock::time_point now) {
     auto shadow = std::make_shared<OperationImpl>(seq, retained.data, nullptr, retained.count, retained.dtype,
                                                   retained.op, epoch, std::vector<protocol::PieceSpan>{},
                                                   static_cast<uint32_t>(slots_.size()), now, opts_.wire_dtype);
+    shadow->HoldSourceLease(retained.lease);
     ops_.emplace(seq, OpEntry{shadow, true});
   }
   for (auto& [seq, entry] : ops_) {
@@ -192,13 +193,13 @@ void ClientImpl::IssuePendingLocked() {
     }
     const std::shared_ptr<OperationImpl>& op = it->second.op;
     const size_t bytes = op->count() * DataTypeSize(op->dtype());
-    uint8_t* copy = retention_.Allocate(op->seq(), bytes, membership_->changing());
-    if (copy == nullptr) break;
+    const RetainedCopy copy = retention_.Allocate(op->seq(), bytes, membership_->changing());
+    if (copy.data == nullptr) break;
     waiting_.pop_front();
     // Copied whole, under the lock: this path is the rare one.
     op->RetainInto(copy);
     op->CopyInput();
-    retained_[op->seq()] = Retained{copy, op->count(), op->dtype(), op->op(), false};
+    retained_[op->seq()] = Retained{copy.data, copy.lease, op->count(), op->dtype(), op->op(), false};
     if (op->epoch() != membership_->epoch()) {
       op->Restart(membership_->epoch(), PartitionLocked(op->seq(), op->count(), op->dtype()));
     }

@@ -330,15 +330,16 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
   // Failover: a copy of the input this rank keeps until every rank is done,
   // made while the pieces go out (copy_behind.h).
   const size_t bytes = count * DataTypeSize(dtype);
-  uint8_t* copy = waiting_.empty() ? retention_.Allocate(seq, bytes, membership_->changing()) : nullptr;
-  if (copy == nullptr) {
+  const RetainedCopy copy =
+      waiting_.empty() ? retention_.Allocate(seq, bytes, membership_->changing()) : RetainedCopy{};
+  if (copy.data == nullptr) {
     // Full: wait until the others catch up (never blocks the caller).
     waiting_.push_back(seq);
     ++counters_.retention_waits;
     SendWatermarkLocked();
     return op_state;
   }
-  retained_[seq] = Retained{copy, count, dtype, op, false};
+  retained_[seq] = Retained{copy.data, copy.lease, count, dtype, op, false};
   op_state->RetainInto(copy);
   ops_[seq].issued = true;
   IssueLocked(op_state, &batches);

@@ -76,6 +76,7 @@ class ClientImpl final : public Client, public StreamOwner {
   // The input of an operation this rank may have to give again.
   struct Retained {
     const uint8_t* data = nullptr;
+    std::shared_ptr<const void> lease;  // for shadows that send from it (retention.h)
     uint64_t count = 0;
     DataType dtype = DataType::kFloat32;
     ReduceOp op = ReduceOp::kSum;

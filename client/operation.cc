@@ -117,8 +117,10 @@ bool OperationImpl::PieceDone(uint32_t epoch) {
   return last;
 }
 
-void OperationImpl::RetainInto(uint8_t* copy) {
+void OperationImpl::RetainInto(const RetainedCopy& retained) {
   const size_t bytes = count_ * DataTypeSize(dtype_);
+  uint8_t* const copy = retained.data;
+  source_lease_ = retained.lease;
   retained_ = copy;
   const auto* in = static_cast<const uint8_t*>(send_);
   const auto* out = static_cast<const uint8_t*>(recv_);
@@ -130,10 +132,16 @@ void OperationImpl::RetainInto(uint8_t* copy) {
     return;
   }
   copy_ = std::make_unique<CopyBehind>(in, copy, bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  copying_ = true;
 }
 
 void OperationImpl::CopyInput() {
-  if (copy_) copy_->EnsureAll();
+  if (!copy_) return;
+  copy_->EnsureAll();
+  std::lock_guard<std::mutex> lock(mu_);
+  copying_ = false;
+  if (done_) source_lease_.reset();
 }
 
 void OperationImpl::BeforeResult(size_t offset, size_t bytes) {
@@ -185,6 +193,8 @@ std::vector<uint32_t> OperationImpl::PendingReducers() const {
 void OperationImpl::MaybeSignalLocked() {
   if (has_result_ && leases_ == 0 && !done_) {
     done_ = true;
+    // Nothing reads the copy any more; the watermark may free it now.
+    if (!copying_) source_lease_.reset();
     cv_.notify_all();
   }
 }

@@ -22,6 +22,7 @@
 
 #include "client/client.h"
 #include "client/copy_behind.h"
+#include "client/retention.h"
 #include "common/clock.h"
 #include "protocol/partition.h"
 
@@ -47,8 +48,14 @@ class OperationImpl final : public Operation {
   const uint8_t* source() const { return source_; }
   // Failover: this operation's input is to be kept in `copy`, made behind
   // the sends (copy_behind.h) while pieces go out from the caller's buffer.
-  // Call once, before the first piece is issued.
-  void RetainInto(uint8_t* copy);
+  // Call once, before the first piece is issued. The operation holds the
+  // copy's lease (retention.h) until it is Done (no piece is being written
+  // from the copy: every write holds an I/O lease) and the copy is made
+  // (CopyInput has returned), whichever comes last; a handle the caller
+  // keeps does not keep the copy.
+  void RetainInto(const RetainedCopy& copy);
+  // A shadow's input is a copy retained earlier: it holds that copy's lease.
+  void HoldSourceLease(std::shared_ptr<const void> lease) { source_lease_ = std::move(lease); }
   // Completes the copy (the calling thread, after issuing the pieces).
   void CopyInput();
   // Before a result is read into [offset, offset + bytes) of the receive
@@ -105,6 +112,8 @@ class OperationImpl final : public Operation {
   const DataType wire_;
   const uint32_t reducers_;
   const Clock::time_point start_;
+  // Keeps an overflow copy (retention.h); guarded by mu_ once published.
+  std::shared_ptr<const void> source_lease_;
   uint8_t* retained_ = nullptr;        // the failover copy, if any
   std::unique_ptr<CopyBehind> copy_;   // how it is being made, if behind the sends
 
@@ -117,6 +126,7 @@ class OperationImpl final : public Operation {
   int leases_ = 0;                          // guarded by mu_
   bool has_result_ = false;                 // guarded by mu_
   bool done_ = false;                       // guarded by mu_: result set and no leases
+  bool copying_ = false;                    // guarded by mu_: CopyInput has not returned yet
   Status status_;                           // guarded by mu_
 };
 

@@ -18,7 +18,7 @@ RetentionRing::~RetentionRing() {
   if (ring_ != nullptr) munmap(ring_, capacity_);
 }
 
-uint8_t* RetentionRing::Allocate(uint64_t seq, size_t bytes, bool overflow) {
+RetainedCopy RetentionRing::Allocate(uint64_t seq, size_t bytes, bool overflow) {
   const size_t need = Round(std::max<size_t>(bytes, 1));
   if (need <= capacity_) {
     // The ring holds [tail, head) in order; the free space is after head
@@ -55,7 +55,7 @@ uint8_t* RetentionRing::Allocate(uint64_t seq, size_t bytes, bool overflow) {
     if (offset != SIZE_MAX) {
       if (ring_ == nullptr) {
         void* p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) return overflow || need > capacity_ ? AllocateOverflow(seq, need) : nullptr;
+        if (p == MAP_FAILED) return overflow || need > capacity_ ? AllocateOverflow(seq, need) : RetainedCopy{};
         ring_ = static_cast<uint8_t*>(p);
         prefault_ = std::make_unique<Prefault>(ring_, capacity_);
       }
@@ -71,21 +71,21 @@ uint8_t* RetentionRing::Allocate(uint64_t seq, size_t bytes, bool overflow) {
       // slack; the whole ring for large copies. Faulted in ahead of them, off
       // this thread.
       prefault_->RaiseTarget(std::max(high_water_, (kEarlyWrapMargin + 2) * in_use_));
-      return ring_ + offset;
+      return {ring_ + offset, nullptr};
     }
   }
-  if (!overflow && need <= capacity_) return nullptr;
+  if (!overflow && need <= capacity_) return {};
   return AllocateOverflow(seq, need);
 }
 
-uint8_t* RetentionRing::AllocateOverflow(uint64_t seq, size_t bytes) {
+RetainedCopy RetentionRing::AllocateOverflow(uint64_t seq, size_t bytes) {
   auto& slot = overflow_[seq];
   slot.first.reset(new uint8_t[bytes]);
   slot.second = bytes;
   in_use_ += bytes;
   peak_ = std::max(peak_, in_use_);
   ++overflow_allocations_;
-  return slot.first.get();
+  return {slot.first.get(), slot.first};
 }
 
 void RetentionRing::ReleaseBelow(uint64_t seq) {
@@ -98,6 +98,8 @@ void RetentionRing::ReleaseBelow(uint64_t seq) {
     head_ = 0;
     ring_used_ = 0;
   }
+  // The ring's lease only: a writer still reading a copy keeps it (the
+  // header says why). It is no longer counted as retained.
   for (auto it = overflow_.begin(); it != overflow_.end() && it->first < seq;) {
     in_use_ -= it->second.second;
     it = overflow_.erase(it);

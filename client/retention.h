@@ -12,7 +12,19 @@
 // one that must go out while the ring is full during a failover, gets its own
 // allocation ("overflow"), counted in the same totals.
 //
-// Pure memory management; not thread-safe (the client holds its mutex).
+// A copy may still be read after the watermark has passed it: a piece of an
+// epoch the ranks have left can be half written to a socket, and the write
+// goes on from the copy. An overflow copy is therefore freed by lease, not by
+// watermark: Allocate hands out a lease with it, and the memory goes when
+// the ring has released it AND every holder of the lease has let go (the
+// operation holds it until no piece is being written from it and the copy
+// is made, operation.h; a shadow redoing it holds it too).
+// The ring's own memory stays mapped as long as the ring, so a late reader
+// of a ring copy reads valid memory (perhaps a newer copy, in a piece of a
+// left epoch that the reducers refuse).
+//
+// Pure memory management; not thread-safe (the client holds its mutex). A
+// lease may be dropped on any thread.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +37,13 @@
 
 namespace rs::client {
 
+// One operation's copy. `lease` keeps an overflow copy allocated for as
+// long as it is held; empty for a copy in the ring.
+struct RetainedCopy {
+  uint8_t* data = nullptr;
+  std::shared_ptr<const void> lease;
+};
+
 class RetentionRing {
  public:
   explicit RetentionRing(size_t capacity) : capacity_(capacity) {}
@@ -33,10 +52,11 @@ class RetentionRing {
   RetentionRing& operator=(const RetentionRing&) = delete;
 
   // Room for operation `seq` (greater than every seq allocated before), or
-  // nullptr when the ring is full. `overflow` allocates outside the ring
-  // instead of failing (always the case for operations larger than it).
-  uint8_t* Allocate(uint64_t seq, size_t bytes, bool overflow);
-  // Frees the copies of every operation below `seq`.
+  // data == nullptr when the ring is full. `overflow` allocates outside the
+  // ring instead of failing (always the case for operations larger than it).
+  RetainedCopy Allocate(uint64_t seq, size_t bytes, bool overflow);
+  // Releases the copies of every operation below `seq`: ring space is
+  // reused, an overflow copy goes with its last lease.
   void ReleaseBelow(uint64_t seq);
 
   size_t capacity() const { return capacity_; }
@@ -46,7 +66,7 @@ class RetentionRing {
   size_t overflow_allocations() const { return overflow_allocations_; }
 
  private:
-  uint8_t* AllocateOverflow(uint64_t seq, size_t bytes);
+  RetainedCopy AllocateOverflow(uint64_t seq, size_t bytes);
 
   struct Entry {
     uint64_t seq;
@@ -63,7 +83,7 @@ class RetentionRing {
   std::deque<Entry> entries_;  // ring allocations, oldest first
   size_t head_ = 0;            // next free offset
   size_t ring_used_ = 0;       // bytes taken, padding included
-  std::map<uint64_t, std::pair<std::unique_ptr<uint8_t[]>, size_t>> overflow_;
+  std::map<uint64_t, std::pair<std::shared_ptr<uint8_t[]>, size_t>> overflow_;  // the ring's own lease
   size_t in_use_ = 0;
   size_t high_water_ = 0;
   size_t peak_ = 0;

@@ -110,7 +110,7 @@ TEST(CopyBehindTest, InPlaceResultsNeverReachTheRetainedCopy) {
     OperationImpl op(1, buf.data(), buf.data(), count, DataType::kFloat32, ReduceOp::kSum, 0, spans, 2,
                      Clock::now());
     std::vector<float> kept(count, 0.0f);
-    op.RetainInto(reinterpret_cast<uint8_t*>(kept.data()));
+    op.RetainInto({reinterpret_cast<uint8_t*>(kept.data()), nullptr});
     EXPECT_EQ(op.source(), reinterpret_cast<const uint8_t*>(buf.data())) << "pieces go out from the caller's buffer";
     std::thread results([&] {
       // Results in reverse order, racing the caller's front-to-back copy.
@@ -138,7 +138,7 @@ TEST(CopyBehindTest, PartlyOverlappingBuffersAreCopiedBeforeAnythingIsSent) {
   // another range's input.
   OperationImpl op(1, buf.data(), buf.data() + 100, 1024, DataType::kFloat32, ReduceOp::kSum, 0,
                    {{0, 0, 1024, 0, 0}}, 1, Clock::now());
-  op.RetainInto(reinterpret_cast<uint8_t*>(kept.data()));
+  op.RetainInto({reinterpret_cast<uint8_t*>(kept.data()), nullptr});
   EXPECT_EQ(kept, input);
   EXPECT_EQ(op.source(), reinterpret_cast<const uint8_t*>(kept.data()));
 }

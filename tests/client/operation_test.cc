@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+
+#include "client/retention.h"
 #include "protocol/partition.h"
 
 namespace rs::client {
@@ -163,6 +167,39 @@ TEST(Operation, NothingToReduceIsDoneAtOnce) {
   OperationImpl op(1, nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum, 0, {}, 2, Clock::now());
   EXPECT_TRUE(op.Done());
   EXPECT_TRUE(op.status().ok());
+}
+
+// An operation restarted in a new epoch sends from its retained copy. When
+// every rank then completes it, the watermark releases the copy, but a piece
+// of it from the epoch left may still be being written from the copy (the
+// write holds an I/O lease on the operation): an overflow copy stays intact
+// until that write ends, then goes, even while the caller keeps the handle.
+TEST(Operation, ItsOverflowCopyOutlivesTheWatermarkUntilItsLastWriteEnds) {
+  std::vector<float> buf(16);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i + 1);
+  RetentionRing ring(32);  // smaller than the 64-byte input: the copy overflows
+  auto op = TwoPieces(buf);
+  std::weak_ptr<const void> watch;
+  {
+    const RetainedCopy copy = ring.Allocate(op->seq(), buf.size() * sizeof(float), false);
+    ASSERT_NE(copy.lease, nullptr);
+    watch = copy.lease;
+    op->RetainInto(copy);
+  }
+  op->CopyInput();
+  ASSERT_TRUE(op->Acquire());  // a piece of epoch 0 being written
+  op->Restart(1, {{0, 0, 8, 0, 0}, {1, 8, 8, 1, 0}});
+  const uint8_t* source = op->source();
+  std::fill(buf.begin(), buf.end(), -1.0f);  // the caller reuses its buffer
+  op->Finish(Status::Ok());                  // completed here ...
+  ring.ReleaseBelow(op->seq() + 1);          // ... and on every rank
+  ASSERT_FALSE(watch.expired()) << "freed by the watermark while a write still reads it";
+  const auto* kept = reinterpret_cast<const float*>(source);
+  for (size_t i = 0; i < buf.size(); ++i) EXPECT_EQ(kept[i], static_cast<float>(i + 1)) << "element " << i;
+  EXPECT_FALSE(op->Done());
+  op->Release();  // the write ends
+  EXPECT_TRUE(op->Done());
+  EXPECT_TRUE(watch.expired()) << "nothing reads the copy any more: it must go, though the handle is kept";
 }
 
 }  // namespace

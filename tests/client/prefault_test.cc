@@ -93,7 +93,7 @@ TEST(PrefaultTest, PagesUpToTheTargetBecomeResidentAndNoneBeyond) {
 TEST(PrefaultTest, TheRetentionRingIsFaultedInAheadOfItsCopies) {
   constexpr size_t kMiB = 1 << 20;
   RetentionRing ring(256 * kMiB);
-  uint8_t* base = ring.Allocate(0, 4 * kMiB, false);
+  uint8_t* base = ring.Allocate(0, 4 * kMiB, false).data;
   ASSERT_NE(base, nullptr);  // the first copy starts the ring
   std::memset(base, 7, 4 * kMiB);
   const size_t ahead = 40 * kMiB;  // (early wrap margin 8 + 2) x 4 MiB
