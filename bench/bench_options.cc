@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "client/client_settings.h"
 #include "common/cli_parse.h"
 #include "common/units.h"
 #include "protocol/auth.h"
@@ -11,9 +12,6 @@
 
 namespace rs::bench {
 namespace {
-
-using std::chrono::milliseconds;
-constexpr milliseconds kMaxTimeout = std::chrono::hours(24);
 
 constexpr DataType kAllTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16,
                                   DataType::kFloat64, DataType::kInt8,    DataType::kUint8,
@@ -64,34 +62,8 @@ Status Validate(const RawFlags& raw, const Settings& s, Options* out) {
                                               std::to_string(out->world));
   }
   out->session = s.Get("--session").text;
-  // Left unset, the client chooses these three (client/transport_plan.h).
-  if (s.IsSet("--streams")) RS_RETURN_IF_ERROR(Assign(s.Int("--streams", 1, 64), &out->streams.emplace()));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--io-threads", 1, 64), &out->io_threads));
-  if (s.IsSet("--max-piece")) {
-    RS_RETURN_IF_ERROR(Assign(s.Size("--max-piece", 4096, 1ull << 30), &out->max_piece.emplace()));
-  }
-  RS_RETURN_IF_ERROR(Assign(s.Size("--min-piece", 1, 1ull << 30), &out->min_piece));
-  if (s.IsSet("--send-window")) {
-    RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, 1ull << 40), &out->send_window.emplace()));
-  }
-  if (s.IsSet("--write-slice")) {
-    RS_RETURN_IF_ERROR(Assign(s.Size("--write-slice", 0, 1ull << 40), &out->write_slice.emplace()));
-  }
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &out->op_timeout));
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &out->connect_timeout));
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &out->liveness));
-  if (out->liveness.count() != 0 && out->liveness < client::kMinLivenessTimeout) {
-    return Status(Code::kInvalidArgument, s.Get("--liveness-timeout").source + " must be 0 (off) or at least 100ms");
-  }
-  RS_RETURN_IF_ERROR(Assign(s.Int("--crc", 0, 1), &out->crc));
-  if (const SettingValue& wire = s.Get("--wire-dtype"); const auto parsed = protocol::ParseWireType(wire.text)) {
-    out->wire = *parsed;
-  } else {
-    return Status(Code::kInvalidArgument, wire.source + ": '" + wire.text + "' is not one of off, bfloat16, float16");
-  }
-  RS_RETURN_IF_ERROR(Assign(s.Int("--failover", 0, 1), &out->failover));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--min-reducers", 1, static_cast<int64_t>(out->reducers.size())), &out->min_reducers));
-  RS_RETURN_IF_ERROR(Assign(s.Size("--retention", 1ull << 20, 1ull << 40), &out->retention));
+  out->client.reducers = out->reducers;  // REDUCER_MIN_REDUCERS is bounded by them
+  RS_RETURN_IF_ERROR(client::ApplyClientSettings(s, client::SettingKey::kFlag, &out->client, reducers.source));
 
   for (auto [flag, text, dest] : {std::tuple{"--min-bytes", &raw.min_bytes, &out->min_bytes},
                                   std::tuple{"--max-bytes", &raw.max_bytes, &out->max_bytes}}) {
@@ -123,9 +95,8 @@ Status Validate(const RawFlags& raw, const Settings& s, Options* out) {
 }  // namespace
 
 const std::vector<SettingInfo>& BenchSettings() {
-  // --timeout / REDUCER_TIMEOUT set both timeouts and read a bare number as
-  // seconds: so do their aliases.
-  static const std::vector<SettingInfo> kSettings = {
+  static const std::vector<SettingInfo> kSettings = [] {
+    std::vector<SettingInfo> out = {
       {"--reducers", "REDUCER_ADDRS", "HOST:PORT,...", "", "", "Reducers (the same list on every rank)"},
       {"--world", "WORLD_SIZE", "N", "1", "", "Number of ranks"},
       {"--rank", "RANK", "N", "0", "", "This process's rank, 0 to world-1"},
@@ -133,45 +104,19 @@ const std::vector<SettingInfo>& BenchSettings() {
        "Session name; ranks with the same name form one all-reduce group"},
       {"--job-token-file", "REDUCER_JOB_TOKEN_FILE", "FILE", "", "", "File holding the job token"},
       {"", "REDUCER_JOB_TOKEN", "", "", "", "The job token itself, used when no token file is given"},
-      {"--streams", "REDUCER_STREAMS", "N", "", "auto: 1",
-       "TCP streams to each reducer (1-64; the same on every rank)"},
-      {"--max-piece", "REDUCER_MAX_PIECE", "SIZE", "", "auto: 512KiB / reducers, 64KiB-512KiB",
-       "Largest piece of an operation sent to one reducer (the same on every rank)",
-       {{"--piece-bytes", ""}}, {{"REDUCER_PIECE_BYTES", ""}}},
-      {"--min-piece", "REDUCER_MIN_PIECE", "SIZE", "64KiB", "",
-       "Below this an operation is not split further to reach every reducer"},
-      {"--send-window", "REDUCER_SEND_WINDOW", "SIZE", "", "auto: 4 pieces or 2 pieces + 2 x BDP",
-       "Bytes of pieces a stream may have sent without their results back; 0: no limit. Unset: 4 pieces, "
-       "or 2 pieces + twice the stream's bandwidth-delay product as TCP measures it, whichever is more"},
-      {"--write-slice", "REDUCER_WRITE_SLICE", "SIZE", "", "auto: 0.5 ms of the path, at least 64KiB",
-       "With streams to several reducers, bytes of pieces a stream writes at a time, so that they take turns on "
-       "this rank's link; 0: whole batches. Unset: half a millisecond of the stream's typical delivery rate as "
-       "TCP measures it, at least 64KiB"},
-      {"--io-threads", "REDUCER_IO_THREADS", "N", "1", "", "Client I/O threads (1-64)"},
-      {"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "90s", "",
-       "An operation with no answer from a reducer for this long fails; keep it above the reducers' "
-       "--op-timeout so their error, which names the missing ranks, arrives first",
-       {{"--timeout", "s"}}, {{"REDUCER_TIMEOUT", "s"}}},
-      {"--connect-timeout", "REDUCER_CONNECT_TIMEOUT", "DUR", "90s", "",
-       "Limit for connecting to the reducers and for every rank to join the session",
-       {{"--timeout", "s"}}, {{"REDUCER_TIMEOUT", "s"}}},
-      {"--liveness-timeout", "REDUCER_LIVENESS_TIMEOUT", "DUR", "5s", "",
-       "A reducer that sends nothing for this long (frozen, host down, link cut) fails the run naming it; "
-       "the reducers use it to detect a silent rank. 0: off"},
-      {"--crc", "REDUCER_CRC", "0/1", "0", "",
-       "1: CRC32C over every piece and result, checked end to end (with the reducers' --crc); 0: off"},
-      {"--wire-dtype", "REDUCER_WIRE_DTYPE", "TYPE", "off", "",
-       "bfloat16 or float16: float32 sums travel in that type (half the bytes), rounded once by each rank and once "
-       "by the reducers after a float32 sum; --check then expects exactly those roundings. off: float32. The same "
-       "on every rank"},
-      {"--failover", "REDUCER_FAILOVER", "0/1", "1", "",
-       "1: a lost reducer is survived (the others take over its share, results unchanged; a restarted one is "
-       "taken back); each rank keeps a copy of its recent inputs for it. 0: losing one is fatal"},
-      {"--min-reducers", "REDUCER_MIN_REDUCERS", "N", "1", "",
-       "With failover, fail when fewer reducers than this are left"},
-      {"--retention", "REDUCER_RETENTION", "SIZE", "256MiB", "",
-       "With failover, memory for the copies of inputs not yet completed on every rank"},
-  };
+    };
+    for (SettingInfo& info : client::ClientSettingInfos()) out.push_back(std::move(info));
+    // A run is a benchmark, not a job: it may wait longer for slow ranks.
+    client::FindSetting(out, "--connect-timeout").default_value = "90s";
+    // --timeout / REDUCER_TIMEOUT set both timeouts and read a bare number
+    // as seconds: so do their aliases.
+    for (const char* flag : {"--op-timeout", "--connect-timeout"}) {
+      SettingInfo& info = client::FindSetting(out, flag);
+      info.old_flags.push_back({"--timeout", "s"});
+      info.old_envs.push_back({"REDUCER_TIMEOUT", "s"});
+    }
+    return out;
+  }();
   return kSettings;
 }
 

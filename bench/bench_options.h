@@ -1,7 +1,8 @@
 // reducer-bench's command line: flags in the style of nccl-tests, and the
 // client settings under the names the NCCL plugin and reducerd use
 // (--max-piece / REDUCER_MAX_PIECE, --io-threads / REDUCER_IO_THREADS, ...),
-// from the registry BenchSettings(). A flag that is absent takes its value
+// from the registry BenchSettings(), which takes the client's from their one
+// list (client/client_settings.h). A flag that is absent takes its value
 // from its environment variable; old names still work and are reported in
 // `notices`. Parsed and checked once into an immutable Options value.
 //
@@ -36,22 +37,10 @@ struct Options {
   int iters = 20;
   int warmup = 5;
   bool check = true;
-  // Unset: the client chooses (client/transport_plan.h).
-  std::optional<int> streams;
-  std::optional<uint64_t> max_piece;
-  uint64_t min_piece = 64 << 10;
-  std::optional<uint64_t> send_window;  // 0: no limit
-  std::optional<uint64_t> write_slice;  // 0: whole batches; unset: the client chooses
-  int io_threads = 1;
   int inflight = 1;
-  std::chrono::milliseconds op_timeout{90'000};
-  std::chrono::milliseconds connect_timeout{90'000};
-  std::chrono::milliseconds liveness{5'000};  // 0: off
-  bool crc = false;
-  DataType wire = DataType::kFloat32;  // --wire-dtype; kFloat32: off
-  bool failover = true;
-  uint32_t min_reducers = 1;
-  uint64_t retention = 256 << 20;
+  // The client's transport and reliability settings (client/client_settings.h);
+  // reducers, session, rank, world and token are the fields above.
+  client::ClientOptions client;
   std::string csv;
   WorkloadOptions workload;  // --pattern and its settings (workload_flags.h)
   // One line per deprecated name in use, for main() to print once.

@@ -68,20 +68,22 @@ class Report {
     for (const auto& r : o_.reducers) list += (list.empty() ? "" : ",") + r.ToString();
     std::printf("# reducer-bench: %u ranks, %zu reducers (%s), session '%s'\n", o_.world, o_.reducers.size(),
                 list.c_str(), o_.session.c_str());
-    const std::string streams = o_.streams ? std::to_string(*o_.streams) : "auto";
-    const std::string piece = o_.max_piece ? FormatBytes(*o_.max_piece) : "auto";
-    const std::string window = !o_.send_window ? "auto" : *o_.send_window ? FormatBytes(*o_.send_window) : "unlimited";
+    const client::ClientOptions& c = o_.client;
+    const std::string streams = c.streams_per_reducer ? std::to_string(*c.streams_per_reducer) : "auto";
+    const std::string piece = c.max_piece_bytes ? FormatBytes(*c.max_piece_bytes) : "auto";
+    const std::string window =
+        !c.send_window_bytes ? "auto" : *c.send_window_bytes ? FormatBytes(*c.send_window_bytes) : "unlimited";
     std::printf("# %s stream(s) per reducer, pieces up to %s, send window %s, %d operation(s) in flight, "
                 "%d I/O thread(s)\n",
-                streams.c_str(), piece.c_str(), window.c_str(), o_.inflight, o_.io_threads);
+                streams.c_str(), piece.c_str(), window.c_str(), o_.inflight, c.io_threads);
     std::printf("# iters %d, warmup %d, check %s, job token %s\n", o_.iters, o_.warmup, o_.check ? "on" : "off",
                 o_.job_token.empty() ? "none" : "set");
     std::printf("# liveness timeout %lld ms, CRC32C %s, wire %s, failover %s\n",
-                static_cast<long long>(o_.liveness.count()), o_.crc ? "on" : "off",
-                std::string(protocol::WireTypeName(o_.wire)).c_str(),
-                o_.failover ? ("on (min " + std::to_string(o_.min_reducers) + " reducers, retention " +
-                               FormatBytes(o_.retention) + ")").c_str()
-                            : "off");
+                static_cast<long long>(c.liveness_timeout.count()), c.crc ? "on" : "off",
+                std::string(protocol::WireTypeName(c.wire_dtype)).c_str(),
+                c.failover ? ("on (min " + std::to_string(c.min_reducers) + " reducers, retention " +
+                              FormatBytes(c.retention_bytes) + ")").c_str()
+                           : "off");
     std::printf("# waiting for all %u ranks to join...\n", o_.world);
     std::fflush(stdout);
   }
@@ -170,7 +172,8 @@ class Bench {
   explicit Bench(Options o) : o_(std::move(o)), report_(o_), seeds_(o_.inflight) {
     if (o_.workload.pattern != Pattern::kSweep) {
       workload_ = WorkloadRun::Create(o_.workload, {o_.rank, o_.world, o_.reducers.size(), o_.dtypes, o_.op, o_.iters,
-                                                    o_.warmup, o_.check, o_.op_timeout, o_.csv, Sizes(o_), o_.wire});
+                                                    o_.warmup, o_.check, o_.client.op_timeout, o_.csv, Sizes(o_),
+                                                    o_.client.wire_dtype});
       return;
     }
     for (int s = 0; s < o_.inflight; ++s) {
@@ -183,26 +186,12 @@ class Bench {
     if (!workload_) RS_RETURN_IF_ERROR(report_.OpenCsv());
     report_.Preamble();
     if (workload_) workload_->Describe();
-    client::ClientOptions c;
+    client::ClientOptions c = o_.client;
     c.reducers = o_.reducers;
     c.session = protocol::SessionIdFromName(o_.session);
     c.rank = o_.rank;
     c.world = o_.world;
     c.job_token = o_.job_token;
-    c.streams_per_reducer = o_.streams;
-    c.io_threads = o_.io_threads;
-    c.max_piece_bytes = o_.max_piece;
-    c.min_piece_bytes = o_.min_piece;
-    c.send_window_bytes = o_.send_window;
-    c.write_slice_bytes = o_.write_slice;
-    c.connect_timeout = o_.connect_timeout;
-    c.op_timeout = o_.op_timeout;
-    c.liveness_timeout = o_.liveness;
-    c.crc = o_.crc;
-    c.wire_dtype = o_.wire;
-    c.failover = o_.failover;
-    c.min_reducers = o_.min_reducers;
-    c.retention_bytes = o_.retention;
     // Errors come back as statuses and are printed with their context; only
     // warnings need the log.
     c.log = [](client::LogLevel level, const std::string& message) {  // the message names the rank
@@ -247,7 +236,7 @@ class Bench {
   // mean the ring (--retention) was too small for what was in flight, or the
   // other ranks lagged: each wait holds an operation back for a round trip.
   void PrintFailover() {
-    if (o_.rank != 0 || !o_.failover) return;
+    if (o_.rank != 0 || !o_.client.failover) return;
     const client::ClientStats st = client_->stats();
     std::printf("# Failover       : epoch %u, %zu of %zu reducers live, %llu operations redone, retained peak %s, "
                 "%llu operations waited for retention memory\n",
@@ -290,7 +279,7 @@ class Bench {
   }
 
   CheckParams Params(const Row& row, int slot) const {
-    return {row.dtype, o_.op, o_.world, seeds_[slot], o_.wire};
+    return {row.dtype, o_.op, o_.world, seeds_[slot], o_.client.wire_dtype};
   }
 
   void PrepareInputs(const Row& row) {
@@ -343,7 +332,7 @@ class Bench {
   Status Await(client::Operation& op) const {
     // The client fails an operation itself after --op-timeout; the margin
     // only keeps a bug there from hanging the benchmark.
-    return op.Wait(o_.op_timeout + std::chrono::seconds(10));
+    return op.Wait(o_.client.op_timeout + std::chrono::seconds(10));
   }
 
   const Options o_;

@@ -58,31 +58,17 @@ StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(const TrainOptions& o, const M
   b.initial_params = std::move(initial);
   b.grad_dtype = o.grad_dtype;
   b.world = o.world;
-  b.op_timeout = o.op_timeout;
+  b.op_timeout = o.client.op_timeout;
   if (o.reducers.empty()) {
     b.client = MakeLocalClient();
     b.transport = "no reducers (one rank)";
   } else {
-    client::ClientOptions c;
+    client::ClientOptions c = o.client;
     c.reducers = o.reducers;
     c.session = *session;
     c.rank = o.rank;
     c.world = o.world;
     c.job_token = o.job_token;
-    c.streams_per_reducer = o.streams;
-    c.io_threads = o.io_threads;
-    c.max_piece_bytes = o.max_piece;
-    c.min_piece_bytes = o.min_piece;
-    c.send_window_bytes = o.send_window;
-    c.write_slice_bytes = o.write_slice;
-    c.connect_timeout = o.connect_timeout;
-    c.op_timeout = o.op_timeout;
-    c.liveness_timeout = o.liveness_timeout;
-    c.crc = o.crc;
-    c.wire_dtype = o.wire_dtype;
-    c.failover = o.failover;
-    c.min_reducers = o.min_reducers;
-    c.retention_bytes = o.retention;
     // A failure reaches the user once, as rs-train's own error line; the
     // warnings (a reducer lost, an epoch installed, a reducer back) as they happen.
     c.log = [](client::LogLevel level, const std::string& message) {  // the message names the rank
@@ -91,12 +77,13 @@ StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(const TrainOptions& o, const M
     StatusOr<std::unique_ptr<client::Client>> cl = client::Client::Create(c);
     if (!cl.ok()) return cl.status().Prefixed("joining the reducers");
     b.client = std::move(cl).value();
-    b.failover = o.failover;
+    b.failover = o.client.failover;
     b.reducers = o.reducers.size();
     b.transport = std::to_string(o.reducers.size()) + (o.reducers.size() == 1 ? " reducer" : " reducers") + " (" +
-                  o.reducers_source + "), failover " + (o.failover ? "on" : "off");
-    if (o.wire_dtype != DataType::kFloat32) {
-      b.transport += std::string(", float32 sums as ") + std::string(DataTypeName(o.wire_dtype)) + " on the wire";
+                  o.reducers_source + "), failover " + (o.client.failover ? "on" : "off");
+    if (o.client.wire_dtype != DataType::kFloat32) {
+      b.transport +=
+          std::string(", float32 sums as ") + std::string(DataTypeName(o.client.wire_dtype)) + " on the wire";
     }
   }
   StatusOr<std::unique_ptr<CpuBackend>> backend = CpuBackend::Create(std::move(b));
@@ -132,7 +119,7 @@ Status RunJob(const TrainOptions& o, Reporter& reporter, const GpuHooks* gpu) {
   std::unique_ptr<Reference> reference;
   if (o.verify && o.rank == 0) {
     reference = std::make_unique<Reference>(
-        ReferenceConfig{*layout, plan, o.seed, o.world, o.batch, o.grad_dtype, o.sgd, initial, o.wire_dtype});
+        ReferenceConfig{*layout, plan, o.seed, o.world, o.batch, o.grad_dtype, o.sgd, initial, o.client.wire_dtype});
   }
   std::string how;
   StatusOr<std::unique_ptr<Backend>> backend =

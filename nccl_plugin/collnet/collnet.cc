@@ -44,7 +44,8 @@ void CollNet::LogSummary() const {
     return;
   }
   std::string first = cfg.reducers.front().host + ":" + std::to_string(cfg.reducers.front().port);
-  const std::string streams = cfg.streams_per_reducer ? std::to_string(*cfg.streams_per_reducer) : "auto";
+  const std::string streams =
+      cfg.client.streams_per_reducer ? std::to_string(*cfg.client.streams_per_reducer) : "auto";
   RS_PLOG_INFO("CollNet: %zu reducer(s) from %s (first %s), %s stream(s) each, job token %s",
                cfg.reducers.size(), cfg.source.c_str(), first.c_str(), streams.c_str(),
                cfg.job_token.empty() ? "not set" : "set");
@@ -118,26 +119,12 @@ StatusOr<std::unique_ptr<CollComm>> CollNet::Connect(void* const* handles, int n
   RS_RETURN_IF_ERROR(CheckHandles(handles, nranks, rank));
   const CollNetConfig& cfg = *config();
   const protocol::SessionId session = SessionIdFromHandles(handles, nranks);
-  client::ClientOptions o;
-  o.reducers = cfg.reducers;
+  client::ClientOptions o = cfg.client;  // reducers, token and the shared settings
   o.session = session;
   // The node index NCCL passes: distinct on every node, so it serves as the
   // node's rank at the reducers (which sum in that order).
   o.rank = static_cast<uint32_t>(rank);
   o.world = static_cast<uint32_t>(nranks);
-  o.job_token = cfg.job_token;
-  o.streams_per_reducer = cfg.streams_per_reducer;
-  o.io_threads = cfg.io_threads;
-  o.max_piece_bytes = cfg.max_piece_bytes;
-  o.min_piece_bytes = cfg.min_piece_bytes;
-  o.connect_timeout = cfg.connect_timeout;
-  o.op_timeout = cfg.op_timeout;
-  o.liveness_timeout = cfg.liveness_timeout;
-  o.crc = cfg.crc;
-  o.wire_dtype = cfg.wire_dtype;
-  o.failover = cfg.failover;
-  o.min_reducers = cfg.min_reducers;
-  o.retention_bytes = cfg.retention_bytes;
   o.log = [](client::LogLevel level, const std::string& message) {
     if (level >= client::LogLevel::kWarn) {
       RS_PLOG_WARN("%s", message.c_str());

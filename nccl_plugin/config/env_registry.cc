@@ -1,6 +1,10 @@
 #include "nccl_plugin/config/env_registry.h"
 
 #include <cstdlib>
+#include <deque>
+#include <string>
+
+#include "client/client_settings.h"
 
 namespace rs::plugin {
 namespace {
@@ -27,45 +31,25 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
      "The speed the plugin reports to NCCL for its network devices, with its unit (`800Mbit`, `25Gbit`). Unset: "
      "the interface's own (`/sys/class/net/IF/speed`), 10Gbit when it reports none. NCCL leaves CollNet (the "
      "reducers) off below 960Mbit, and the tuner's choice depends on it: must be equal on every node."},
-    {EnvKey::kStreams, "REDUCER_STREAMS", "",
-     "TCP streams from each worker to each reducer (1-64); must be equal on every rank. Unset: 1."},
-    {EnvKey::kIoThreads, "REDUCER_IO_THREADS", "1", "Client I/O threads per CollNet communicator (1-64)."},
-    {EnvKey::kMaxPiece, "REDUCER_MAX_PIECE", "",
-     "Largest piece of an all-reduce sent to one reducer (4KiB-1GiB); must be equal on every rank. Unset: 512KiB "
-     "divided by the number of reducers (64KiB to 512KiB), the same on every rank.",
-     "REDUCER_PIECE_BYTES"},
-    {EnvKey::kMinPiece, "REDUCER_MIN_PIECE", "64KiB",
-     "Below this an all-reduce is not split further to reach every reducer.", "REDUCER_MIN_PIECE_BYTES"},
-    {EnvKey::kOpTimeout, "REDUCER_OP_TIMEOUT", "90s",
-     "An all-reduce with no answer from a reducer for this long fails on this rank; keep above the reducers' own timeout.",
-     "REDUCER_OP_TIMEOUT_MS", "ms"},
-    {EnvKey::kConnectTimeout, "REDUCER_CONNECT_TIMEOUT", "60s",
-     "Bound on connection setup: point-to-point connect and CollNet join of all ranks.",
-     "REDUCER_CONNECT_TIMEOUT_MS", "ms"},
-    {EnvKey::kLivenessTimeout, "REDUCER_LIVENESS_TIMEOUT", "5s",
-     "A reducer stream on which nothing arrives for this long (frozen reducer, dead host, cut link) fails the "
-     "all-reduce naming the reducer; heartbeats go both ways at a fifth of it and the reducers use it to detect a "
-     "silent worker. Point-to-point sockets get keepalive probes after half of it idle and a kernel timeout of "
-     "twice it for unacknowledged data, so a dead peer or cut link fails NCCL's transfer. A duration (`500ms`, "
-     "`5s`); `0` turns it off."},
-    {EnvKey::kCrc, "REDUCER_CRC", "0",
-     "1: a CRC32C over every piece sent and every result received, checked end to end; a mismatch fails the "
-     "all-reduce naming the hop. Costs the reducers 3-10 % more CPU. 0: off."},
-    {EnvKey::kWireDtype, "REDUCER_WIRE_DTYPE", "off",
-     "`bfloat16` or `float16`: float32 sums travel in that type, half the bytes. Each node rounds its chunk once, "
-     "the reducers add the nodes' chunks in float32 and round the sum once, so an element is rounded twice "
-     "whatever the number of nodes; results stay identical on every node. A chunk with a value the type cannot "
-     "hold (Inf, NaN, beyond float16's 65504) goes as float32. Other types and ops are unchanged. `off`: float32. "
-     "Must be equal on every node."},
-    {EnvKey::kFailover, "REDUCER_FAILOVER", "1",
-     "1: when a reducer is lost the job goes on with the others (invisible to NCCL unless it fails) and a "
-     "restarted one is taken back; each node keeps a copy of its recent chunks for that. 0: losing a reducer fails "
-     "the job. Must be equal on every node."},
-    {EnvKey::kMinReducers, "REDUCER_MIN_REDUCERS", "1",
-     "With failover, the job fails when fewer reducers than this are left."},
-    {EnvKey::kRetention, "REDUCER_RETENTION", "256MiB",
-     "With failover, memory per communicator for the copies of chunks not yet completed on every node (a size: "
-     "`64MiB`, `1GiB`); when full, new chunks wait until the other nodes catch up."},
+    // The client's settings: default, description and old name from
+    // client/client_settings.h (Resolved below); here only what the plugin
+    // adds to the description.
+    {EnvKey::kStreams, "REDUCER_STREAMS", "", ""},
+    {EnvKey::kIoThreads, "REDUCER_IO_THREADS", "", "One set per CollNet communicator."},
+    {EnvKey::kMaxPiece, "REDUCER_MAX_PIECE", "", ""},
+    {EnvKey::kMinPiece, "REDUCER_MIN_PIECE", "", ""},
+    {EnvKey::kSendWindow, "REDUCER_SEND_WINDOW", "", ""},
+    {EnvKey::kWriteSlice, "REDUCER_WRITE_SLICE", "", ""},
+    {EnvKey::kOpTimeout, "REDUCER_OP_TIMEOUT", "", ""},
+    {EnvKey::kConnectTimeout, "REDUCER_CONNECT_TIMEOUT", "", "It also bounds point-to-point connection setup."},
+    {EnvKey::kLivenessTimeout, "REDUCER_LIVENESS_TIMEOUT", "",
+     "Point-to-point sockets get keepalive probes after half of it idle and a kernel timeout of twice it for "
+     "unacknowledged data, so a dead peer or cut link fails NCCL's transfer."},
+    {EnvKey::kCrc, "REDUCER_CRC", "", ""},
+    {EnvKey::kWireDtype, "REDUCER_WIRE_DTYPE", "", ""},
+    {EnvKey::kFailover, "REDUCER_FAILOVER", "", ""},
+    {EnvKey::kMinReducers, "REDUCER_MIN_REDUCERS", "", ""},
+    {EnvKey::kRetention, "REDUCER_RETENTION", "", "Per communicator."},
     {EnvKey::kNcclCollNetEnable, "NCCL_COLLNET_ENABLE", "",
      "NCCL's own switch: NCCL uses CollNet, and so the reducers, only when it is `1`. The plugin warns when "
      "reducers are configured and it is not `1`. Preloaded (`LD_PRELOAD`), the library sets it to `1` where it "
@@ -83,16 +67,41 @@ constexpr bool RegistryInKeyOrder() {
 }
 static_assert(RegistryInKeyOrder(), "kVars must list every EnvKey in enum order");
 
+// kVars with the client's settings filled in from their shared list. The
+// strings live as long as the process (static storage).
+std::array<EnvVarInfo, kNumEnvVars> Resolved() {
+  static std::deque<std::string> docs;  // grows at the end: its strings never move
+  std::array<EnvVarInfo, kNumEnvVars> out = kVars;
+  for (EnvVarInfo& var : out) {
+    for (const client::ClientSetting& setting : client::ClientSettings()) {
+      const SettingInfo& info = setting.info;
+      if (info.env != var.name) continue;
+      var.default_value = info.default_value.c_str();
+      std::string doc = info.doc + ".";
+      if (var.doc[0] != '\0') doc += std::string(" ") + var.doc;
+      var.doc = docs.emplace_back(std::move(doc)).c_str();
+      if (!info.old_envs.empty()) {
+        var.old_name = info.old_envs.front().name.c_str();
+        var.old_bare_unit = info.old_envs.front().bare_unit.c_str();
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-const std::array<EnvVarInfo, kNumEnvVars>& EnvVars() { return kVars; }
-const EnvVarInfo& EnvInfo(EnvKey key) { return kVars[static_cast<int>(key)]; }
+const std::array<EnvVarInfo, kNumEnvVars>& EnvVars() {
+  static const std::array<EnvVarInfo, kNumEnvVars> vars = Resolved();
+  return vars;
+}
+const EnvVarInfo& EnvInfo(EnvKey key) { return EnvVars()[static_cast<int>(key)]; }
 
 // The registry as common/settings.h takes it: environment only.
 const std::vector<SettingInfo>& AsSettings() {
   static const std::vector<SettingInfo> settings = [] {
     std::vector<SettingInfo> out;
-    for (const EnvVarInfo& var : kVars) {
+    for (const EnvVarInfo& var : EnvVars()) {
       SettingInfo info{"", var.name, "", var.default_value, "", var.doc};
       if (var.old_name != nullptr) info.old_envs.push_back({var.old_name, var.old_bare_unit});
       out.push_back(std::move(info));
@@ -134,7 +143,7 @@ StatusOr<std::chrono::milliseconds> Env::GetDuration(EnvKey key, std::chrono::mi
 
 std::string EnvMarkdownTable() {
   std::string out = "| Variable | Default | Meaning |\n|---|---|---|\n";
-  for (const EnvVarInfo& var : kVars) {
+  for (const EnvVarInfo& var : EnvVars()) {
     out += "| `";
     out += var.name;
     out += "` | ";

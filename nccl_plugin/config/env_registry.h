@@ -43,6 +43,8 @@ enum class EnvKey : int {
   kIoThreads,
   kMaxPiece,
   kMinPiece,
+  kSendWindow,
+  kWriteSlice,
   kOpTimeout,
   kConnectTimeout,
   kLivenessTimeout,
@@ -59,6 +61,10 @@ enum class EnvKey : int {
 };
 inline constexpr int kNumEnvVars = static_cast<int>(EnvKey::kCount);
 
+// The client's settings (REDUCER_STREAMS, REDUCER_MAX_PIECE, ...,
+// REDUCER_RETENTION) take their default, description and old name from
+// their one list, client/client_settings.h, shared with reducer-bench and
+// rs-train; the plugin adds a sentence of its own where it does more with one.
 struct EnvVarInfo {
   EnvKey key;
   const char* name;
@@ -100,6 +106,9 @@ class Env {
 
   // One line per deprecated name that is set, for one WARN line each.
   const std::vector<std::string>& notices() const { return settings_.notices(); }
+  // The resolved values by variable name, for the client's shared settings
+  // (client::ApplyClientSettings).
+  const Settings& settings() const { return settings_; }
 
  private:
   Settings settings_;

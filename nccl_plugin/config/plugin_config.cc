@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "client/client_settings.h"
 #include "common/cluster_spec.h"
 #include "common/units.h"
 
@@ -173,60 +174,10 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   StatusOr<std::string> token = ReadJobToken(env);
   if (!token.ok()) return token.status();
   cfg.job_token = std::move(token).value();
-
-  struct IntSetting { EnvKey key; int64_t min; int64_t max; int64_t* out; };
-  int64_t io_threads = 0;
-  const IntSetting ints[] = {
-      {EnvKey::kIoThreads, 1, 64, &io_threads},
-  };
-  for (const IntSetting& s : ints) {
-    StatusOr<int64_t> v = env.GetInt(s.key, s.min, s.max);
-    if (!v.ok()) return v.status();
-    *s.out = *v;
-  }
-  // Streams and piece size left unset are the client's to choose.
-  if (env.IsSet(EnvKey::kStreams)) {
-    StatusOr<int64_t> streams = env.GetInt(EnvKey::kStreams, 1, 64);
-    if (!streams.ok()) return streams.status();
-    cfg.streams_per_reducer = static_cast<int>(*streams);
-  }
-  if (env.IsSet(EnvKey::kMaxPiece)) {
-    StatusOr<uint64_t> piece = env.GetSize(EnvKey::kMaxPiece, 4096, uint64_t{1} << 30);
-    if (!piece.ok()) return piece.status();
-    cfg.max_piece_bytes = static_cast<size_t>(*piece);
-  }
-  StatusOr<uint64_t> min_piece = env.GetSize(EnvKey::kMinPiece, 1, uint64_t{1} << 30);
-  if (!min_piece.ok()) return min_piece.status();
-  StatusOr<std::chrono::milliseconds> op = env.GetDuration(EnvKey::kOpTimeout, kMinTimeout, kMaxTimeout);
-  if (!op.ok()) return op.status();
-  StatusOr<std::chrono::milliseconds> connect = env.GetDuration(EnvKey::kConnectTimeout, kMinTimeout, kMaxTimeout);
-  if (!connect.ok()) return connect.status();
-  cfg.io_threads = static_cast<int>(io_threads);
-  cfg.min_piece_bytes = static_cast<size_t>(*min_piece);
-  cfg.op_timeout = *op;
-  cfg.connect_timeout = *connect;
-  StatusOr<std::chrono::milliseconds> liveness = LivenessFromEnv(env);
-  if (!liveness.ok()) return liveness.status();
-  cfg.liveness_timeout = *liveness;
-  StatusOr<int64_t> crc = env.GetInt(EnvKey::kCrc, 0, 1);
-  if (!crc.ok()) return crc.status();
-  cfg.crc = *crc == 1;
-  const std::optional<DataType> wire = protocol::ParseWireType(env.Get(EnvKey::kWireDtype));
-  if (!wire) {
-    return Status(Code::kInvalidArgument, "REDUCER_WIRE_DTYPE='" + env.Get(EnvKey::kWireDtype) +
-                                              "' is not one of off, bfloat16, float16");
-  }
-  cfg.wire_dtype = *wire;
-  StatusOr<int64_t> failover = env.GetInt(EnvKey::kFailover, 0, 1);
-  if (!failover.ok()) return failover.status();
-  cfg.failover = *failover == 1;
-  StatusOr<int64_t> min_reducers =
-      env.GetInt(EnvKey::kMinReducers, 1, static_cast<int64_t>(cfg.reducers.size()));
-  if (!min_reducers.ok()) return min_reducers.status();
-  cfg.min_reducers = static_cast<uint32_t>(*min_reducers);
-  StatusOr<uint64_t> retention = env.GetSize(EnvKey::kRetention, uint64_t{1} << 20, uint64_t{1} << 40);
-  if (!retention.ok()) return retention.status();
-  cfg.retention_bytes = *retention;
+  cfg.client.reducers = cfg.reducers;
+  cfg.client.job_token = cfg.job_token;
+  RS_RETURN_IF_ERROR(client::ApplyClientSettings(env.settings(), client::SettingKey::kVariable, &cfg.client,
+                                                 cfg.source));
   return cfg;
 }
 

@@ -50,18 +50,10 @@ struct CollNetConfig {
   std::string off_reason;
   bool off_is_warning = false;  // off because of a problem, not by choice
   std::string job_token;  // empty: no authentication
-  std::optional<int> streams_per_reducer;  // unset: the client chooses (client/transport_plan.h)
-  int io_threads = 1;
-  std::optional<size_t> max_piece_bytes;   // unset: the client chooses
-  size_t min_piece_bytes = 64 << 10;
-  std::chrono::milliseconds op_timeout{90'000};
-  std::chrono::milliseconds connect_timeout{60'000};
-  std::chrono::milliseconds liveness_timeout{5'000};  // 0: off
-  bool crc = false;
-  DataType wire_dtype = DataType::kFloat32;  // REDUCER_WIRE_DTYPE; kFloat32: off
-  bool failover = true;
-  uint32_t min_reducers = 1;
-  size_t retention_bytes = 256 << 20;
+  // The client's options: the reducers and token above, and the shared
+  // transport and reliability settings (client/client_settings.h). The
+  // session, rank and world come from NCCL at connect.
+  client::ClientOptions client;
 };
 
 // NCCL's own CollNet switches, read as NCCL 2.28 reads them (strtol with

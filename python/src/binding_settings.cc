@@ -17,10 +17,11 @@ using plugin::EnvKey;
 // point-to-point transport's and NCCL's own). A variable added to the
 // plugin's registry reaches Python once it is listed here.
 constexpr std::array kClientKeys = {
-    EnvKey::kReducerAddrs, EnvKey::kClusterSpec,    EnvKey::kJobToken,       EnvKey::kJobTokenFile,
-    EnvKey::kStreams,      EnvKey::kIoThreads,      EnvKey::kMaxPiece,       EnvKey::kMinPiece,
-    EnvKey::kOpTimeout,    EnvKey::kConnectTimeout, EnvKey::kLivenessTimeout, EnvKey::kCrc,
-    EnvKey::kWireDtype,    EnvKey::kFailover,       EnvKey::kMinReducers,    EnvKey::kRetention,
+    EnvKey::kReducerAddrs,    EnvKey::kClusterSpec, EnvKey::kJobToken,  EnvKey::kJobTokenFile,
+    EnvKey::kStreams,         EnvKey::kIoThreads,   EnvKey::kMaxPiece,  EnvKey::kMinPiece,
+    EnvKey::kSendWindow,      EnvKey::kWriteSlice,  EnvKey::kOpTimeout, EnvKey::kConnectTimeout,
+    EnvKey::kLivenessTimeout, EnvKey::kCrc,         EnvKey::kWireDtype, EnvKey::kFailover,
+    EnvKey::kMinReducers,     EnvKey::kRetention,
 };
 
 // What NCCL gives the plugin and the package must be told: the package's
@@ -110,21 +111,8 @@ StatusOr<BindingOptions> OptionsFromSettings(const std::map<std::string, std::st
                   "no reducers: " + cfg->off_reason + " (pass addrs=\"host:port,...\" or set REDUCER_ADDRS)");
   }
   BindingOptions out;
+  out.client = cfg->client;  // reducers, token and the shared settings (client/client_settings.h)
   client::ClientOptions& o = out.client;
-  o.reducers = cfg->reducers;
-  o.job_token = cfg->job_token;
-  o.streams_per_reducer = cfg->streams_per_reducer;
-  o.io_threads = cfg->io_threads;
-  o.max_piece_bytes = cfg->max_piece_bytes;
-  o.min_piece_bytes = cfg->min_piece_bytes;
-  o.op_timeout = cfg->op_timeout;
-  o.connect_timeout = cfg->connect_timeout;
-  o.liveness_timeout = cfg->liveness_timeout;
-  o.crc = cfg->crc;
-  o.wire_dtype = cfg->wire_dtype;
-  o.failover = cfg->failover;
-  o.min_reducers = cfg->min_reducers;
-  o.retention_bytes = cfg->retention_bytes;
   out.reducers_source = cfg->source;
 
   const Settings own = Settings::Resolve(OwnRegistry(), {}, lookup);

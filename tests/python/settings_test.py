@@ -52,6 +52,15 @@ class SettingsTest(unittest.TestCase):
         self.assertNotIsInstance(cm.exception, rs.SettingsError, str(cm.exception))
         self.assertIn(self.addr, str(cm.exception))
 
+    def test_send_window_and_write_slice_are_settings(self):
+        # The client's shared settings (client/client_settings.h) all reach Python.
+        names = [n for n, _, _ in rs.variables()]
+        for n in ("REDUCER_SEND_WINDOW", "REDUCER_WRITE_SLICE"):
+            self.assertIn(n, names)
+        self.settings_error(["REDUCER_SEND_WINDOW", "'lots'"], addrs=self.addr, send_window="lots", **self.base)
+        self.settings_error(["REDUCER_WRITE_SLICE", "'1x'"], addrs=self.addr, write_slice="1x", **self.base)
+        self.connect_error(addrs=self.addr, send_window="1MiB", write_slice="0", **self.base)
+
     def test_variables_are_the_plugins_plus_rank_world_session(self):
         names = [n for n, _, _ in rs.variables()]
         for n in ("REDUCER_ADDRS", "CLUSTER_SPEC", "REDUCER_JOB_TOKEN", "REDUCER_JOB_TOKEN_FILE",

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "client/client_settings.h"
 #include "common/cli_parse.h"
 #include "common/cluster_spec.h"
 #include "common/units.h"
@@ -141,44 +142,12 @@ Status ReadToken(const Settings& s, std::string* token) {
   return Status::Ok();
 }
 
-// The client's settings, named and bounded as in reducer-bench and the NCCL plugin.
+// The client's settings, from their shared list (client/client_settings.h).
 Status ResolveClient(const Settings& s, TrainOptions* o) {
   o->session = s.Get("--session").text;
   o->session_source = s.Get("--session").is_default ? "REDUCER_SESSION" : s.Get("--session").source;
-  // Unset transport settings are left to the client (client/transport_plan.h).
-  if (s.IsSet("--streams")) RS_RETURN_IF_ERROR(Assign(s.Int("--streams", 1, protocol::kMaxStreams), &o->streams.emplace()));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--io-threads", 1, 64), &o->io_threads));
-  if (s.IsSet("--max-piece")) {
-    RS_RETURN_IF_ERROR(Assign(s.Size("--max-piece", 4096, uint64_t{1} << 30), &o->max_piece.emplace()));
-  }
-  RS_RETURN_IF_ERROR(Assign(s.Size("--min-piece", 1, uint64_t{1} << 30), &o->min_piece));
-  if (s.IsSet("--send-window")) {
-    RS_RETURN_IF_ERROR(Assign(s.Size("--send-window", 0, uint64_t{1} << 40), &o->send_window.emplace()));
-  }
-  if (s.IsSet("--write-slice")) {
-    RS_RETURN_IF_ERROR(Assign(s.Size("--write-slice", 0, uint64_t{1} << 40), &o->write_slice.emplace()));
-  }
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kMaxTimeout), &o->op_timeout));
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--connect-timeout", milliseconds(1), kMaxTimeout), &o->connect_timeout));
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--liveness-timeout", milliseconds(0), kMaxTimeout), &o->liveness_timeout));
-  if (o->liveness_timeout.count() != 0 && o->liveness_timeout < client::kMinLivenessTimeout) {
-    return Status(Code::kInvalidArgument, Show(s.Get("--liveness-timeout")) + ": use 0 (off) or at least 100ms");
-  }
-  RS_RETURN_IF_ERROR(Assign(s.Int("--crc", 0, 1), &o->crc));
-  if (const auto wire = protocol::ParseWireType(s.Get("--wire-dtype").text)) {
-    o->wire_dtype = *wire;
-  } else {
-    return Status(Code::kInvalidArgument, Show(s.Get("--wire-dtype")) + ": use off, bfloat16 or float16");
-  }
-  RS_RETURN_IF_ERROR(Assign(s.Int("--failover", 0, 1), &o->failover));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--min-reducers", 1, protocol::kMaxWorld), &o->min_reducers));
-  if (!o->reducers.empty() && o->min_reducers > o->reducers.size()) {
-    return Status(Code::kInvalidArgument, Show(s.Get("--min-reducers")) + " is more than the " +
-                                              std::to_string(o->reducers.size()) + " reducers of " +
-                                              o->reducers_source);
-  }
-  RS_RETURN_IF_ERROR(Assign(s.Size("--retention", uint64_t{1} << 20, uint64_t{1} << 40), &o->retention));
-  return Status::Ok();
+  o->client.reducers = o->reducers;  // REDUCER_MIN_REDUCERS is bounded by them
+  return client::ApplyClientSettings(s, client::SettingKey::kFlag, &o->client, o->reducers_source);
 }
 
 // Settings that only make sense together.
@@ -212,22 +181,17 @@ Status CheckCombination(const TrainOptions& o, bool gpu_built) {
   return Status::Ok();
 }
 
-// The CPU backend's client settings: a flag for one of them under --backend
-// gpu would be silently ignored (the NCCL plugin reads the variables).
-constexpr const char* kCpuClientFlags[] = {"--streams",     "--max-piece",        "--min-piece", "--send-window",
-                                           "--write-slice", "--io-threads",       "--liveness-timeout", "--crc",
-                                           "--wire-dtype",  "--failover",         "--min-reducers",     "--retention"};
-
+// The CPU backend's client settings (all the shared ones but the two
+// timeouts): a flag for one of them under --backend gpu would be silently
+// ignored (the NCCL plugin reads the variables).
 Status CheckGpuFlags(const Settings& s) {
-  for (const char* flag : kCpuClientFlags) {
-    const SettingValue& v = s.Get(flag);
+  for (const client::ClientSetting& setting : client::ClientSettings()) {
+    const SettingInfo& info = setting.info;
+    if (info.flag == "--op-timeout" || info.flag == "--connect-timeout") continue;
+    const SettingValue& v = s.Get(info.flag);
     if (!v.is_default && v.source.rfind("--", 0) == 0) {
-      std::string env;
-      for (const SettingInfo& info : TrainerSettings()) {
-        if (info.flag == flag) env = info.env;
-      }
       return Status(Code::kInvalidArgument, v.source + " is for --backend cpu; under --backend gpu the NCCL plugin "
-                                            "reads " + env + " from the environment instead");
+                                            "reads " + info.env + " from the environment instead");
     }
   }
   return Status::Ok();
@@ -264,11 +228,12 @@ std::string TrainOptions::AgreedSettings() const {
       "reducers=" + reducer_list,
       // The client's settings that the reducers or the failover protocol
       // compare across ranks: caught here, by name, before any traffic.
-      "streams=" + (streams ? std::to_string(*streams) : std::string("auto")),
-      "max_piece=" + (max_piece ? std::to_string(*max_piece) : std::string("auto")) + " min_piece=" + std::to_string(min_piece),
-      "failover=" + std::to_string(failover) + " min_reducers=" + std::to_string(min_reducers),
-      "crc=" + std::to_string(crc),
-      "wire_dtype=" + std::string(protocol::WireTypeName(wire_dtype)),
+      "streams=" + (client.streams_per_reducer ? std::to_string(*client.streams_per_reducer) : std::string("auto")),
+      "max_piece=" + (client.max_piece_bytes ? std::to_string(*client.max_piece_bytes) : std::string("auto")) +
+          " min_piece=" + std::to_string(client.min_piece_bytes),
+      "failover=" + std::to_string(client.failover) + " min_reducers=" + std::to_string(client.min_reducers),
+      "crc=" + std::to_string(client.crc),
+      "wire_dtype=" + std::string(protocol::WireTypeName(client.wire_dtype)),
   };
   std::string out;
   for (const std::string& l : lines) out += l + "\n";

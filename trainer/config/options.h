@@ -46,21 +46,11 @@ struct TrainOptions {
   std::vector<client::Endpoint> reducers;
   std::string reducers_source;
   std::string job_token;
-  std::optional<int> streams;  // unset: the client chooses (client/transport_plan.h)
-  int io_threads = 1;
-  std::optional<uint64_t> max_piece;  // unset: the client chooses, alike on every rank
-  uint64_t min_piece = 64 << 10;
-  std::optional<uint64_t> send_window;  // unset: the client chooses
-  std::optional<uint64_t> write_slice;  // unset: the client chooses; 0: whole batches
-  std::chrono::milliseconds op_timeout{90'000};
-  std::chrono::milliseconds connect_timeout{60'000};
-  // Reliability (docs/reliability.md), CPU backend.
-  std::chrono::milliseconds liveness_timeout{5'000};  // 0: off
-  bool crc = false;
-  DataType wire_dtype = DataType::kFloat32;  // --wire-dtype; kFloat32: off
-  bool failover = true;
-  uint32_t min_reducers = 1;
-  uint64_t retention = 256 << 20;
+  // The client's transport and reliability settings (client/client_settings.h;
+  // docs/reliability.md), for the CPU backend; its op and connect timeouts
+  // bound the GPU backend's NCCL calls too. Reducers, session, rank and token
+  // are the fields above.
+  client::ClientOptions client;
 
   // Model, data and training.
   MlpShape shape;

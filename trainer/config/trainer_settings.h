@@ -2,9 +2,10 @@
 // an environment variable, with its flag, default, description and old
 // names. The launchers' variables (torchrun, Vertex AI: RANK, WORLD_SIZE,
 // LOCAL_RANK, MASTER_ADDR, MASTER_PORT, CLUSTER_SPEC) and the reducers'
-// (REDUCER_ADDRS, the job token, the client's settings, under the names
-// reducerd, reducer-bench and the NCCL plugin use: REDUCER_MAX_PIECE,
-// REDUCER_OP_TIMEOUT, REDUCER_FAILOVER, ...). This list feeds the command
+// (REDUCER_ADDRS, the job token, and the client's settings, taken from
+// their one list, client/client_settings.h, which reducer-bench and the NCCL
+// plugin share: REDUCER_MAX_PIECE, REDUCER_OP_TIMEOUT, REDUCER_FAILOVER,
+// ...). This list feeds the command
 // line, the resolution of every value (options.cc), the deprecation notices,
 // --help and the README table (a test compares it); nothing else in the
 // trainer reads the environment. The trainer's own flags without a variable

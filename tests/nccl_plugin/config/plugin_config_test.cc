@@ -15,8 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include "client/client_settings.h"
 #include "nccl_plugin/log.h"
 #include "nccl_plugin/plugin.h"
+#include "tests/support/client_settings_sample.h"
 
 namespace rs::plugin {
 namespace {
@@ -56,21 +58,21 @@ TEST(CollNetConfig, ReducerAddrs) {
   EXPECT_EQ(cfg->reducers[2].port, 9);
   EXPECT_EQ(cfg->source, "REDUCER_ADDRS");
   // Unset: the client library chooses (client/transport_plan.h).
-  EXPECT_FALSE(cfg->streams_per_reducer.has_value());
-  EXPECT_FALSE(cfg->max_piece_bytes.has_value());
-  EXPECT_EQ(cfg->op_timeout.count(), 90'000);
+  EXPECT_FALSE(cfg->client.streams_per_reducer.has_value());
+  EXPECT_FALSE(cfg->client.max_piece_bytes.has_value());
+  EXPECT_EQ(cfg->client.op_timeout.count(), 90'000);
 }
 
 TEST(CollNetConfig, LivenessTimeoutTakesADurationOrZero) {
   StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  EXPECT_EQ(cfg->liveness_timeout.count(), 5'000);
+  EXPECT_EQ(cfg->client.liveness_timeout.count(), 5'000);
   cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_LIVENESS_TIMEOUT", "1500ms"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  EXPECT_EQ(cfg->liveness_timeout.count(), 1'500);
+  EXPECT_EQ(cfg->client.liveness_timeout.count(), 1'500);
   cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_LIVENESS_TIMEOUT", "0"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  EXPECT_EQ(cfg->liveness_timeout.count(), 0);
+  EXPECT_EQ(cfg->client.liveness_timeout.count(), 0);
   for (const char* bad : {"5x", "10ms", "2d"}) {
     cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_LIVENESS_TIMEOUT", bad}}));
     ASSERT_FALSE(cfg.ok()) << bad;
@@ -81,10 +83,10 @@ TEST(CollNetConfig, LivenessTimeoutTakesADurationOrZero) {
 TEST(CollNetConfig, CrcIsOffUnlessTurnedOn) {
   StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  EXPECT_FALSE(cfg->crc);
+  EXPECT_FALSE(cfg->client.crc);
   cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_CRC", "1"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  EXPECT_TRUE(cfg->crc);
+  EXPECT_TRUE(cfg->client.crc);
   cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_CRC", "yes"}}));
   ASSERT_FALSE(cfg.ok());
   EXPECT_NE(cfg.status().message().find("REDUCER_CRC"), std::string::npos) << cfg.status().message();
@@ -93,12 +95,12 @@ TEST(CollNetConfig, CrcIsOffUnlessTurnedOn) {
 TEST(CollNetConfig, WireDtypeIsOffUnlessSet) {
   StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  EXPECT_EQ(cfg->wire_dtype, DataType::kFloat32);
+  EXPECT_EQ(cfg->client.wire_dtype, DataType::kFloat32);
   for (const auto& [value, want] : {std::pair{"bfloat16", DataType::kBfloat16}, std::pair{"float16", DataType::kFloat16},
                                     std::pair{"off", DataType::kFloat32}}) {
     cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_WIRE_DTYPE", value}}));
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-    EXPECT_EQ(cfg->wire_dtype, want) << value;
+    EXPECT_EQ(cfg->client.wire_dtype, want) << value;
   }
   cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "r:1"}, {"REDUCER_WIRE_DTYPE", "int8"}}));
   ASSERT_FALSE(cfg.ok());
@@ -108,17 +110,17 @@ TEST(CollNetConfig, WireDtypeIsOffUnlessSet) {
 TEST(CollNetConfig, FailoverSettings) {
   StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1,b:2,c:3"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  EXPECT_TRUE(cfg->failover);
-  EXPECT_EQ(cfg->min_reducers, 1u);
-  EXPECT_EQ(cfg->retention_bytes, size_t{256} << 20);
+  EXPECT_TRUE(cfg->client.failover);
+  EXPECT_EQ(cfg->client.min_reducers, 1u);
+  EXPECT_EQ(cfg->client.retention_bytes, size_t{256} << 20);
   cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1,b:2,c:3"},
                                     {"REDUCER_FAILOVER", "0"},
                                     {"REDUCER_MIN_REDUCERS", "2"},
                                     {"REDUCER_RETENTION", "64MiB"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  EXPECT_FALSE(cfg->failover);
-  EXPECT_EQ(cfg->min_reducers, 2u);
-  EXPECT_EQ(cfg->retention_bytes, size_t{64} << 20);
+  EXPECT_FALSE(cfg->client.failover);
+  EXPECT_EQ(cfg->client.min_reducers, 2u);
+  EXPECT_EQ(cfg->client.retention_bytes, size_t{64} << 20);
   // More than there are reducers, or a retention that is not a size.
   cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1,b:2,c:3"}, {"REDUCER_MIN_REDUCERS", "4"}}));
   ASSERT_FALSE(cfg.ok());
@@ -126,6 +128,27 @@ TEST(CollNetConfig, FailoverSettings) {
   cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_RETENTION", "lots"}}));
   ASSERT_FALSE(cfg.ok());
   EXPECT_NE(cfg.status().message().find("REDUCER_RETENTION"), std::string::npos) << cfg.status().message();
+}
+
+// Every one of the client's shared settings (client/client_settings.h) is
+// in the plugin's registry, with the shared default, and a value given
+// reaches the client (REDUCER_SEND_WINDOW and REDUCER_WRITE_SLICE included).
+TEST(CollNetConfig, EverySharedClientSettingReachesTheClient) {
+  for (const client::ClientSetting& shared : client::ClientSettings()) {
+    bool found = false;
+    for (const EnvVarInfo& var : EnvVars()) {
+      if (shared.info.env != var.name) continue;
+      found = true;
+      EXPECT_EQ(shared.info.default_value, var.default_value) << var.name;
+    }
+    EXPECT_TRUE(found) << shared.info.env;
+  }
+  std::map<std::string, std::string> vars = rs::testing::ClientSettingsSample();
+  vars["REDUCER_ADDRS"] = rs::testing::kSampleReducers;
+  StatusOr<CollNetConfig> cfg = CollNetConfigFromEnv(EnvOf(vars));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  rs::testing::ExpectClientSettingsSample(cfg->client);
+  EXPECT_EQ(cfg->client.reducers.size(), 2u);
 }
 
 TEST(CollNetConfig, MalformedReducerAddrsIsAnError) {
@@ -234,12 +257,12 @@ TEST(CollNetConfig, NumericSettingsAreValidated) {
        {"REDUCER_MIN_PIECE", "16K"}, {"REDUCER_OP_TIMEOUT", "5s"}, {"REDUCER_CONNECT_TIMEOUT", "7000ms"},
        {"REDUCER_IO_THREADS", "3"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  EXPECT_EQ(cfg->streams_per_reducer, 4);
-  EXPECT_EQ(cfg->max_piece_bytes, 262144u);
-  EXPECT_EQ(cfg->min_piece_bytes, 16384u);
-  EXPECT_EQ(cfg->op_timeout.count(), 5000);
-  EXPECT_EQ(cfg->connect_timeout.count(), 7000);
-  EXPECT_EQ(cfg->io_threads, 3);
+  EXPECT_EQ(cfg->client.streams_per_reducer, 4);
+  EXPECT_EQ(cfg->client.max_piece_bytes, 262144u);
+  EXPECT_EQ(cfg->client.min_piece_bytes, 16384u);
+  EXPECT_EQ(cfg->client.op_timeout.count(), 5000);
+  EXPECT_EQ(cfg->client.connect_timeout.count(), 7000);
+  EXPECT_EQ(cfg->client.io_threads, 3);
   cfg = CollNetConfigFromEnv(EnvOf({{"REDUCER_ADDRS", "a:1"}, {"REDUCER_STREAMS", "0"}}));
   ASSERT_FALSE(cfg.ok());
   EXPECT_NE(cfg.status().message().find("REDUCER_STREAMS"), std::string::npos);
@@ -259,10 +282,10 @@ TEST(CollNetConfig, OldNamesKeepTheirMeaning) {
        {"REDUCER_MIN_PIECE_BYTES", "16384"}, {"REDUCER_OP_TIMEOUT_MS", "5000"},
        {"REDUCER_CONNECT_TIMEOUT_MS", "7000"}, {"REDUCER_IO_THREADS", "3"}}));
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  EXPECT_EQ(cfg->max_piece_bytes, 262144u);
-  EXPECT_EQ(cfg->min_piece_bytes, 16384u);
-  EXPECT_EQ(cfg->op_timeout.count(), 5000);
-  EXPECT_EQ(cfg->connect_timeout.count(), 7000);
+  EXPECT_EQ(cfg->client.max_piece_bytes, 262144u);
+  EXPECT_EQ(cfg->client.min_piece_bytes, 16384u);
+  EXPECT_EQ(cfg->client.op_timeout.count(), 5000);
+  EXPECT_EQ(cfg->client.connect_timeout.count(), 7000);
   StatusOr<P2pConfig> p2p = P2pConfigFromEnv(EnvOf({{"REDUCER_CONNECT_TIMEOUT_MS", "300"}}));
   ASSERT_TRUE(p2p.ok());
   EXPECT_EQ(p2p->connect_timeout.count(), 300);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "client/client_settings.h"
+#include "tests/support/client_settings_sample.h"
 #include "tests/support/test_cluster.h"
 #include "trainer/config/trainer_settings.h"
 
@@ -75,8 +77,8 @@ TEST_F(OptionsTest, FlagsWinOverTheEnvironment) {
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->rank, 3u);
   EXPECT_EQ(o->reducers.size(), 2u);
-  EXPECT_EQ(o->streams, 3);                                      // from the environment
-  EXPECT_EQ(o->op_timeout, std::chrono::milliseconds(120'000));  // the flag
+  EXPECT_EQ(o->client.streams_per_reducer, 3);                                      // from the environment
+  EXPECT_EQ(o->client.op_timeout, std::chrono::milliseconds(120'000));  // the flag
   EXPECT_EQ(o->steps, 7u);
   EXPECT_TRUE(o->notices.empty());
 }
@@ -197,18 +199,18 @@ TEST_F(OptionsTest, OnlyTheRegisteredVariablesAreRead) {
 TEST_F(OptionsTest, TheClientAndReliabilitySettingsHaveTheirDefaults) {
   auto o = Parse({});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_FALSE(o->streams.has_value()) << "unset: the client chooses";
-  EXPECT_FALSE(o->max_piece.has_value());
-  EXPECT_EQ(o->min_piece, 64u << 10);
-  EXPECT_FALSE(o->send_window.has_value());
-  EXPECT_FALSE(o->write_slice.has_value());
-  EXPECT_EQ(o->op_timeout, std::chrono::seconds(90));
-  EXPECT_EQ(o->connect_timeout, std::chrono::seconds(60));
-  EXPECT_EQ(o->liveness_timeout, std::chrono::seconds(5));
-  EXPECT_TRUE(o->failover);
-  EXPECT_FALSE(o->crc);
-  EXPECT_EQ(o->min_reducers, 1u);
-  EXPECT_EQ(o->retention, 256u << 20);
+  EXPECT_FALSE(o->client.streams_per_reducer.has_value()) << "unset: the client chooses";
+  EXPECT_FALSE(o->client.max_piece_bytes.has_value());
+  EXPECT_EQ(o->client.min_piece_bytes, 64u << 10);
+  EXPECT_FALSE(o->client.send_window_bytes.has_value());
+  EXPECT_FALSE(o->client.write_slice_bytes.has_value());
+  EXPECT_EQ(o->client.op_timeout, std::chrono::seconds(90));
+  EXPECT_EQ(o->client.connect_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(o->client.liveness_timeout, std::chrono::seconds(5));
+  EXPECT_TRUE(o->client.failover);
+  EXPECT_FALSE(o->client.crc);
+  EXPECT_EQ(o->client.min_reducers, 1u);
+  EXPECT_EQ(o->client.retention_bytes, 256u << 20);
   EXPECT_EQ(o->session, "rs-train");
 }
 
@@ -226,24 +228,24 @@ TEST_F(OptionsTest, TheClientAndReliabilitySettingsTakeUnitsFromFlagsAndVariable
           {"REDUCER_IO_THREADS", "3"}};
   auto o = Parse({"--send-window", "0", "--streams", "4", "--write-slice", "128K"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->max_piece, 256u << 10);
-  EXPECT_EQ(o->min_piece, 16u << 10);
-  EXPECT_EQ(o->op_timeout, std::chrono::minutes(2));
-  EXPECT_EQ(o->connect_timeout, std::chrono::milliseconds(1500));
-  EXPECT_EQ(o->liveness_timeout, std::chrono::milliseconds(0));
-  EXPECT_FALSE(o->failover);
-  EXPECT_TRUE(o->crc);
-  EXPECT_EQ(o->min_reducers, 2u);
-  EXPECT_EQ(o->retention, uint64_t{1} << 30);
-  EXPECT_EQ(o->io_threads, 3);
-  EXPECT_EQ(o->send_window, 0u);
-  EXPECT_EQ(o->write_slice, 128u << 10);
-  EXPECT_EQ(o->streams, 4);
+  EXPECT_EQ(o->client.max_piece_bytes, 256u << 10);
+  EXPECT_EQ(o->client.min_piece_bytes, 16u << 10);
+  EXPECT_EQ(o->client.op_timeout, std::chrono::minutes(2));
+  EXPECT_EQ(o->client.connect_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(o->client.liveness_timeout, std::chrono::milliseconds(0));
+  EXPECT_FALSE(o->client.failover);
+  EXPECT_TRUE(o->client.crc);
+  EXPECT_EQ(o->client.min_reducers, 2u);
+  EXPECT_EQ(o->client.retention_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(o->client.io_threads, 3);
+  EXPECT_EQ(o->client.send_window_bytes, 0u);
+  EXPECT_EQ(o->client.write_slice_bytes, 128u << 10);
+  EXPECT_EQ(o->client.streams_per_reducer, 4);
   o = Parse({"--failover", "1", "--max-piece", "2MiB", "--liveness-timeout", "10s"});  // flags win
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_TRUE(o->failover);
-  EXPECT_EQ(o->max_piece, 2u << 20);
-  EXPECT_EQ(o->liveness_timeout, std::chrono::seconds(10));
+  EXPECT_TRUE(o->client.failover);
+  EXPECT_EQ(o->client.max_piece_bytes, 2u << 20);
+  EXPECT_EQ(o->client.liveness_timeout, std::chrono::seconds(10));
 }
 
 TEST_F(OptionsTest, DeprecatedNamesStillWorkAndAreReportedOnce) {
@@ -251,9 +253,9 @@ TEST_F(OptionsTest, DeprecatedNamesStillWorkAndAreReportedOnce) {
   env_ = {{"REDUCER_PIECE_BYTES", "256K"}, {"REDUCER_OP_TIMEOUT_MS", "5000"}, {"REDUCER_CONNECT_TIMEOUT_MS", "1500"}};
   auto o = Parse({});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->max_piece, 256u << 10);
-  EXPECT_EQ(o->op_timeout, std::chrono::milliseconds(5000));
-  EXPECT_EQ(o->connect_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(o->client.max_piece_bytes, 256u << 10);
+  EXPECT_EQ(o->client.op_timeout, std::chrono::milliseconds(5000));
+  EXPECT_EQ(o->client.connect_timeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(o->notices, (std::vector<std::string>{
                             "REDUCER_PIECE_BYTES is deprecated; use REDUCER_MAX_PIECE instead",
                             "REDUCER_OP_TIMEOUT_MS is deprecated; use REDUCER_OP_TIMEOUT instead",
@@ -263,19 +265,36 @@ TEST_F(OptionsTest, DeprecatedNamesStillWorkAndAreReportedOnce) {
   env_.clear();
   o = Parse({"--piece-bytes", "128K", "--timeout", "30s"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->max_piece, 128u << 10);
-  EXPECT_EQ(o->op_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(o->client.max_piece_bytes, 128u << 10);
+  EXPECT_EQ(o->client.op_timeout, std::chrono::seconds(30));
   EXPECT_EQ(o->notices, (std::vector<std::string>{"--piece-bytes is deprecated; use --max-piece instead",
                                                   "--timeout is deprecated; use --op-timeout instead"}));
   // A new name beside an old one wins, and the notice says the old one was ignored.
   env_ = {{"REDUCER_MAX_PIECE", "2MiB"}, {"REDUCER_PIECE_BYTES", "256K"}};
   o = Parse({});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->max_piece, 2u << 20);
+  EXPECT_EQ(o->client.max_piece_bytes, 2u << 20);
   ASSERT_EQ(o->notices.size(), 1u);
   EXPECT_EQ(o->notices[0],
             "REDUCER_PIECE_BYTES is deprecated and was ignored: REDUCER_MAX_PIECE takes precedence (use "
             "REDUCER_MAX_PIECE instead)");
+}
+
+// Every one of the client's shared settings (client/client_settings.h) is
+// a flag and a variable here, and a value given reaches the client.
+TEST_F(OptionsTest, EverySharedClientSettingReachesTheClient) {
+  for (const client::ClientSetting& shared : client::ClientSettings()) {
+    bool found = false;
+    for (const SettingInfo& info : TrainerSettings()) {
+      found |= info.flag == shared.info.flag && info.env == shared.info.env;
+    }
+    EXPECT_TRUE(found) << shared.info.flag << " / " << shared.info.env;
+  }
+  env_ = rs::testing::ClientSettingsSample();
+  env_["REDUCER_ADDRS"] = rs::testing::kSampleReducers;
+  StatusOr<TrainOptions> o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  rs::testing::ExpectClientSettingsSample(o->client);
 }
 
 TEST_F(OptionsTest, BadClientAndReliabilityValuesNameTheSettingAndTheFormat) {

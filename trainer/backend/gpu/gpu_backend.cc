@@ -165,7 +165,7 @@ Status GpuBackend::Init(const std::vector<float>& initial, const RendezvousBlob&
   config.blocking = 0;  // every wait below is ours, and bounded
   RS_RETURN_IF_ERROR(
       Nccl(ncclCommInitRankConfig(&comm_, static_cast<int>(o_.world), uid, static_cast<int>(o_.rank), &config),
-           "ncclCommInitRankConfig", o_.connect_timeout));
+           "ncclCommInitRankConfig", o_.client.connect_timeout));
   int version = 0;
   ncclGetVersion(&version);
   describe_ = std::string("gpu (") + prop.name + ", device " + std::to_string(device) + " of " +
@@ -223,7 +223,7 @@ Status GpuBackend::Nccl(ncclResult_t r, const char* what, std::chrono::milliseco
 }
 
 Status GpuBackend::WaitEvent(cudaEvent_t event, const std::string& what) {
-  const auto deadline = Clock::now() + o_.op_timeout;
+  const auto deadline = Clock::now() + o_.client.op_timeout;
   while (true) {
     const cudaError_t e = cudaEventQuery(event);
     if (e == cudaSuccess) return Status::Ok();
@@ -235,7 +235,7 @@ Status GpuBackend::WaitEvent(cudaEvent_t event, const std::string& what) {
     }
     if (Clock::now() > deadline) {
       return Fail(Status(Code::kTimeout, what + " did not finish within " +
-                                             std::to_string(o_.op_timeout.count() / 1000) +
+                                             std::to_string(o_.client.op_timeout.count() / 1000) +
                                              " s (a reducer or a rank stopped answering?)"));
     }
     std::this_thread::sleep_for(kPoll);
@@ -316,12 +316,12 @@ Status GpuBackend::StartAllReduce(const Bucket& bucket) {
     uint16_t* staged = staging_.get() + bucket.offset;
     RS_CUDA(ToBfloat16(grads, staged, bucket.count, comm));
     RS_RETURN_IF_ERROR(Nccl(ncclAllReduce(staged, staged, bucket.count, ncclBfloat16, ncclSum, comm_, comm),
-                            "ncclAllReduce", o_.op_timeout));
+                            "ncclAllReduce", o_.client.op_timeout));
     RS_CUDA(FromBfloat16(staged, grads, bucket.count, comm));
     started_bytes_ += bucket.count * 2;
   } else {
     RS_RETURN_IF_ERROR(Nccl(ncclAllReduce(grads, grads, bucket.count, ncclFloat32, ncclSum, comm_, comm),
-                            "ncclAllReduce", o_.op_timeout));
+                            "ncclAllReduce", o_.client.op_timeout));
     started_bytes_ += bucket.count * 4;
   }
   ++started_;
@@ -371,7 +371,7 @@ Status GpuBackend::SmallAllReduce(void* values, size_t count, ncclDataType_t typ
   std::memcpy(small_host_.get(), values, bytes);
   RS_CUDA(cudaMemcpyAsync(small_.get(), small_host_.get(), bytes, cudaMemcpyHostToDevice, comm));
   RS_RETURN_IF_ERROR(Nccl(ncclAllReduce(small_.get(), small_.get(), count, type, ncclSum, comm_, comm), "ncclAllReduce",
-                          o_.op_timeout));
+                          o_.client.op_timeout));
   RS_CUDA(cudaMemcpyAsync(small_host_.get(), small_.get(), bytes, cudaMemcpyDeviceToHost, comm));
   RS_CUDA(cudaEventRecord(small_done_.get(), comm));
   RS_RETURN_IF_ERROR(WaitEvent(small_done_.get(), "the all-reduce of the checks"));

@@ -1,0 +1,194 @@
+#include "client/client_settings.h"
+
+#include <cctype>
+#include <cstdlib>
+
+#include "protocol/wire.h"
+
+namespace rs::client {
+namespace {
+
+using std::chrono::milliseconds;
+constexpr milliseconds kMaxTimeout = std::chrono::hours(24);
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr uint64_t kTiB = uint64_t{1} << 40;
+
+// "--liveness-timeout 50ms" or "REDUCER_LIVENESS_TIMEOUT='50ms'", for
+// messages about a value that parsed but does not fit.
+std::string Show(const SettingValue& v) {
+  return v.source.rfind("--", 0) == 0 ? v.source + " " + v.text : v.source + "='" + v.text + "'";
+}
+
+template <typename T, typename U>
+Status Assign(StatusOr<U> value, T* dest) {
+  if (!value.ok()) return value.status();
+  *dest = static_cast<T>(*value);
+  return Status::Ok();
+}
+
+// Settings the client chooses when unset (transport_plan.h): only a value
+// given stands.
+template <typename T>
+Status AssignIfSet(const Settings& s, std::string_view name, StatusOr<uint64_t> (Settings::*get)(
+                       std::string_view, uint64_t, uint64_t) const, uint64_t min, uint64_t max,
+                   std::optional<T>* dest) {
+  if (!s.IsSet(name)) return Status::Ok();
+  return Assign((s.*get)(name, min, max), &dest->emplace());
+}
+
+Status Streams(const Settings& s, std::string_view name, ClientOptions* o) {
+  if (!s.IsSet(name)) return Status::Ok();
+  return Assign(s.Int(name, 1, protocol::kMaxStreams), &o->streams_per_reducer.emplace());
+}
+Status MaxPiece(const Settings& s, std::string_view name, ClientOptions* o) {
+  return AssignIfSet(s, name, &Settings::Size, 4096, kGiB, &o->max_piece_bytes);
+}
+Status MinPiece(const Settings& s, std::string_view name, ClientOptions* o) {
+  return Assign(s.Size(name, 1, kGiB), &o->min_piece_bytes);
+}
+Status SendWindow(const Settings& s, std::string_view name, ClientOptions* o) {
+  return AssignIfSet(s, name, &Settings::Size, 0, kTiB, &o->send_window_bytes);
+}
+Status WriteSlice(const Settings& s, std::string_view name, ClientOptions* o) {
+  return AssignIfSet(s, name, &Settings::Size, 0, kTiB, &o->write_slice_bytes);
+}
+Status IoThreads(const Settings& s, std::string_view name, ClientOptions* o) {
+  return Assign(s.Int(name, 1, 64), &o->io_threads);
+}
+Status OpTimeout(const Settings& s, std::string_view name, ClientOptions* o) {
+  return Assign(s.Duration(name, milliseconds(1), kMaxTimeout), &o->op_timeout);
+}
+Status ConnectTimeout(const Settings& s, std::string_view name, ClientOptions* o) {
+  return Assign(s.Duration(name, milliseconds(1), kMaxTimeout), &o->connect_timeout);
+}
+Status Liveness(const Settings& s, std::string_view name, ClientOptions* o) {
+  RS_RETURN_IF_ERROR(Assign(s.Duration(name, milliseconds(0), kMaxTimeout), &o->liveness_timeout));
+  if (o->liveness_timeout.count() != 0 && o->liveness_timeout < kMinLivenessTimeout) {
+    return Status(Code::kInvalidArgument, Show(s.Get(name)) + ": use 0 (off) or at least 100ms");
+  }
+  return Status::Ok();
+}
+Status Crc(const Settings& s, std::string_view name, ClientOptions* o) {
+  return Assign(s.Int(name, 0, 1), &o->crc);
+}
+Status WireDtype(const Settings& s, std::string_view name, ClientOptions* o) {
+  const SettingValue& v = s.Get(name);
+  const std::optional<DataType> wire = protocol::ParseWireType(v.text);
+  if (!wire) return Status(Code::kInvalidArgument, Show(v) + " is not one of off, bfloat16, float16");
+  o->wire_dtype = *wire;
+  return Status::Ok();
+}
+Status Failover(const Settings& s, std::string_view name, ClientOptions* o) {
+  return Assign(s.Int(name, 0, 1), &o->failover);
+}
+// Checked against the reducers in ApplyClientSettings, which knows where
+// they came from.
+Status MinReducers(const Settings& s, std::string_view name, ClientOptions* o) {
+  return Assign(s.Int(name, 1, protocol::kMaxWorld), &o->min_reducers);
+}
+Status Retention(const Settings& s, std::string_view name, ClientOptions* o) {
+  return Assign(s.Size(name, uint64_t{1} << 20, kTiB), &o->retention_bytes);
+}
+
+}  // namespace
+
+const std::vector<ClientSetting>& ClientSettings() {
+  static const std::vector<ClientSetting> kSettings = {
+      {{"--streams", "REDUCER_STREAMS", "N", "", "auto: 1",
+        "TCP streams to each reducer (1-64); the same on every rank"},
+       Streams},
+      {{"--max-piece", "REDUCER_MAX_PIECE", "SIZE", "", "auto: 512KiB / reducers, 64KiB-512KiB",
+        "Largest piece of an all-reduce sent to one reducer (4KiB-1GiB); the same on every rank",
+        {{"--piece-bytes", ""}}, {{"REDUCER_PIECE_BYTES", ""}}},
+       MaxPiece},
+      {{"--min-piece", "REDUCER_MIN_PIECE", "SIZE", "64KiB", "",
+        "Below this an all-reduce is not split further to reach every reducer", {},
+        {{"REDUCER_MIN_PIECE_BYTES", ""}}},
+       MinPiece},
+      {{"--send-window", "REDUCER_SEND_WINDOW", "SIZE", "", "auto: 4 pieces or 2 pieces + 2 x BDP",
+        "Bytes of pieces a stream may have sent without their results back; 0: no limit. Unset: 4 pieces, "
+        "or 2 pieces + twice the stream's bandwidth-delay product as TCP measures it, whichever is more"},
+       SendWindow},
+      {{"--write-slice", "REDUCER_WRITE_SLICE", "SIZE", "", "auto: 0.5 ms of the path, at least 64KiB",
+        "With streams to several reducers, bytes of pieces a stream writes at a time, so that they take turns "
+        "on this rank's link; 0: whole batches. Unset: half a millisecond of the stream's typical delivery "
+        "rate as TCP measures it, at least 64KiB"},
+       WriteSlice},
+      {{"--io-threads", "REDUCER_IO_THREADS", "N", "1", "", "Client I/O threads (1-64)"}, IoThreads},
+      {{"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "90s", "",
+        "An all-reduce with no answer from a reducer for this long fails; keep it above the reducers' "
+        "`--op-timeout` so their error, which names the missing ranks, arrives first",
+        {}, {{"REDUCER_OP_TIMEOUT_MS", "ms"}}},
+       OpTimeout},
+      {{"--connect-timeout", "REDUCER_CONNECT_TIMEOUT", "DUR", "60s", "",
+        "Bound on joining the reducers: connecting, and every rank joining the session", {},
+        {{"REDUCER_CONNECT_TIMEOUT_MS", "ms"}}},
+       ConnectTimeout},
+      {{"--liveness-timeout", "REDUCER_LIVENESS_TIMEOUT", "DUR", "5s", "",
+        "A reducer that sends nothing for this long (frozen, host down, link cut) is lost (see "
+        "`REDUCER_FAILOVER`); heartbeats go both ways at a fifth of it, and the reducers use it to detect a "
+        "silent rank. At least 100ms; 0: off"},
+       Liveness},
+      {{"--crc", "REDUCER_CRC", "0/1", "0", "",
+        "1: CRC32C over every piece and result, checked end to end (with the reducers' `--crc`); a mismatch "
+        "fails the all-reduce naming the hop, and the reducers spend 3-10 % more CPU. 0: off"},
+       Crc},
+      {{"--wire-dtype", "REDUCER_WIRE_DTYPE", "TYPE", "off", "",
+        "`bfloat16` or `float16`: float32 sums travel in that type (half the bytes), rounded once by each rank "
+        "and once by the reducers after their float32 sum, so results stay identical on every rank; a piece "
+        "with a value the type cannot hold (Inf, NaN, beyond float16's 65504) goes as float32. Other types "
+        "and ops are unchanged. `off`: float32. The same on every rank"},
+       WireDtype},
+      {{"--failover", "REDUCER_FAILOVER", "0/1", "1", "",
+        "1: a lost reducer is survived (the others take over its share, results bit for bit unchanged; a "
+        "restarted one is taken back), each rank keeping a copy of its recent inputs for it. 0: losing a "
+        "reducer fails the job. The same on every rank"},
+       Failover},
+      {{"--min-reducers", "REDUCER_MIN_REDUCERS", "N", "1", "",
+        "With failover, the job fails when fewer reducers than this are left"},
+       MinReducers},
+      {{"--retention", "REDUCER_RETENTION", "SIZE", "256MiB", "",
+        "With failover, memory for the copies of inputs not yet completed on every rank (at least 1MiB); "
+        "when full, new all-reduces wait for the slowest rank"},
+       Retention},
+  };
+  return kSettings;
+}
+
+std::vector<SettingInfo> ClientSettingInfos(std::string_view doc_prefix) {
+  std::vector<SettingInfo> out;
+  for (const ClientSetting& setting : ClientSettings()) {
+    std::string doc = setting.info.doc;
+    // "CPU backend: bytes of ...", but "CPU backend: TCP streams ...".
+    if (!doc_prefix.empty() && doc.size() > 1 && std::isupper(static_cast<unsigned char>(doc[0])) &&
+        !std::isupper(static_cast<unsigned char>(doc[1]))) {
+      doc[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(doc[0])));
+    }
+    out.push_back(setting.info);
+    out.back().doc = std::string(doc_prefix) + doc;
+  }
+  return out;
+}
+
+SettingInfo& FindSetting(std::vector<SettingInfo>& registry, std::string_view name) {
+  for (SettingInfo& info : registry) {
+    if (info.flag == name || info.env == name) return info;
+  }
+  std::abort();  // a name the registry lacks: a programming error
+}
+
+Status ApplyClientSettings(const Settings& s, SettingKey key, ClientOptions* o, std::string_view reducers_source) {
+  for (const ClientSetting& setting : ClientSettings()) {
+    const std::string& name = key == SettingKey::kFlag ? setting.info.flag : setting.info.env;
+    RS_RETURN_IF_ERROR(setting.apply(s, name, o));
+  }
+  if (!o->reducers.empty() && o->min_reducers > o->reducers.size()) {
+    const char* name = key == SettingKey::kFlag ? "--min-reducers" : "REDUCER_MIN_REDUCERS";
+    return Status(Code::kInvalidArgument, Show(s.Get(name)) + " is more than the " +
+                                              std::to_string(o->reducers.size()) + " reducers" +
+                                              (reducers_source.empty() ? "" : " of " + std::string(reducers_source)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace rs::client
