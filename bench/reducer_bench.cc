@@ -22,6 +22,7 @@
 #include "bench/workload_flags.h"
 #include "bench/workload_runs.h"
 #include "client/client.h"
+#include "common/tcp_tuning.h"
 #include "common/units.h"
 #include "protocol/auth.h"
 
@@ -84,6 +85,7 @@ class Report {
                 c.failover ? ("on (min " + std::to_string(c.min_reducers) + " reducers, retention " +
                               FormatBytes(c.retention_bytes) + ")").c_str()
                            : "off");
+    std::printf("# %s\n", ProbeTcpTuning(c.tcp).Describe().c_str());
     std::printf("# waiting for all %u ranks to join...\n", o_.world);
     std::fflush(stdout);
   }

@@ -24,6 +24,7 @@
 
 #include "common/dtype.h"
 #include "common/status.h"
+#include "common/tcp_tuning.h"
 #include "protocol/wire.h"
 
 namespace rs::client {
@@ -123,6 +124,11 @@ struct ClientOptions {
   // the stream's measured bandwidth, at least 64 KiB (loopback's rate makes
   // it larger than any batch). 0: whole batches.
   std::optional<size_t> write_slice_bytes;
+  // TCP on every stream (REDUCER_TCP_CONGESTION, REDUCER_TCP_RTO_MIN;
+  // common/tcp_tuning.h): by default cubic (else reno) instead of a host's
+  // bbr, and a 5 ms floor for the retransmission timeout where the kernel
+  // has one per socket. The first stream logs what it got, once.
+  TcpTuning tcp;
   // Optional. Called on the client's I/O threads (never under the client's
   // lock, so it may call the client); must not block. Every message begins
   // with "rank N: ". Whatever it throws is
@@ -149,7 +155,7 @@ struct ClientStats {
   // of that, time it waited for a reducer's receive window or for room in this
   // host's send buffer. A share of either above a few % means a buffer
   // ceiling, not the link, sets the pace (the client then logs a warning
-  // naming the setting; README, "Tuning the network").
+  // naming the setting; docs/guide/tuning.md).
   uint64_t tcp_busy_us = 0;
   uint64_t tcp_rwnd_limited_us = 0;
   uint64_t tcp_sndbuf_limited_us = 0;

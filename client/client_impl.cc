@@ -135,6 +135,7 @@ void ClientImpl::OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline)
     params.crc = opts_.crc;
     params.interleave = opts_.reducers.size() * static_cast<size_t>(streams_) > 1;
     params.write_slice_bytes = opts_.write_slice_bytes;
+    params.tcp = opts_.tcp;
     auto stream =
         std::make_shared<ReducerStream>(*contexts_[next_context_++ % contexts_.size()], std::move(params), this);
     slot.streams.push_back(stream);

@@ -86,6 +86,15 @@ Status Failover(const Settings& s, std::string_view name, ClientOptions* o) {
 Status MinReducers(const Settings& s, std::string_view name, ClientOptions* o) {
   return Assign(s.Int(name, 1, protocol::kMaxWorld), &o->min_reducers);
 }
+Status TcpCongestion(const Settings& s, std::string_view name, ClientOptions* o) {
+  const SettingValue& v = s.Get(name);
+  RS_RETURN_IF_ERROR(ValidateTcpCongestion(v.source, v.text));
+  o->tcp.congestion = v.text;
+  return Status::Ok();
+}
+Status TcpRtoMin(const Settings& s, std::string_view name, ClientOptions* o) {
+  return Assign(s.Duration(name, milliseconds(0), milliseconds(200)), &o->tcp.rto_min);
+}
 Status Retention(const Settings& s, std::string_view name, ClientOptions* o) {
   return Assign(s.Size(name, uint64_t{1} << 20, kTiB), &o->retention_bytes);
 }
@@ -151,6 +160,16 @@ const std::vector<ClientSetting>& ClientSettings() {
         "With failover, memory for the copies of inputs not yet completed on every rank (at least 1MiB); "
         "when full, new all-reduces wait for the slowest rank"},
        Retention},
+      {{"--tcp-congestion", "REDUCER_TCP_CONGESTION", "NAME", "auto", "",
+        "TCP congestion control of the streams to the reducers: `auto` replaces a host default of bbr with "
+        "cubic (reno where cubic is not allowed), since bbr's pacing held pieces back; `system` keeps the "
+        "host's; or an algorithm's name. Logged once"},
+       TcpCongestion},
+      {{"--tcp-rto-min", "REDUCER_TCP_RTO_MIN", "DUR", "5ms", "",
+        "Floor of TCP's retransmission timeout on those streams (Linux 6.15 and later; rounded up to the "
+        "kernel's timer tick): a segment lost at the end of a piece costs this instead of 200 ms. 0: the "
+        "kernel's"},
+       TcpRtoMin},
   };
   return kSettings;
 }

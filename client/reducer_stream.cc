@@ -45,31 +45,57 @@ void ReducerStream::Connect() {
           self->RetryConnect("cannot resolve '" + self->params_.endpoint.host + "': " + ec.message());
           return;
         }
-        asio::async_connect(self->socket_, results,
-                            [self](const asio::error_code& ec2, const asio::ip::tcp::endpoint&) {
-                              if (self->state_ == State::kClosed) return;
-                              if (ec2) {
-                                self->RetryConnect(ec2.message());
-                                return;
-                              }
-                              asio::error_code ignored;
-                              self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-                              self->low_water_ = ReceiveLowWater(self->socket_.native_handle());
-                              self->waits_.Reconnected();
-                              // Best effort: the heartbeats work without it.
-                              (void)SetTcpLiveness(self->socket_.native_handle(), self->params_.liveness_timeout,
-                                                   PeerReads::kMayPause);  // out of memory, it stops reading
-                              auto nonce = protocol::RandomNonce();
-                              if (!nonce.ok()) {
-                                self->Fail(nonce.status().Prefixed(self->Name()));
-                                return;
-                              }
-                              self->state_ = State::kAwaitChallenge;
-                              self->params_.hello.client_nonce = *nonce;
-                              self->WriteControl(protocol::EncodeHello(self->params_.hello));
-                              self->ReadFrame();
-                            });
+        self->ConnectTo({results.begin(), results.end()}, 0, "no address");
       });
+}
+
+// One resolved address after the other, as asio::async_connect would, but
+// with the socket opened and tuned before it connects: a connection that
+// starts on the host's bbr keeps bbr's pacing after a switch to cubic
+// (common/tcp_tuning.h), so the choice must come first.
+void ReducerStream::ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, size_t next, std::string last_error) {
+  if (next >= endpoints.size()) {
+    RetryConnect(last_error);
+    return;
+  }
+  const asio::ip::tcp::endpoint peer = endpoints[next];
+  asio::error_code ec;
+  socket_.close(ec);
+  socket_.open(peer.protocol(), ec);
+  if (ec) {
+    ConnectTo(std::move(endpoints), next + 1, ec.message());
+    return;
+  }
+  const TcpTuningResult tcp = ApplyTcpTuning(socket_.native_handle(), params_.tcp);
+  socket_.async_connect(peer, [self = shared_from_this(), endpoints = std::move(endpoints), next,
+                               tcp](const asio::error_code& ec2) mutable {
+    if (self->state_ == State::kClosed) return;
+    if (ec2) {
+      self->ConnectTo(std::move(endpoints), next + 1, ec2.message());
+      return;
+    }
+    self->Connected(tcp);
+  });
+}
+
+void ReducerStream::Connected(const TcpTuningResult& tcp) {
+  asio::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  if (auto line = TcpTuningLineOnce(tcp)) owner_->Log(tcp.refused ? LogLevel::kWarn : LogLevel::kInfo, *line);
+  low_water_ = ReceiveLowWater(socket_.native_handle());
+  waits_.Reconnected();
+  // Best effort: the heartbeats work without it.
+  (void)SetTcpLiveness(socket_.native_handle(), params_.liveness_timeout,
+                       PeerReads::kMayPause);  // out of memory, it stops reading
+  auto nonce = protocol::RandomNonce();
+  if (!nonce.ok()) {
+    Fail(nonce.status().Prefixed(Name()));
+    return;
+  }
+  state_ = State::kAwaitChallenge;
+  params_.hello.client_nonce = *nonce;
+  WriteControl(protocol::EncodeHello(params_.hello));
+  ReadFrame();
 }
 
 void ReducerStream::RetryConnect(const std::string& why) {

@@ -85,6 +85,7 @@ struct StreamParams {
   // its link instead of each queueing whole batches behind the others.
   bool interleave = false;
   std::optional<size_t> write_slice_bytes;  // ClientOptions::write_slice_bytes (nullopt: automatic)
+  TcpTuning tcp;                            // ClientOptions::tcp
   // Counts pieces of float32 sums sent as float32 (they did not fit the
   // wire type); outlives the stream.
   std::atomic<uint64_t>* wire_fallbacks = nullptr;
@@ -144,6 +145,8 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   enum class State { kConnecting, kAwaitChallenge, kAwaitWelcome, kAwaitReady, kReady, kClosed };
 
   void Connect();
+  void ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, size_t next, std::string last_error);
+  void Connected(const TcpTuningResult& tcp);
   void RetryConnect(const std::string& why);
   template <typename Handler>
   void Read(asio::mutable_buffer buffer, Handler&& handler);

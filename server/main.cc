@@ -10,6 +10,7 @@
 #include "server/control/stop_request.h"
 #include "server/fd_limit.h"
 #include "common/host_tuning.h"
+#include "common/tcp_tuning.h"
 #include "kernels/kernels.h"
 #include "protocol/crc32c.h"
 #include "common/units.h"
@@ -87,6 +88,9 @@ int main(int argc, char** argv) {
                cfg.limits.max_connections, cfg.limits.max_connections_per_source,
                cfg.limits.max_handshakes_per_source, cfg.handshake_timeout.count(), cfg.limits.max_pending_sessions,
                cfg.limits.max_pending_sessions_per_source);
+  // What every connection to a worker will get from TCP; said once.
+  const rs::TcpTuningResult tcp = rs::ProbeTcpTuning(cfg.tcp);
+  if (auto line = rs::TcpTuningLineOnce(tcp)) spdlog::log(tcp.refused ? spdlog::level::warn : spdlog::level::info, "{}", *line);
   if ((*control)->grpc_port() != 0) {
     AnnouncePort("grpc on", HostOf(options->control.grpc_listen), (*control)->grpc_port(),
                  options->grpc_port_file);

@@ -97,6 +97,9 @@ StatusOr<Options> Validate(const Settings& s) {
   RS_RETURN_IF_ERROR(Assign(s.Int("--crc", 0, 1), &out.net.crc));
   RS_RETURN_IF_ERROR(Assign(s.Size("--result-part", 0, kNoLimit), &out.net.result_part_bytes));
   RS_RETURN_IF_ERROR(Assign(s.Int("--whole-pieces-from", 0, 1 << 20), &out.net.whole_pieces_from));
+  out.net.tcp.congestion = s.Get("--tcp-congestion").text;
+  RS_RETURN_IF_ERROR(ValidateTcpCongestion(s.Get("--tcp-congestion").source, out.net.tcp.congestion));
+  RS_RETURN_IF_ERROR(Assign(s.Duration("--tcp-rto-min", milliseconds(0), milliseconds(200)), &out.net.tcp.rto_min));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kForever), &out.net.op_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--join-timeout", milliseconds(1), kForever), &out.net.join_timeout));
   RS_RETURN_IF_ERROR(Assign(s.Duration("--drain-timeout", milliseconds(0), kForever), &out.drain_timeout));

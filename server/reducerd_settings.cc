@@ -53,6 +53,13 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "round trip is at most 2 ms: fewer frames and wake-ups (about an eighth less reducerd CPU per GB "
        "measured), and the operation ends at most about 1/N of its time later (one piece from every worker on "
        "the reducer's link). 0: parts for every operation"},
+      {"--tcp-congestion", "REDUCER_TCP_CONGESTION", "NAME", "auto", "",
+       "TCP congestion control of the connections to workers: `auto` replaces a host default of bbr with cubic "
+       "(reno where cubic is not allowed), since bbr's pacing held pieces back; `system` keeps the host's; or an "
+       "algorithm's name. Logged at start-up"},
+      {"--tcp-rto-min", "REDUCER_TCP_RTO_MIN", "DUR", "5ms", "",
+       "floor of TCP's retransmission timeout on those connections (Linux 6.15 and later; the kernel rounds it up "
+       "to its timer tick): a lost segment at the end of a piece costs this instead of 200 ms. 0: the kernel's"},
       {"--drain-timeout", "REDUCER_DRAIN_TIMEOUT", "DUR", "30s", "",
        "how long running sessions may go on after SIGTERM (0: fail them at once)"},
       {"--log-level", "REDUCER_LOG_LEVEL", "L", "info", "",

@@ -50,6 +50,8 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kFailover, "REDUCER_FAILOVER", "", ""},
     {EnvKey::kMinReducers, "REDUCER_MIN_REDUCERS", "", ""},
     {EnvKey::kRetention, "REDUCER_RETENTION", "", "Per communicator."},
+    {EnvKey::kTcpCongestion, "REDUCER_TCP_CONGESTION", "", "The point-to-point sockets get the same."},
+    {EnvKey::kTcpRtoMin, "REDUCER_TCP_RTO_MIN", "", "The point-to-point sockets get the same."},
     {EnvKey::kNcclCollNetEnable, "NCCL_COLLNET_ENABLE", "",
      "NCCL's own switch: NCCL uses CollNet, and so the reducers, only when it is `1`. The plugin warns when "
      "reducers are configured and it is not `1`. Preloaded (`LD_PRELOAD`), the library sets it to `1` where it "

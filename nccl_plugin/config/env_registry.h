@@ -53,6 +53,8 @@ enum class EnvKey : int {
   kFailover,
   kMinReducers,
   kRetention,
+  kTcpCongestion,
+  kTcpRtoMin,
   // NCCL's own variables, read to tell the user when NCCL would leave
   // CollNet off (collnet_watch.h).
   kNcclCollNetEnable,

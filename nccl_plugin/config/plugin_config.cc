@@ -99,6 +99,15 @@ StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env) {
   cfg.socks_per_thread = static_cast<int>(*socks);
   cfg.connect_timeout = *connect;
   cfg.liveness_timeout = *liveness;
+  // The same two settings as CollNet's client reads, through the same list.
+  for (const client::ClientSetting& setting : client::ClientSettings()) {
+    const std::string& name = setting.info.env;
+    if (name != EnvInfo(EnvKey::kTcpCongestion).name && name != EnvInfo(EnvKey::kTcpRtoMin).name) continue;
+    client::ClientOptions tuned;
+    RS_RETURN_IF_ERROR(setting.apply(env.settings(), name, &tuned));
+    if (name == EnvInfo(EnvKey::kTcpCongestion).name) cfg.tcp.congestion = tuned.tcp.congestion;
+    if (name == EnvInfo(EnvKey::kTcpRtoMin).name) cfg.tcp.rto_min = tuned.tcp.rto_min;
+  }
   if (env.IsSet(EnvKey::kNicSpeed)) {
     StatusOr<int> mbps = ParseLinkSpeedMbps(EnvInfo(EnvKey::kNicSpeed).name, env.Get(EnvKey::kNicSpeed));
     if (!mbps.ok()) return mbps.status();

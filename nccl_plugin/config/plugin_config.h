@@ -38,6 +38,9 @@ struct P2pConfig {
   // REDUCER_NIC_SPEED: what every device reports to NCCL instead of the
   // interface's own speed; unset: the interface's.
   std::optional<int> nic_speed_mbps;
+  // REDUCER_TCP_CONGESTION, REDUCER_TCP_RTO_MIN, as the CollNet streams
+  // have them (common/tcp_tuning.h).
+  TcpTuning tcp;
 
   int data_sockets() const { return threads * socks_per_thread; }
 };

@@ -57,7 +57,7 @@ StatusOr<std::unique_ptr<SendComm>> Connector::Step() {
 Status Connector::OpenSocket() {
   bool connected = false;
   bool refused = false;
-  StatusOr<Socket> sock = StartConnect(peer_, config_.liveness_timeout, &connected, &refused);
+  StatusOr<Socket> sock = StartConnect(peer_, config_.liveness_timeout, config_.tcp, &connected, &refused);
   if (!sock.ok()) {
     // The listener exists (its handle reached us), so a refusal means a full
     // backlog: try again on the next call, within the deadline.

@@ -15,6 +15,8 @@ StatusOr<std::unique_ptr<ListenComm>> ListenComm::Create(const SockAddr& addr, c
   SockAddr bound;
   StatusOr<Socket> sock = Listen(addr, &bound);
   if (!sock.ok()) return sock.status().Prefixed("listen on " + addr.ToString());
+  // Accepted sockets inherit its congestion control (socket.h, SetStreamOptions).
+  (void)ApplyTcpTuning(sock->fd(), config.tcp);
   std::random_device rd;
   const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   std::memset(handle, 0, sizeof(*handle));
@@ -68,7 +70,7 @@ Status ListenComm::AcceptSocket() {
       return Status(Code::kIo, "accept on " + bound_.ToString() + ": " + std::strerror(errno));
     }
     p.sock = Socket(fd);
-    SetStreamOptions(p.sock, config_.liveness_timeout);
+    SetStreamOptions(p.sock, config_.liveness_timeout, config_.tcp);
     p.deadline = std::chrono::steady_clock::now() + config_.connect_timeout;
     pending_.push_back(std::move(p));
   }

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/socket_options.h"
+#include "nccl_plugin/log.h"
 
 namespace rs::plugin {
 namespace {
@@ -88,12 +89,12 @@ StatusOr<Socket> Listen(const SockAddr& addr, SockAddr* bound) {
   return sock;
 }
 
-StatusOr<Socket> StartConnect(const SockAddr& peer, std::chrono::milliseconds liveness, bool* connected,
-                              bool* refused) {
+StatusOr<Socket> StartConnect(const SockAddr& peer, std::chrono::milliseconds liveness, const TcpTuning& tcp,
+                              bool* connected, bool* refused) {
   *refused = false;
   Socket sock(::socket(peer.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return Errno("socket()", errno);
-  SetStreamOptions(sock, liveness);
+  SetStreamOptions(sock, liveness, tcp);
   *connected = false;
   if (::connect(sock.fd(), reinterpret_cast<const sockaddr*>(&peer.storage), peer.len) == 0) {
     *connected = true;
@@ -120,10 +121,18 @@ StatusOr<bool> ConnectFinished(const Socket& sock, bool* refused) {
   return true;
 }
 
-void SetStreamOptions(const Socket& sock, std::chrono::milliseconds liveness) {
+void SetStreamOptions(const Socket& sock, std::chrono::milliseconds liveness, const TcpTuning& tcp) {
   int one = 1;
   // Failures only cost performance or failure detection time; not fatal.
   (void)::setsockopt(sock.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  const TcpTuningResult tuned = ApplyTcpTuning(sock.fd(), tcp);
+  if (auto line = TcpTuningLineOnce(tuned)) {
+    if (tuned.refused) {
+      RS_PLOG_WARN("%s", line->c_str());
+    } else {
+      RS_PLOG_INFO("%s", line->c_str());
+    }
+  }
   (void)SetTcpLiveness(sock.fd(), liveness, PeerReads::kAlways);
 }
 

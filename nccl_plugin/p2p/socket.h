@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/tcp_tuning.h"
 
 namespace rs::plugin {
 
@@ -55,9 +56,9 @@ StatusOr<Socket> Listen(const SockAddr& addr, SockAddr* bound);
 
 // Starts a non-blocking connect; *connected says whether it finished at once.
 // On failure *refused says whether it was ECONNREFUSED (worth a retry).
-// `liveness`: SetStreamOptions'.
-StatusOr<Socket> StartConnect(const SockAddr& peer, std::chrono::milliseconds liveness, bool* connected,
-                              bool* refused);
+// `liveness`, `tcp`: SetStreamOptions'.
+StatusOr<Socket> StartConnect(const SockAddr& peer, std::chrono::milliseconds liveness, const TcpTuning& tcp,
+                              bool* connected, bool* refused);
 
 // For a socket whose connect is in progress: ok(true) once connected,
 // ok(false) while pending, an error when it failed (*refused set for
@@ -69,8 +70,10 @@ StatusOr<bool> ConnectFinished(const Socket& sock, bool* refused);
 // after `liveness` / 2 idle, and TCP_USER_TIMEOUT at twice `liveness` (the
 // kernel then also aborts a window shut that long, which here means a peer
 // that stopped reading: data goes only to receives the peer has posted).
-// `liveness` 0: the system's keepalive only.
-void SetStreamOptions(const Socket& sock, std::chrono::milliseconds liveness);
+// `liveness` 0: the system's keepalive only. `tcp`: congestion control and
+// the retransmission timeout's floor, as on the reducers' streams (the
+// outcome logged once per process).
+void SetStreamOptions(const Socket& sock, std::chrono::milliseconds liveness, const TcpTuning& tcp);
 
 // Non-blocking transfers. Return the bytes moved, 0 when the socket would
 // block; an orderly close by the peer is kPeerFailed, other failures kIo.

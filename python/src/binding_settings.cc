@@ -21,7 +21,7 @@ constexpr std::array kClientKeys = {
     EnvKey::kStreams,         EnvKey::kIoThreads,   EnvKey::kMaxPiece,  EnvKey::kMinPiece,
     EnvKey::kSendWindow,      EnvKey::kWriteSlice,  EnvKey::kOpTimeout, EnvKey::kConnectTimeout,
     EnvKey::kLivenessTimeout, EnvKey::kCrc,         EnvKey::kWireDtype, EnvKey::kFailover,
-    EnvKey::kMinReducers,     EnvKey::kRetention,
+    EnvKey::kMinReducers,     EnvKey::kRetention,   EnvKey::kTcpCongestion, EnvKey::kTcpRtoMin,
 };
 
 // What NCCL gives the plugin and the package must be told: the package's

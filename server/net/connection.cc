@@ -7,6 +7,7 @@
 #include "common/host_tuning.h"
 #include "common/socket_options.h"
 #include "common/tcp_path.h"
+#include "common/tcp_tuning.h"
 #include "protocol/auth.h"
 #include "protocol/crc32c.h"
 #include "server/net/reducer_server.h"
@@ -46,6 +47,9 @@ Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admi
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+  const TcpTuningResult tcp = ApplyTcpTuning(socket_.native_handle(), server.config().tcp);
+  // reducerd logs what a fresh socket gets at start-up; a different outcome here is news.
+  if (auto line = TcpTuningLineOnce(tcp)) spdlog::log(tcp.refused ? spdlog::level::warn : spdlog::level::info, "{}", *line);
   low_water_ = ReceiveLowWater(socket_.native_handle());
 }
 

@@ -66,6 +66,10 @@ Status ReducerServer::Listen() {
   acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(*contexts_[0]);
   acceptor_->open(endpoint.protocol(), ec);
   if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  // Accepted connections inherit the listener's congestion control, so they
+  // never start on the host's bbr (whose pacing stays on a socket switched
+  // away from it later); Connection applies the whole tuning again.
+  if (!ec) (void)ApplyTcpTuning(acceptor_->native_handle(), config_.tcp);
   if (!ec) acceptor_->bind(endpoint, ec);
   if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {

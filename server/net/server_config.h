@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/tcp_tuning.h"
 #include "server/core/admission.h"
 
 namespace rs::server {
@@ -33,6 +34,9 @@ struct ServerConfig {
   // ... except for operations cut into at least this many pieces per rank,
   // whose pieces go out whole (SessionLimits::whole_pieces_from); 0: never.
   uint32_t whole_pieces_from = 64;
+  // TCP on every accepted connection (--tcp-congestion, --tcp-rto-min;
+  // common/tcp_tuning.h): the results travel on them.
+  TcpTuning tcp;
 };
 
 }  // namespace rs::server

@@ -61,6 +61,15 @@ class SettingsTest(unittest.TestCase):
         self.settings_error(["REDUCER_WRITE_SLICE", "'1x'"], addrs=self.addr, write_slice="1x", **self.base)
         self.connect_error(addrs=self.addr, send_window="1MiB", write_slice="0", **self.base)
 
+    def test_tcp_congestion_and_rto_floor_are_settings(self):
+        names = [n for n, _, _ in rs.variables()]
+        for n in ("REDUCER_TCP_CONGESTION", "REDUCER_TCP_RTO_MIN"):
+            self.assertIn(n, names)
+        self.settings_error(["REDUCER_TCP_CONGESTION", "'cubic reno'"], addrs=self.addr,
+                            tcp_congestion="cubic reno", **self.base)
+        self.settings_error(["REDUCER_TCP_RTO_MIN", "200ms"], addrs=self.addr, tcp_rto_min="1s", **self.base)
+        self.connect_error(addrs=self.addr, tcp_congestion="reno", tcp_rto_min="0", **self.base)
+
     def test_variables_are_the_plugins_plus_rank_world_session(self):
         names = [n for n, _, _ in rs.variables()]
         for n in ("REDUCER_ADDRS", "CLUSTER_SPEC", "REDUCER_JOB_TOKEN", "REDUCER_JOB_TOKEN_FILE",

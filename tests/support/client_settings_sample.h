@@ -29,6 +29,7 @@ inline std::map<std::string, std::string> ClientSettingsSample() {
       {"REDUCER_LIVENESS_TIMEOUT", "2s"}, {"REDUCER_CRC", "1"},
       {"REDUCER_WIRE_DTYPE", "bfloat16"}, {"REDUCER_FAILOVER", "0"},
       {"REDUCER_MIN_REDUCERS", "2"},     {"REDUCER_RETENTION", "64MiB"},
+      {"REDUCER_TCP_CONGESTION", "reno"}, {"REDUCER_TCP_RTO_MIN", "20ms"},
   };
 }
 
@@ -47,6 +48,8 @@ inline void ExpectClientSettingsSample(const client::ClientOptions& o) {
   EXPECT_FALSE(o.failover);
   EXPECT_EQ(o.min_reducers, 2u);
   EXPECT_EQ(o.retention_bytes, size_t{64} << 20);
+  EXPECT_EQ(o.tcp.congestion, "reno");
+  EXPECT_EQ(o.tcp.rto_min, std::chrono::milliseconds(20));
 }
 
 }  // namespace rs::testing

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     std::perror("connect");
     return 2;
   }
-  SetStreamOptions(sock, std::chrono::milliseconds(std::atoi(argv[3])));
+  SetStreamOptions(sock, std::chrono::milliseconds(std::atoi(argv[3])), TcpTuning{});
 
   std::mutex mu;
   std::optional<Status> failure;

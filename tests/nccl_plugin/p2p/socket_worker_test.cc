@@ -85,7 +85,7 @@ TEST(SocketWorker, ASendToAPeerThatStoppedReadingFailsNamingTheCause) {
   test::SlowLoopbackPair pair;  // its receiver is never read
   ASSERT_TRUE(pair.ok());
   Socket sender(pair.ReleaseSender());
-  SetStreamOptions(sender, std::chrono::milliseconds(300));
+  SetStreamOptions(sender, std::chrono::milliseconds(300), TcpTuning{});
   std::mutex mu;
   std::optional<Status> failure;
   std::vector<Socket> sockets;

@@ -1,0 +1,161 @@
+#include "common/tcp_tuning.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+namespace rs {
+namespace {
+
+// Linux 6.15's per-socket floor of the retransmission timeout, in
+// microseconds; older headers do not name it.
+#ifndef TCP_RTO_MIN_US
+constexpr int TCP_RTO_MIN_US = 45;
+#endif
+
+constexpr std::chrono::milliseconds kMaxRtoMin{200};  // the kernel's own floor, TCP_RTO_MIN
+
+std::string CurrentCongestion(int fd) {
+  char name[32] = {};
+  socklen_t len = sizeof(name) - 1;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "";
+  return std::string(name, strnlen(name, len));
+}
+
+// 0 on success, else errno.
+int SetCongestion(int fd, const std::string& name) {
+  return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) == 0 ? 0
+                                                                                                              : errno;
+}
+
+std::string Refusal(const std::string& name, int err) {
+  if (err == ENOENT) return name + " is not available in this kernel";
+  if (err == EPERM) return name + " is not allowed here (net.ipv4.tcp_allowed_congestion_control)";
+  return name + " refused: " + std::strerror(err);
+}
+
+void ApplyCongestion(int fd, const std::string& wanted, TcpTuningResult* out) {
+  out->host_default = CurrentCongestion(fd);
+  out->congestion = out->host_default;
+  if (wanted == "system") return;
+  if (wanted != "auto") {
+    if (wanted == out->host_default) return;
+    const int err = SetCongestion(fd, wanted);
+    if (err == 0) {
+      out->congestion = wanted;
+    } else {
+      out->congestion_note = Refusal(wanted, err) + "; kept " + out->host_default;
+      out->refused = true;
+    }
+    return;
+  }
+  // auto: only BBR is replaced (its pacing held pieces back; tcp_tuning.h).
+  if (out->host_default.rfind("bbr", 0) != 0) return;
+  const int err = SetCongestion(fd, "cubic");
+  if (err == 0) {
+    out->congestion = "cubic";
+    return;
+  }
+  // Reno is open to every process, whatever the allowed list says.
+  if (SetCongestion(fd, "reno") == 0) {
+    out->congestion = "reno";
+    out->congestion_note = Refusal("cubic", err) + "; reno instead";
+    return;
+  }
+  out->congestion_note = Refusal("cubic", err) + " and reno was refused too; kept " + out->host_default;
+  out->refused = true;
+}
+
+void ApplyRtoMin(int fd, std::chrono::milliseconds floor, TcpTuningResult* out) {
+  if (floor.count() <= 0) return;
+  // The kernel takes no less than two timer ticks (8 ms at HZ=250): double
+  // until it accepts, up to its own floor.
+  int err = 0;
+  for (int64_t us = floor.count() * 1000; us <= kMaxRtoMin.count() * 1000; us *= 2) {
+    const int value = static_cast<int>(us);
+    if (setsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &value, sizeof(value)) == 0) {
+      int now = 0;
+      socklen_t len = sizeof(now);
+      if (getsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &now, &len) != 0) now = value;
+      out->rto_min = std::chrono::microseconds(now);
+      return;
+    }
+    err = errno;
+    if (err != EINVAL) break;
+  }
+  out->rto_note = err == ENOPROTOOPT
+                      ? "this kernel has no per-socket floor (TCP_RTO_MIN_US, Linux 6.15): its own applies"
+                      : std::string("TCP_RTO_MIN_US refused: ") + std::strerror(err) + "; the kernel's own applies";
+}
+
+std::string FormatFloor(std::chrono::microseconds us) {
+  if (us.count() % 1000 == 0) return std::to_string(us.count() / 1000) + " ms";
+  return std::to_string(us.count()) + " us";
+}
+
+}  // namespace
+
+Status ValidateTcpCongestion(const std::string& name, const std::string& value) {
+  bool ok = !value.empty() && value.size() <= 15;
+  for (char c : value) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (ok) return Status::Ok();
+  return Status(Code::kInvalidArgument, name + "='" + value +
+                                            "': give auto, system or an algorithm's name (cubic, reno, bbr...)");
+}
+
+Status ValidateTcpRtoMin(const std::string& name, std::chrono::milliseconds value) {
+  if (value.count() >= 0 && value <= kMaxRtoMin) return Status::Ok();
+  return Status(Code::kInvalidArgument, name + "=" + std::to_string(value.count()) +
+                                            "ms: give 0 (the kernel's own) or 1ms to 200ms");
+}
+
+std::string TcpTuningResult::Describe() const {
+  std::string line = "TCP on the data plane: congestion control " + (congestion.empty() ? "unknown" : congestion);
+  std::string why;
+  if (congestion != host_default && !host_default.empty()) why = "host default " + host_default;
+  if (!congestion_note.empty()) why += (why.empty() ? "" : "; ") + congestion_note;
+  if (!why.empty()) line += " (" + why + ")";
+  if (rto_min) {
+    line += ", minimum retransmission timeout " + FormatFloor(*rto_min);
+  } else if (!rto_note.empty()) {
+    line += ", minimum retransmission timeout: " + rto_note;
+  }
+  return line;
+}
+
+TcpTuningResult ApplyTcpTuning(int fd, const TcpTuning& tuning) {
+  TcpTuningResult out;
+  ApplyCongestion(fd, tuning.congestion, &out);
+  ApplyRtoMin(fd, tuning.rto_min, &out);
+  return out;
+}
+
+TcpTuningResult ProbeTcpTuning(const TcpTuning& tuning) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    TcpTuningResult out;
+    out.congestion_note = std::string("cannot open a TCP socket: ") + std::strerror(errno);
+    return out;
+  }
+  TcpTuningResult out = ApplyTcpTuning(fd, tuning);
+  ::close(fd);
+  return out;
+}
+
+std::optional<std::string> TcpTuningLineOnce(const TcpTuningResult& result) {
+  static std::mutex mu;
+  static std::set<std::string>* seen = new std::set<std::string>;  // never destroyed: sockets may close at exit
+  std::string line = result.Describe();
+  std::lock_guard<std::mutex> lock(mu);
+  if (!seen->insert(line).second) return std::nullopt;
+  return line;
+}
+
+}  // namespace rs

@@ -1,0 +1,78 @@
+// What both ends of the data plane ask of TCP on each of their sockets,
+// beyond liveness (socket_options.h): the congestion control and the floor of
+// the retransmission timeout. Settings REDUCER_TCP_CONGESTION and
+// REDUCER_TCP_RTO_MIN (reducerd: --tcp-congestion, --tcp-rto-min).
+//
+// Why (docs/performance.md, "BBR and loss"): under BBR a worker's stream sent
+// part of a piece and then held the rest 20 - 50 ms with nothing in flight,
+// its window and congestion window open: BBR's pacing, timed from a low rate
+// estimate after the stream's idle gap, and one late piece holds the whole
+// operation. Cubic and reno do not pace. And a segment lost at the tail of a
+// piece costs the kernel's minimum retransmission timeout, 200 ms, while a
+// whole 1 MiB operation takes about 9 ms at 1 Gbit/s; inside a cluster a
+// floor of a few ms is enough.
+//
+// Every choice here is per socket and needs no privilege: a process may
+// always pick reno and any algorithm the host allows
+// (net.ipv4.tcp_allowed_congestion_control), and TCP_RTO_MIN_US (Linux 6.15)
+// only lowers the floor of this socket. Where the kernel refuses, the socket
+// keeps the host's choice and the log line says so.
+//
+// Thread-safe: no state but the set of lines already logged.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+
+namespace rs {
+
+struct TcpTuning {
+  // "auto": where the host's default is bbr (any bbr variant), cubic where
+  // the host allows it, else reno; any other default is kept. "system": the
+  // host's default, untouched. Otherwise an algorithm's name (cubic, reno,
+  // bbr, dctcp...), used where the kernel allows it.
+  std::string congestion = "auto";
+  // The floor of the retransmission timeout (TCP_RTO_MIN_US); 0: the
+  // kernel's own (200 ms unless the route or net.ipv4.tcp_rto_min_us says
+  // otherwise). The kernel rounds it up to its timer tick.
+  std::chrono::milliseconds rto_min{5};
+};
+
+// Checks a setting's text: "auto", "system", or a name of letters, digits
+// and '_' (at most 15 characters, the kernel's limit); the floor 0 or 1 ms to
+// 200 ms. The error names the setting `name` and the value.
+Status ValidateTcpCongestion(const std::string& name, const std::string& value);
+Status ValidateTcpRtoMin(const std::string& name, std::chrono::milliseconds value);
+
+// What one socket got.
+struct TcpTuningResult {
+  std::string host_default;  // the socket's algorithm before (the host's default)
+  std::string congestion;    // what it runs now
+  std::string congestion_note;  // why, when it is not what was asked (empty otherwise)
+  std::optional<std::chrono::microseconds> rto_min;  // set: the floor now in force on it
+  std::string rto_note;      // why the kernel's floor applies, when asked otherwise
+  // An algorithm named in the setting (or, for auto, both cubic and reno)
+  // was refused: worth a warning, not a notice.
+  bool refused = false;
+
+  // One line for the log: "TCP on the data plane: congestion control cubic
+  // (host default bbr; auto), minimum retransmission timeout 8 ms".
+  std::string Describe() const;
+};
+
+// Applies `tuning` to a TCP socket (connected or not). Never fails: what the
+// kernel refuses is described in the result.
+TcpTuningResult ApplyTcpTuning(int fd, const TcpTuning& tuning);
+
+// The same on a fresh, unconnected socket: what every data-plane socket of
+// this process will get, for a start-up log line.
+TcpTuningResult ProbeTcpTuning(const TcpTuning& tuning);
+
+// result.Describe() the first time this process sees that line, nullopt
+// afterwards: one log line per distinct outcome, not one per socket.
+std::optional<std::string> TcpTuningLineOnce(const TcpTuningResult& result);
+
+}  // namespace rs

@@ -1,0 +1,145 @@
+// common/tcp_tuning.h on real sockets: what a user relies on is that the
+// data plane runs cubic (or reno) where the host's default is bbr, keeps any
+// other default, honours an explicit choice or says why not, lowers the
+// retransmission timeout's floor where the kernel allows it, and says each
+// outcome once.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "common/tcp_tuning.h"
+
+namespace rs {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string Congestion(int fd) {
+  char name[32] = {};
+  socklen_t len = sizeof(name) - 1;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "";
+  return std::string(name, strnlen(name, len));
+}
+
+struct Sock {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ~Sock() { close(fd); }
+};
+
+TEST(TcpTuning, SettingsAreCheckedAndErrorsNameTheSetting) {
+  EXPECT_TRUE(ValidateTcpCongestion("REDUCER_TCP_CONGESTION", "auto").ok());
+  EXPECT_TRUE(ValidateTcpCongestion("REDUCER_TCP_CONGESTION", "system").ok());
+  EXPECT_TRUE(ValidateTcpCongestion("REDUCER_TCP_CONGESTION", "bbr").ok());
+  for (const char* bad : {"", "cubic reno", "../x", "a_name_of_16_chr"}) {
+    const Status s = ValidateTcpCongestion("REDUCER_TCP_CONGESTION", bad);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("REDUCER_TCP_CONGESTION"), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(ValidateTcpRtoMin("--tcp-rto-min", milliseconds(0)).ok());
+  EXPECT_TRUE(ValidateTcpRtoMin("--tcp-rto-min", milliseconds(200)).ok());
+  const Status s = ValidateTcpRtoMin("--tcp-rto-min", milliseconds(201));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--tcp-rto-min"), std::string::npos) << s.message();
+}
+
+TEST(TcpTuning, SystemLeavesTheSocketAsTheHostMadeIt) {
+  Sock sock;
+  const std::string before = Congestion(sock.fd);
+  const TcpTuningResult r = ApplyTcpTuning(sock.fd, TcpTuning{"system", milliseconds(0)});
+  EXPECT_EQ(Congestion(sock.fd), before);
+  EXPECT_EQ(r.congestion, before);
+  EXPECT_EQ(r.host_default, before);
+  EXPECT_FALSE(r.rto_min.has_value());
+  EXPECT_FALSE(r.refused);
+}
+
+TEST(TcpTuning, RenoIsOpenToEveryProcess) {
+  Sock sock;
+  const TcpTuningResult r = ApplyTcpTuning(sock.fd, TcpTuning{"reno", milliseconds(0)});
+  EXPECT_EQ(Congestion(sock.fd), "reno");
+  EXPECT_EQ(r.congestion, "reno");
+  EXPECT_FALSE(r.refused);
+}
+
+TEST(TcpTuning, AnUnknownAlgorithmKeepsTheDefaultAndSaysWhy) {
+  Sock sock;
+  const std::string before = Congestion(sock.fd);
+  const TcpTuningResult r = ApplyTcpTuning(sock.fd, TcpTuning{"nosuchcc", milliseconds(0)});
+  EXPECT_EQ(Congestion(sock.fd), before);
+  EXPECT_TRUE(r.refused);
+  EXPECT_NE(r.Describe().find("nosuchcc is not available in this kernel; kept " + before), std::string::npos)
+      << r.Describe();
+}
+
+TEST(TcpTuning, AutoKeepsADefaultThatIsNotBbr) {
+  Sock sock;
+  ASSERT_EQ(ApplyTcpTuning(sock.fd, TcpTuning{"reno", milliseconds(0)}).congestion, "reno");
+  // A socket whose algorithm is reno stands for a host whose default is reno.
+  const TcpTuningResult r = ApplyTcpTuning(sock.fd, TcpTuning{"auto", milliseconds(0)});
+  EXPECT_EQ(r.congestion, "reno");
+  EXPECT_EQ(Congestion(sock.fd), "reno");
+}
+
+// In a network namespace of its own (root only) whose default is bbr (where
+// the kernel has bbr and allows it), auto must move the socket off it.
+TEST(TcpTuning, AutoReplacesBbrWithCubicOrReno) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWNET) != 0) _exit(77);
+    {
+      std::ofstream cc("/proc/sys/net/ipv4/tcp_congestion_control");
+      cc << "bbr";
+      if (!cc.flush()) _exit(77);
+    }
+    Sock sock;
+    if (Congestion(sock.fd) != "bbr") _exit(77);  // bbr not available or not allowed here
+    const TcpTuningResult r = ApplyTcpTuning(sock.fd, TcpTuning{"auto", milliseconds(0)});
+    const bool moved = (r.congestion == "cubic" || r.congestion == "reno") && Congestion(sock.fd) == r.congestion &&
+                       r.host_default == "bbr" && !r.refused &&
+                       r.Describe().find("(host default bbr") != std::string::npos;
+    _exit(moved ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no network namespace with bbr as its default here";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "auto left a bbr socket on bbr";
+}
+
+TEST(TcpTuning, TheRetransmissionFloorIsLoweredWhereTheKernelHasIt) {
+  Sock sock;
+  const TcpTuningResult r = ApplyTcpTuning(sock.fd, TcpTuning{"system", milliseconds(5)});
+  if (!r.rto_min) {
+    // Before Linux 6.15: the line says the kernel's floor applies.
+    EXPECT_NE(r.Describe().find("the kernel's own applies"), std::string::npos) << r.Describe();
+    GTEST_SKIP() << r.rto_note;
+  }
+  EXPECT_GE(r.rto_min->count(), 5000);   // rounded up to the timer tick, never down
+  EXPECT_LE(r.rto_min->count(), 200000);  // below the kernel's own
+  EXPECT_NE(r.Describe().find("minimum retransmission timeout"), std::string::npos);
+}
+
+TEST(TcpTuning, EachOutcomeIsLoggedOnce) {
+  TcpTuningResult r;
+  r.host_default = r.congestion = "test-once-" + std::to_string(getpid());
+  const std::optional<std::string> first = TcpTuningLineOnce(r);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(*first, r.Describe());
+  EXPECT_FALSE(TcpTuningLineOnce(r).has_value());
+  r.congestion = "cubic";
+  EXPECT_TRUE(TcpTuningLineOnce(r).has_value());
+}
+
+}  // namespace
+}  // namespace rs
