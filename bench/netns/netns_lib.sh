@@ -36,6 +36,10 @@ NS_TCP_CC=${NS_TCP_CC-cubic}
 # from a smaller window; 0 keeps the window it had. Empty: a new namespace's
 # own 1, whatever the machine's (it is not inherited).
 NS_SLOW_START_AFTER_IDLE=${NS_SLOW_START_AFTER_IDLE-}
+# Random loss: every host drops this share of the packets it receives on
+# eth0, in percent (e.g. 1 or 0.1), with iptables' statistic match. Empty or
+# 0: none. Both directions of every flow lose packets; the switch drops none.
+NS_LOSS=${NS_LOSS-}
 # net.ipv4.tcp_rmem and tcp_wmem in every host (min, default, max): room for
 # autotuning on long paths by default. Debian's own ("4096 131072 6291456",
 # "4096 16384 4194304") or smaller ceilings show what a short buffer costs.
@@ -120,10 +124,26 @@ ns_tune() {
       return 1
     }
   fi
+  ns_add_loss "$ns" || return 1
   [[ -z $NS_TCP_CC ]] && return 0
   ns_allow_tcp_cc "$NS_TCP_CC"
   ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$NS_TCP_CC" >/dev/null 2>&1 || {
     echo "cannot set TCP congestion control '$NS_TCP_CC' (available: $(sysctl -n net.ipv4.tcp_available_congestion_control 2>/dev/null); allowed in namespaces: $(sysctl -n net.ipv4.tcp_allowed_congestion_control 2>/dev/null)); set NS_TCP_CC" >&2
+    return 1
+  }
+}
+
+# ns_add_loss NS: NS_LOSS percent of what NS receives on eth0 dropped at
+# random (iptables INPUT, statistic match), before TCP sees it.
+ns_add_loss() {
+  local ns=$1 p
+  [[ -z $NS_LOSS || $NS_LOSS == 0 ]] && return 0
+  p=$(awk -v l="$NS_LOSS" 'BEGIN { if (l !~ /^[0-9.]+%?$/ || l + 0 >= 100) exit 1; printf "%.6f", (l + 0) / 100 }') || {
+    echo "NS_LOSS='$NS_LOSS': give a percentage below 100, e.g. 1 or 0.1" >&2
+    return 1
+  }
+  ip netns exec "$ns" iptables -A INPUT -i eth0 -m statistic --mode random --probability "$p" -j DROP || {
+    echo "cannot add random loss with iptables in $ns (needs iptables with the statistic match)" >&2
     return 1
   }
 }

@@ -279,8 +279,8 @@ def tcp_waits(meta, limit=20.0):
     table = ["", "## TCP waits", "",
              "Rank 0's streams (reducer-bench's `# TCP waits`, from TCP_INFO): the time they had pieces to send, "
              "summed over streams, and the share of it TCP waited for a reducer's receive window or for room in "
-             "the send buffer. A few % at most when the buffers are large enough for the path (README, "
-             "\"Tuning the network\").", "",
+             "the send buffer. A few % at most when the buffers are large enough for the path "
+             "(docs/guide/tuning.md, \"Socket buffers\").", "",
              "| phase | busy s | receive window | send buffer |", "|---|---:|---:|---:|"] + rows
     return table, caution
 
@@ -332,6 +332,7 @@ def main():
           f"{' + ' + meta['DELAY'] + ' delay' if meta.get('DELAY') else ''}"
           f"{' (rs-delay-line, userspace)' if meta.get('DELAY_IMPL') == 'userspace' else ''}"
           f"{', TCP ' + meta['TCP_CC'] if meta.get('TCP_CC') else ''}"
+          f"{', ' + meta['LOSS'] + ' % random loss at every host' if meta.get('LOSS', '0') not in ('', '0') else ''}"
           f"{', tcp_slow_start_after_idle 0' if meta.get('SLOW_START_AFTER_IDLE') == '0' else ''}", "",
           f"Command: `{meta.get('COMMAND', '')}`", "",
           f"Measured line rate (iperf3, 1 TCP stream, {meta.get('IPERF_SECONDS', '?')} s): "

@@ -49,6 +49,7 @@ TORCH_DDP_MODEL=${TORCH_DDP_MODEL:-100M}
 TORCH_DDP_BUCKETS=${TORCH_DDP_BUCKETS:-25}
 TORCH_DDP_BATCH=${TORCH_DDP_BATCH:-8}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+RUNS=${RUNS:-1}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-perf}
 BIN_DIR=${BIN_DIR:-}  # set: reducerd and reducer-bench from this folder, nothing built
 if [[ -n $BIN_DIR ]]; then
@@ -90,7 +91,14 @@ Settings, from the environment (current value):
   NS_DELAY_LINE=$NS_DELAY_LINE
                         the rs-delay-line binary (built with the others when userspace is used)
   NS_TCP_CC=$NS_TCP_CC          TCP congestion control in every host (empty: this machine's default,
-                        now $(sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null))
+                        now $(sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null)); both = the whole run under
+                        cubic and under bbr (or a list, e.g. 'cubic bbr reno'), each in \$OUT/<algorithm>/run<k>,
+                        and \$OUT/results.md compares them (bench/netns/compare_cc.py). The products pick their
+                        own per socket (REDUCER_TCP_CONGESTION, default auto); this sets the hosts' default
+  RUNS=$RUNS               with both or a list: runs of each algorithm, taken in turn; the comparison
+                        gives min - max over them
+  NS_LOSS=$NS_LOSS              random loss: every host drops this percentage (e.g. 1, 0.1) of the packets
+                        it receives (iptables statistic); empty or 0 = none
   NS_SLOW_START_AFTER_IDLE=$NS_SLOW_START_AFTER_IDLE   net.ipv4.tcp_slow_start_after_idle in every host: 1 (Linux's
                         default) shrinks the window of a connection idle past its retransmission
                         timeout, 0 keeps it; empty = what a new namespace gets (1)
@@ -262,4 +270,24 @@ main() {
   log "wrote $OUT/results.md and $OUT/algbw.png"
 }
 
-main "$@"
+# NS_TCP_CC=both (or a list) or RUNS > 1: this script once per algorithm
+# and run, in turn, then the comparison.
+compare_main() {
+  local ccs=$NS_TCP_CC k cc
+  [[ $ccs == both ]] && ccs="cubic bbr"
+  [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "RUNS='$RUNS': give a count, 1 or more" >&2; exit 2; }
+  for ((k = 1; k <= RUNS; k++)); do
+    for cc in $ccs; do
+      log "run $k of $RUNS under $cc: $OUT/$cc/run$k"
+      NS_TCP_CC=$cc RUNS=1 OUT=$OUT/$cc/run$k "$0" || { echo "run $k under $cc failed" >&2; exit 1; }
+    done
+  done
+  "$PYTHON" "$HERE/compare_cc.py" "$OUT" >/dev/null
+  log "wrote $OUT/results.md"
+}
+
+if [[ $NS_TCP_CC == both || $NS_TCP_CC == *" "* || $RUNS != 1 ]]; then
+  compare_main
+else
+  main "$@"
+fi
