@@ -21,7 +21,7 @@ std::vector<std::string> HostTuningNotices(const std::string& slow_start_after_i
         "net.ipv4.tcp_slow_start_after_idle is " + std::to_string(*value) +
         ": a connection idle for longer than its retransmission timeout (a training step's forward pass on a "
         "long path) restarts with a smaller window. To keep it, run "
-        "sysctl -w net.ipv4.tcp_slow_start_after_idle=0 on the reducers and the workers (README: Tuning the network)");
+        "sysctl -w net.ipv4.tcp_slow_start_after_idle=0 on the reducers and the workers (docs/guide/tuning.md)");
   }
   return notices;
 }
@@ -35,7 +35,7 @@ std::optional<std::string> IdleRestartWarning(std::optional<int> slow_start_afte
          std::to_string(*slow_start_after_idle) +
          ": after every pause longer than the retransmission timeout (a training step's forward pass) the "
          "connections start again from a small window and take several round trips to reach the line rate. Run "
-         "sysctl -w net.ipv4.tcp_slow_start_after_idle=0 on the workers and the reducers (README: Tuning the network)";
+         "sysctl -w net.ipv4.tcp_slow_start_after_idle=0 on the workers and the reducers (docs/guide/tuning.md)";
 }
 
 std::optional<std::string> IdleRestartWarningOnce(std::chrono::microseconds min_rtt,

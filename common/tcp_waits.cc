@@ -72,7 +72,7 @@ std::string DescribeTcpWait(const TcpWaitFinding& finding, const std::string& pe
     return head + peer + "'s receive window" + (path.empty() ? "" : " (" + path + ")") +
            ": the receive buffers' ceiling on " + peer +
            "'s host (the third value of net.ipv4.tcp_rmem) is below twice the path's bandwidth-delay product, or " +
-           peer + " reads too slowly (short of CPU, say); see README, \"Tuning the network\"";
+           peer + " reads too slowly (short of CPU, say); see docs/guide/tuning.md";
   }
   if (send_buffer_bytes > 0) {
     if (!path.empty()) path += ", ";
@@ -80,7 +80,7 @@ std::string DescribeTcpWait(const TcpWaitFinding& finding, const std::string& pe
   }
   return head + "room in this host's send buffer" + (path.empty() ? "" : " (" + path + ")") +
          ": raise the send buffers' ceiling on this host (the third value of net.ipv4.tcp_wmem) to at least twice "
-         "the path's bandwidth-delay product; see README, \"Tuning the network\"";
+         "the path's bandwidth-delay product; see docs/guide/tuning.md";
 }
 
 uint64_t SendBufferBytes(int fd) {

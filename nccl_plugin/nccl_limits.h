@@ -3,7 +3,7 @@
 // comm, the largest transfers we let NCCL hand us, and the CollNet request
 // pool sized from them. The ABI layer (abi/nccl_abi.h) pins every value that
 // comes from NCCL to NCCL's own constant with a static_assert, so a change on
-// either side fails the build. Facts and sources: docs/nccl-abi.md, "Limits".
+// either side fails the build. Facts and sources: docs/engineering/nccl-interface.md, "Limits".
 //
 // Thread-safety: constants only.
 #pragma once

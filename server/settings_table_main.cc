@@ -1,7 +1,8 @@
 // Prints a Markdown table of reducerd's settings from the registry, so the
-// documentation is regenerated rather than edited by hand:
-//   reducerd_settings_table          > the README's table
-//   reducerd_settings_table control  > docs/control-plane.md's table
+// documentation (docs/reference/settings.md) is regenerated rather than
+// edited by hand:
+//   reducerd_settings_table          > the data plane's table
+//   reducerd_settings_table control  > the control plane's table
 #include <cstdio>
 #include <cstring>
 

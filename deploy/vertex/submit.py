@@ -16,7 +16,7 @@ puts it in the job's spec, and so in every replica's CLUSTER_SPEC. With
 --token-bucket it goes instead to a new object in that bucket, which
 Vertex AI mounts in every replica under /gcs/, and the pools get
 REDUCER_JOB_TOKEN_FILE naming it: the spec holds only the path. The token is
-never printed. What it protects and what not: docs/deploy.md, "The job token".
+never printed. What it protects and what not: docs/guide/deploying.md, "The job token".
 """
 import argparse
 import re

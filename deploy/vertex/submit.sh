@@ -10,7 +10,7 @@
 # the job's spec, so in every replica's CLUSTER_SPEC. --token-bucket keeps it
 # out: it goes to a new object in that bucket (mounted by Vertex AI at /gcs/)
 # and the pools get REDUCER_JOB_TOKEN_FILE with its path. What it protects
-# and what not: docs/deploy.md, "The job token".
+# and what not: docs/guide/deploying.md, "The job token".
 set -euo pipefail
 
 usage() {

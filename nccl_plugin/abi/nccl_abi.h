@@ -3,7 +3,7 @@
 // and 11,
 // the properties structs, the device handle, the scatter-gather entries, the
 // logger and the result codes. NCCL ships no plugin headers with its
-// packages, so these are written from the facts in docs/nccl-abi.md (read
+// packages, so these are written from the facts in docs/engineering/nccl-interface.md (read
 // from NCCL's sources); every size and offset is pinned by a static_assert
 // below, so a wrong declaration fails the build instead of corrupting NCCL's
 // memory. NCCL's limits are declared here too and tied to the core's own
@@ -358,7 +358,7 @@ struct CollNetV11 {
   Result (*finalize)(void* ctx);
 };
 
-// ---- layout checks (docs/nccl-abi.md, "Layouts") ----------------------------
+// ---- layout checks (docs/engineering/nccl-interface.md, "Layouts") ----
 
 static_assert(sizeof(DeviceHandle) == 32);
 static_assert(offsetof(DeviceHandle, type) == 0 && offsetof(DeviceHandle, version) == 4 &&

@@ -1,6 +1,6 @@
 // The tables NCCL looks up in libnccl-net-reducer.so, one per supported
 // version, assembled from the slot implementations (slots.h). Which NCCL
-// takes which (docs/nccl-abi.md, "Which tables"):
+// takes which (docs/engineering/nccl-interface.md, "Which tables"):
 //
 //   ncclNetPlugin_v11, ncclCollNetPlugin_v11   NCCL 2.28 and later
 //   ncclNetPlugin_v8                            NCCL 2.20 - 2.27
@@ -134,7 +134,7 @@ RS_EXPORT const abi::CollNetV11 ncclCollNetPlugin_v11 = {
     .deregMr = abi::CollDeregMr,
     .iallreduce = abi::CollIallreduce<size_t>,
     // Reduce-scatter and all-gather through reducers move no fewer bytes
-    // than NCCL's ring: not offered, by design (README, "CollNet").
+    // than NCCL's ring: not offered, by design (docs/guide/frameworks.md).
     .iallgather = nullptr,
     .ireducescatter = nullptr,
     .iflush = abi::CollIflush,

@@ -8,7 +8,7 @@
 // float[kNumAlgorithms][kNumProtocols] array (passed as float**), each entry
 // NCCL's estimated time in microseconds, or -1 where the algorithm/protocol
 // is unavailable. NCCL picks the smallest entry >= 0 after the call. Facts:
-// docs/nccl-abi.md, "Tuner".
+// docs/engineering/nccl-interface.md, "Tuner".
 //
 // Only the ABI layer and the ABI tests include this file.
 //

@@ -10,7 +10,7 @@
 // proceed together or fail together. NCCL orders the handles by the global
 // rank of each node's head and passes the node's index as `rank`; with
 // several GPUs per node the handle at index `rank` need not be this node's
-// own, and nothing here assumes it is (docs/nccl-abi.md, "CollNet semantics,
+// own, and nothing here assumes it is (docs/engineering/nccl-interface.md, "CollNet semantics,
 // and what NCCL 2.28.9 does").
 //
 // Thread-safety: immutable after construction; every method may be called

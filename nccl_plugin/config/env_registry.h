@@ -3,7 +3,7 @@
 // old name, still read as a deprecated alias (the new name wins when both are
 // set; notices() says so, for the plugin to log once). Sizes and durations
 // are written with units (common/units.h), as in reducerd and reducer-bench.
-// The README table is generated from this list (EnvMarkdownTable, tool
+// The table in docs/reference/settings.md is generated from this list (EnvMarkdownTable, tool
 // nccl_plugin_env_table), so documentation cannot drift from the code. The
 // process environment is read once, on first use, into an immutable snapshot;
 // nothing else in the plugin calls getenv, and the plugin never sets
@@ -79,7 +79,7 @@ struct EnvVarInfo {
   const char* old_bare_unit = "";
 };
 
-// All variables, in the order the README lists them.
+// All variables, in the order docs/reference/settings.md lists them.
 const std::array<EnvVarInfo, kNumEnvVars>& EnvVars();
 const EnvVarInfo& EnvInfo(EnvKey key);
 
@@ -116,7 +116,7 @@ class Env {
   Settings settings_;
 };
 
-// "| Variable | Default | Meaning |" table for the README.
+// "| Variable | Default | Meaning |" table for docs/reference/settings.md.
 std::string EnvMarkdownTable();
 
 }  // namespace rs::plugin

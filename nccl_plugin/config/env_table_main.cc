@@ -1,5 +1,6 @@
-// Prints the README's environment-variable table from the registry, so the
-// documentation is regenerated rather than edited by hand:
+// Prints the plugin's environment-variable table from the registry, so the
+// documentation (docs/reference/settings.md) is regenerated rather than
+// edited by hand:
 //   nccl_plugin_env_table > table.md
 #include <cstdio>
 

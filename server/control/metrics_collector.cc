@@ -141,7 +141,7 @@ std::vector<MetricFamily> BuildMetricFamilies(const ServerStats& stats,
   auto& waits = f.Add("reducer_tcp_send_waits_seconds_total",
                       "Of reducer_tcp_send_busy_seconds_total, time TCP waited for a rank's receive window or for "
                       "room in the reducer's send buffer: a share of more than a few % means a buffer ceiling, not "
-                      "the link, sets the pace (README, \"Tuning the network\")",
+                      "the link, sets the pace (docs/guide/tuning.md)",
                       MetricType::Counter);
   Families::Sample(waits, d(t.tcp_rwnd_limited_us) / 1e6, {{"cause", "receive_window"}});
   Families::Sample(waits, d(t.tcp_sndbuf_limited_us) / 1e6, {{"cause", "send_buffer"}});

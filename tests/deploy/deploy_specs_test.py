@@ -51,7 +51,8 @@ import vertex_schema  # noqa: E402
 ARGS = None
 PLACEHOLDER = "generated-at-submission"
 TOKEN = re.compile(r"^[0-9a-f]{64}$")
-# NCCL's own variables that the plugin's documentation tells users to set.
+# NCCL's own variables that the plugin's documentation tells users to set
+# (docs/reference/settings.md, "NCCL's own variables").
 NCCL_VARIABLES = {"NCCL_NET_PLUGIN", "NCCL_NET_PLUGIN_REF_COUNT", "NCCL_COLLNET_ENABLE", "NCCL_DEBUG"}
 # Machine facts for sizing (Compute Engine's documentation): an a2-highgpu-8g
 # has 8 A100 GPUs and 100 Gbit/s of network; an n1-highcpu-16 32 Gbit/s.
@@ -85,9 +86,9 @@ class Registries:
         env_only = help_text.split("\nEnvironment only:", 1)[1] if "\nEnvironment only:" in help_text else ""
         self.trainer |= set(re.findall(r"^  ([A-Z][A-Z0-9_]*):", env_only, re.M))
         self.reducerctl = set(re.findall(r"\(Env:([A-Z_]+)\)", run([ARGS.reducerctl, "--help"]).stdout))
-        with open(path("README.md")) as f:
-            readme = f.read()
-        self.nccl = {name for name in NCCL_VARIABLES if f"`{name}" in readme}
+        with open(path("docs", "reference", "settings.md")) as f:
+            reference = f.read()
+        self.nccl = {name for name in NCCL_VARIABLES if f"`{name}" in reference}
         assert self.reducerd and self.plugin and self.trainer and self.reducerctl, "a registry came back empty"
         self.worker = self.plugin | self.trainer | self.nccl
 
@@ -641,8 +642,8 @@ class KubernetesTest(unittest.TestCase):
         self.assertEqual(reducers["template"]["spec"]["restartPolicy"], "OnFailure")
         self.assertEqual(reducers["completionMode"], "Indexed")
         self.assertGreater(reducers["backoffLimit"], 0)
-        with open(path("docs", "deploy.md")) as f:
-            self.assertTrue("### Restarts and checkpoints" in f.read(), "docs/deploy.md must say how to resume")
+        with open(path("docs", "guide", "deploying.md")) as f:
+            self.assertTrue("### Restarts and checkpoints" in f.read(), "docs/guide/deploying.md must say how to resume")
 
     def test_objects_refer_to_each_other_correctly(self):
         o = k8s_objects()
@@ -803,8 +804,8 @@ class KubernetesTest(unittest.TestCase):
         monitor = k8s_objects()[("PodMonitor", "reducers")]
         release = monitor["metadata"]["labels"].get("release")
         self.assertTrue(release, "kube-prometheus-stack selects PodMonitors by `release`")
-        with open(path("docs", "deploy.md")) as f:
-            self.assertTrue(f"release: {release}" in f.read(), "docs/deploy.md must explain the release label")
+        with open(path("docs", "guide", "deploying.md")) as f:
+            self.assertTrue(f"release: {release}" in f.read(), "docs/guide/deploying.md must explain the release label")
 
     def test_prometheus_scrape_configuration(self):
         with open(path("deploy", "kubernetes", "prometheus", "scrape-config.yaml")) as f:
@@ -879,7 +880,7 @@ class DockerTest(unittest.TestCase):
     def test_dashboard_draws_documented_metrics(self):
         with open(path("docker", "grafana", "dashboards", "reduction-server.json")) as f:
             dash = json.load(f)
-        with open(path("docs", "control-plane.md")) as f:
+        with open(path("docs", "reference", "metrics.md")) as f:
             documented = set(re.findall(r"^\| `(reducer_[a-z_]+)` \|", f.read(), re.M))
         self.assertTrue(documented)
         used = set()

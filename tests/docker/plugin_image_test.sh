@@ -4,7 +4,7 @@
 # (--target plugin-from-debs: the same layout as `plugin`, without compiling
 # the project again in a container), checks that it holds the library and
 # OpenSSL's licence and nothing else, then builds a plain Debian 12 image with
-# `COPY --from=<plugin image> /opt/reducer /opt/reducer`, as docs/deploy.md
+# `COPY --from=<plugin image> /opt/reducer /opt/reducer`, as docs/guide/deploying.md
 # tells users to, and loads the plugin there by name as NCCL does
 # (NCCL_NET_PLUGIN=reducer: dlopen("libnccl-net-reducer.so")) with
 # LD_LIBRARY_PATH=/opt/reducer/lib; without it, the name must not resolve
@@ -74,7 +74,7 @@ size=$(podman image inspect --format '{{.Size}}' "$plugin_image" | awk '{printf 
 indent <<<"$listing"
 
 # --- a user's image: COPY --from into a plain Debian 12 ----------------------
-# The lines docs/deploy.md ("Images") gives for NGC's and Vertex AI's images.
+# The lines docs/guide/deploying.md ("Images") gives for NGC's and Vertex AI's images.
 cp "$tool" "$context/rs_dlopen_plugin"
 build "$user_image" -f - "$context" <<DOCKERFILE
 FROM debian:bookworm-slim

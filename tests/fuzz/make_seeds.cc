@@ -2,7 +2,7 @@
 // frames of the current protocol version, made by the real encoders, in each
 // target's input layout (see wire_fuzz.cc and handshake_fuzz.cc). Run it
 // after a change to the wire format, then minimise what the fuzzers find from
-// them into the corpus (README, "Fuzzing"):
+// them into the corpus (docs/engineering/testing.md, "Fuzzing"):
 //
 //   fuzz_make_seeds tests/fuzz/corpus
 //

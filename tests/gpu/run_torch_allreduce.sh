@@ -42,7 +42,7 @@ export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV,TUNING NCCL_SOCKET_IFNAME=
 unset NCCL_ALGO NCCL_PROTO NCCL_TUNER_PLUGIN LD_PRELOAD
 preload=()
 if [ "$mode" = plugin ]; then
-  # What a user sets (README, "Loading it"), nothing more.
+  # What a user sets (docs/guide/frameworks.md, "Loading the plugin"), nothing more.
   export NCCL_NET_PLUGIN=$RS_PLUGIN NCCL_NET_PLUGIN_REF_COUNT=1 NCCL_COLLNET_ENABLE=1
 else
   unset NCCL_NET_PLUGIN NCCL_NET_PLUGIN_REF_COUNT NCCL_COLLNET_ENABLE

@@ -19,7 +19,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr auto kLiveness = milliseconds(2000);
-// The bound the README promises (timeout plus a tenth) with room for a busy
+// The bound docs/reliability.md promises (timeout plus a tenth) with room for a busy
 // 2-core test machine under sanitizers.
 constexpr auto kDetectionBound = kLiveness + seconds(2);
 

@@ -5,7 +5,8 @@
 # logs one INFO line and silently falls back to its own transports.
 #
 # Prints the highest glibc, libstdc++ and libgcc_s symbol versions the plugin
-# requires: the README's "runs on" line comes from them.
+# requires: the "runs on" line of docs/guide/frameworks.md ("What the library
+# needs") comes from them.
 #
 #   plugin_floor_test.sh PATH/libnccl-net-reducer.so
 set -euo pipefail

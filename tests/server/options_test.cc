@@ -234,19 +234,22 @@ TEST(ReducerdOptions, UnknownFlagIsAUsageError) {
   EXPECT_NE(o.status().message().find("--no-such-flag"), std::string::npos) << o.status().message();
 }
 
-// The tables users read are generated from the registry
-// (reducerd_settings_table); this catches a flag added to the code but not to
-// the documentation, or a table edited by hand.
-TEST(ReducerdOptions, ReadmeTableMatchesTheRegistry) {
-  EXPECT_NE(ReadSource("README.md").find(SettingsMarkdownTable(ReducerdSettings(), kReadmeTable)), std::string::npos)
-      << "regenerate README.md's table with: reducerd_settings_table";
+// The tables users read (docs/reference/settings.md) are generated from the
+// registry (reducerd_settings_table); this catches a flag added to the code
+// but not to the documentation, or a table edited by hand.
+TEST(ReducerdOptions, DataPlaneTableMatchesTheRegistry) {
+  EXPECT_NE(ReadSource("docs/reference/settings.md").find(SettingsMarkdownTable(ReducerdSettings(), kReadmeTable)),
+            std::string::npos)
+      << "docs/reference/settings.md's reducerd data-plane table differs from the registry; regenerate it with "
+         "build/server/reducerd_settings_table and paste it under \"reducerd\"";
 }
 
 TEST(ReducerdOptions, ControlPlaneTableMatchesTheRegistry) {
-  EXPECT_NE(ReadSource("docs/control-plane.md")
+  EXPECT_NE(ReadSource("docs/reference/settings.md")
                 .find(SettingsMarkdownTable(ReducerdSettings(), kControlPlaneTable)),
             std::string::npos)
-      << "regenerate docs/control-plane.md's table with: reducerd_settings_table control";
+      << "docs/reference/settings.md's reducerd control-plane table differs from the registry; regenerate it "
+         "with build/server/reducerd_settings_table control and paste it under \"reducerd's control plane\"";
 }
 
 TEST(ReducerdOptions, EverySettingIsDocumentedWithTheConvention) {

@@ -2,7 +2,7 @@
 // the number of worker nodes, the NIC bandwidths and, optionally, the
 // reducers' CPU cores. Pure functions.
 //
-// The model (see docs/control-plane.md and docs/performance.md): with
+// The model (see docs/guide/sizing.md and docs/performance.md): with
 // reducers every worker node sends each byte of a gradient once and receives
 // the sum once, so a node's all-reduce runs at its line rate B unless the
 // reducers, which together must take in n * S bytes per S-byte all-reduce,

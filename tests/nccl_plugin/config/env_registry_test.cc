@@ -1,5 +1,5 @@
 // The environment registry: one list, defaults, strict parsing, the old
-// names kept as deprecated aliases, and the README table generated from it.
+// names kept as deprecated aliases, and the reference table generated from it.
 #include "nccl_plugin/config/env_registry.h"
 
 #include <fstream>
@@ -170,15 +170,17 @@ TEST(EnvRegistry, BadSizesAndDurationsNameTheVariableAndFormat) {
   }
 }
 
-// The README section is generated from the registry (nccl_plugin_env_table);
-// this catches a variable added to the code but not to the documentation.
-TEST(EnvRegistry, ReadmeSectionMatchesTheRegistry) {
-  std::ifstream in(std::string(RS_SOURCE_DIR) + "/README.md");
-  ASSERT_TRUE(in) << "README.md not found";
+// The table in docs/reference/settings.md is generated from the registry
+// (nccl_plugin_env_table); this catches a variable added to the code but not
+// to the documentation.
+TEST(EnvRegistry, ReferenceTableMatchesTheRegistry) {
+  std::ifstream in(std::string(RS_SOURCE_DIR) + "/docs/reference/settings.md");
+  ASSERT_TRUE(in) << "docs/reference/settings.md not found";
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_NE(text.str().find(EnvMarkdownTable()), std::string::npos)
-      << "regenerate the table with nccl_plugin_env_table";
+      << "docs/reference/settings.md's NCCL plugin table differs from the registry; regenerate it with "
+         "build/nccl_plugin/nccl_plugin_env_table and paste it under \"NCCL plugin\"";
 }
 
 }  // namespace

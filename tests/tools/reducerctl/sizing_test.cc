@@ -1,5 +1,5 @@
 // `reducerctl plan` against the documented sizing examples
-// (docs/control-plane.md, ../shared/docs/field.md and design.md).
+// (docs/guide/sizing.md, ../shared/docs/field.md and design.md).
 #include "tools/reducerctl/sizing.h"
 
 #include <gtest/gtest.h>

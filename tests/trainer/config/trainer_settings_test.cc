@@ -1,5 +1,5 @@
 // rs-train's registry names the client's settings as reducer-bench and the
-// NCCL plugin do, and the README's table is the registry's.
+// NCCL plugin do, and the table in docs/reference/settings.md is the registry's.
 #include "trainer/config/trainer_settings.h"
 
 #include <gtest/gtest.h>
@@ -59,13 +59,13 @@ TEST(TrainerSettingsTest, TheClientsSettingsHaveTheProjectsNames) {
   EXPECT_EQ(Find("--failover")->default_value, "1");
 }
 
-TEST(TrainerSettingsTest, TheReadmeTableIsTheRegistrys) {
-  std::ifstream in(std::string(RS_SOURCE_DIR) + "/README.md");
-  ASSERT_TRUE(in) << "README.md not found";
-  std::stringstream readme;
-  readme << in.rdbuf();
-  EXPECT_NE(readme.str().find(TrainerSettingsTable()), std::string::npos)
-      << "README.md's rs-train environment table differs from the registry; paste this:\n"
+TEST(TrainerSettingsTest, TheReferenceTableIsTheRegistrys) {
+  std::ifstream in(std::string(RS_SOURCE_DIR) + "/docs/reference/settings.md");
+  ASSERT_TRUE(in) << "docs/reference/settings.md not found";
+  std::stringstream doc;
+  doc << in.rdbuf();
+  EXPECT_NE(doc.str().find(TrainerSettingsTable()), std::string::npos)
+      << "docs/reference/settings.md's rs-train table differs from the registry; paste this under \"rs-train\":\n"
       << TrainerSettingsTable();
 }
 
