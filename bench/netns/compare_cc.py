@@ -77,18 +77,21 @@ def main():
         keys = sorted({k for cc in ccs for rows in mine[cc] for k in rows}, key=float)
         if not keys:
             continue
-        head = ["size"] + [f"ours {cc}" for cc in ccs] + [f"{peer} {cc}" for cc in ccs]
-        head += [f"ours {cc} / ours {base}" for cc in ccs[1:]] + [f"ours / {peer} ({cc})" for cc in ccs]
+        has_peer = any(rows for cc in ccs for rows in theirs[cc])  # the peer's phase was run
+        head = ["size"] + [f"ours {cc}" for cc in ccs] + ([f"{peer} {cc}" for cc in ccs] if has_peer else [])
+        head += [f"ours {cc} / ours {base}" for cc in ccs[1:]]
+        head += [f"ours / {peer} ({cc})" for cc in ccs] if has_peer else []
         md += [f"## {title}", "", "| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
         for k in keys:
             size = f"bucket_cap_mb {k}" if key == "bucket_cap_mb" else human(int(float(k)))
             cells = [size]
             cells += [span([rows.get(k) for rows in mine[cc]]) for cc in ccs]
-            cells += [span([rows.get(k) for rows in theirs[cc]]) for cc in ccs]
+            if has_peer:
+                cells += [span([rows.get(k) for rows in theirs[cc]]) for cc in ccs]
             for cc in ccs[1:]:
                 pairs = zip(mine[cc], mine[base])
                 cells.append(span([a.get(k) / b[k] if a.get(k) and b.get(k) else None for a, b in pairs], 2))
-            for cc in ccs:
+            for cc in ccs if has_peer else []:
                 pairs = zip(mine[cc], theirs[cc])
                 cells.append(span([a.get(k) / b[k] if a.get(k) and b.get(k) else None for a, b in pairs], 2))
             md.append("| " + " | ".join(cells) + " |")
