@@ -35,12 +35,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "not an IPv4 address: %s\n", argv[1]);
     return 2;
   }
+  // As StartConnect does: the options (the congestion control above all)
+  // before connect, with the plugin's defaults.
   Socket sock(::socket(AF_INET, SOCK_STREAM, 0));
+  if (sock.valid()) SetStreamOptions(sock, std::chrono::milliseconds(std::atoi(argv[3])), TcpTuning{});
   if (!sock.valid() || ::connect(sock.fd(), reinterpret_cast<const sockaddr*>(&peer), sizeof(peer)) != 0) {
     std::perror("connect");
     return 2;
   }
-  SetStreamOptions(sock, std::chrono::milliseconds(std::atoi(argv[3])), TcpTuning{});
 
   std::mutex mu;
   std::optional<Status> failure;
@@ -55,10 +57,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", worker.status().ToString().c_str());
     return 2;
   }
-  // 4 GiB in 1 MiB chunks: far more than the link carries in the test's time.
+  // 64 GiB in 1 MiB chunks: far more than the link carries in the test's
+  // time. 4 GiB was not: an unpaced stream (cubic) on an unshaped veth sent
+  // it all before the cut, and an idle lane has nothing to fail.
   std::vector<char> data(1 << 20, 'x');
   std::atomic<int> pending{0};
-  for (int i = 0; i < 4096; ++i) {
+  for (int i = 0; i < 65536; ++i) {
     ++pending;
     (*worker)->Enqueue(0, Chunk{reinterpret_cast<uint8_t*>(data.data()), data.size(), true, &pending});
   }
@@ -68,6 +72,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto cut = std::chrono::steady_clock::now();
+  if (pending.load() == 0) {
+    std::printf("every chunk was sent before the cut: nothing left to fail\n");
+    return 2;
+  }
   std::optional<Status> seen;
   for (int i = 0; i < 3000 && !seen; ++i) {  // 30 s
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
