@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <set>
 
@@ -41,23 +42,34 @@ std::string Refusal(const std::string& name, int err) {
   return name + " refused: " + std::strerror(err);
 }
 
+// The default of this network namespace (a container's own), which a
+// socket accepted from a tuned listener no longer shows; the socket's own
+// algorithm where the file cannot be read.
+std::string HostDefault(const std::string& socket_now) {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  if (in >> name) return name;
+  return socket_now;
+}
+
 void ApplyCongestion(int fd, const std::string& wanted, TcpTuningResult* out) {
-  out->host_default = CurrentCongestion(fd);
-  out->congestion = out->host_default;
+  const std::string now = CurrentCongestion(fd);
+  out->host_default = HostDefault(now);
+  out->congestion = now;
   if (wanted == "system") return;
   if (wanted != "auto") {
-    if (wanted == out->host_default) return;
+    if (wanted == now) return;
     const int err = SetCongestion(fd, wanted);
     if (err == 0) {
       out->congestion = wanted;
     } else {
-      out->congestion_note = Refusal(wanted, err) + "; kept " + out->host_default;
+      out->congestion_note = Refusal(wanted, err) + "; kept " + now;
       out->refused = true;
     }
     return;
   }
   // auto: only BBR is replaced (its pacing held pieces back; tcp_tuning.h).
-  if (out->host_default.rfind("bbr", 0) != 0) return;
+  if (now.rfind("bbr", 0) != 0) return;
   const int err = SetCongestion(fd, "cubic");
   if (err == 0) {
     out->congestion = "cubic";
@@ -69,7 +81,7 @@ void ApplyCongestion(int fd, const std::string& wanted, TcpTuningResult* out) {
     out->congestion_note = Refusal("cubic", err) + "; reno instead";
     return;
   }
-  out->congestion_note = Refusal("cubic", err) + " and reno was refused too; kept " + out->host_default;
+  out->congestion_note = Refusal("cubic", err) + " and reno was refused too; kept " + now;
   out->refused = true;
 }
 

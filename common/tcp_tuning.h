@@ -49,7 +49,7 @@ Status ValidateTcpRtoMin(const std::string& name, std::chrono::milliseconds valu
 
 // What one socket got.
 struct TcpTuningResult {
-  std::string host_default;  // the socket's algorithm before (the host's default)
+  std::string host_default;  // the network namespace's default (net.ipv4.tcp_congestion_control)
   std::string congestion;    // what it runs now
   std::string congestion_note;  // why, when it is not what was asked (empty otherwise)
   std::optional<std::chrono::microseconds> rto_min;  // set: the floor now in force on it

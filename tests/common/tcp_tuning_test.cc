@@ -3,6 +3,7 @@
 // other default, honours an explicit choice or says why not, lowers the
 // retransmission timeout's floor where the kernel allows it, and says each
 // outcome once.
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -12,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -89,9 +91,10 @@ TEST(TcpTuning, AutoKeepsADefaultThatIsNotBbr) {
   EXPECT_EQ(Congestion(sock.fd), "reno");
 }
 
-// In a network namespace of its own (root only) whose default is bbr (where
-// the kernel has bbr and allows it), auto must move the socket off it.
-TEST(TcpTuning, AutoReplacesBbrWithCubicOrReno) {
+// Runs `check` in a child process, in a network namespace of its own whose
+// default is bbr (root only, and where the kernel has bbr and allows it):
+// exit 0 passes, 77 skips, anything else fails with `what`.
+void InBbrNamespace(const char* what, bool (*check)()) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace";
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -102,19 +105,53 @@ TEST(TcpTuning, AutoReplacesBbrWithCubicOrReno) {
       cc << "bbr";
       if (!cc.flush()) _exit(77);
     }
-    Sock sock;
-    if (Congestion(sock.fd) != "bbr") _exit(77);  // bbr not available or not allowed here
-    const TcpTuningResult r = ApplyTcpTuning(sock.fd, TcpTuning{"auto", milliseconds(0)});
-    const bool moved = (r.congestion == "cubic" || r.congestion == "reno") && Congestion(sock.fd) == r.congestion &&
-                       r.host_default == "bbr" && !r.refused &&
-                       r.Describe().find("(host default bbr") != std::string::npos;
-    _exit(moved ? 0 : 1);
+    Sock probe;
+    if (Congestion(probe.fd) != "bbr") _exit(77);  // bbr not available or not allowed here
+    _exit(check() ? 0 : 1);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no network namespace with bbr as its default here";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "auto left a bbr socket on bbr";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << what;
+}
+
+TEST(TcpTuning, AutoReplacesBbrWithCubicOrReno) {
+  InBbrNamespace("auto left a bbr socket on bbr", [] {
+    Sock sock;
+    const TcpTuningResult r = ApplyTcpTuning(sock.fd, TcpTuning{"auto", milliseconds(0)});
+    return (r.congestion == "cubic" || r.congestion == "reno") && Congestion(sock.fd) == r.congestion &&
+           r.host_default == "bbr" && !r.refused && r.Describe().find("(host default bbr") != std::string::npos;
+  });
+}
+
+// reducerd and the plugin tune their listening sockets, so that no accepted
+// connection starts under bbr: the accepted socket must inherit the choice,
+// and describe itself as the start-up probe did (one log line, not two).
+TEST(TcpTuning, AcceptedConnectionsInheritTheListenersChoice) {
+  InBbrNamespace("an accepted connection did not inherit the listener's algorithm", [] {
+    const TcpTuning tuning{"auto", milliseconds(0)};
+    if (system("ip link set lo up") != 0) return false;  // a new namespace starts with it down
+    Sock listener, client;
+    ApplyTcpTuning(listener.fd, tuning);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(listener.fd, 1) != 0 ||
+        getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return false;
+    }
+    ApplyTcpTuning(client.fd, tuning);
+    if (connect(client.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return false;
+    const int accepted = accept(listener.fd, nullptr, nullptr);
+    if (accepted < 0) return false;
+    const std::string inherited = Congestion(accepted);
+    const TcpTuningResult r = ApplyTcpTuning(accepted, tuning);
+    close(accepted);
+    return inherited != "bbr" && Congestion(client.fd) == inherited && r.congestion == inherited &&
+           r.Describe() == ProbeTcpTuning(tuning).Describe();
+  });
 }
 
 TEST(TcpTuning, TheRetransmissionFloorIsLoweredWhereTheKernelHasIt) {
