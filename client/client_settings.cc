@@ -166,7 +166,7 @@ const std::vector<ClientSetting>& ClientSettings() {
         "host's; or an algorithm's name. Logged once"},
        TcpCongestion},
       {{"--tcp-rto-min", "REDUCER_TCP_RTO_MIN", "DUR", "5ms", "",
-        "Floor of TCP's retransmission timeout on those streams (Linux 6.15 and later; rounded up to the "
+        "Floor of TCP's retransmission timeout on those streams (kernels with TCP_RTO_MIN_US, recent Linux; rounded up to the "
         "kernel's timer tick): a segment lost at the end of a piece costs this instead of 200 ms. 0: the "
         "kernel's"},
        TcpRtoMin},

@@ -15,7 +15,7 @@
 namespace rs {
 namespace {
 
-// Linux 6.15's per-socket floor of the retransmission timeout, in
+// The per-socket floor of the retransmission timeout (recent kernels), in
 // microseconds; older headers do not name it.
 #ifndef TCP_RTO_MIN_US
 constexpr int TCP_RTO_MIN_US = 45;
@@ -103,7 +103,7 @@ void ApplyRtoMin(int fd, std::chrono::milliseconds floor, TcpTuningResult* out) 
     if (err != EINVAL) break;
   }
   out->rto_note = err == ENOPROTOOPT
-                      ? "this kernel has no per-socket floor (TCP_RTO_MIN_US, Linux 6.15): its own applies"
+                      ? "this kernel has no per-socket floor (TCP_RTO_MIN_US): its own applies"
                       : std::string("TCP_RTO_MIN_US refused: ") + std::strerror(err) + "; the kernel's own applies";
 }
 

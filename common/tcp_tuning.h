@@ -14,7 +14,7 @@
 //
 // Every choice here is per socket and needs no privilege: a process may
 // always pick reno and any algorithm the host allows
-// (net.ipv4.tcp_allowed_congestion_control), and TCP_RTO_MIN_US (Linux 6.15)
+// (net.ipv4.tcp_allowed_congestion_control), and TCP_RTO_MIN_US (recent kernels)
 // only lowers the floor of this socket. Where the kernel refuses, the socket
 // keeps the host's choice and the log line says so.
 //

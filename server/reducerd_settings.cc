@@ -58,7 +58,7 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "(reno where cubic is not allowed), since bbr's pacing held pieces back; `system` keeps the host's; or an "
        "algorithm's name. Logged at start-up"},
       {"--tcp-rto-min", "REDUCER_TCP_RTO_MIN", "DUR", "5ms", "",
-       "floor of TCP's retransmission timeout on those connections (Linux 6.15 and later; the kernel rounds it up "
+       "floor of TCP's retransmission timeout on those connections (kernels with TCP_RTO_MIN_US, recent Linux; the kernel rounds it up "
        "to its timer tick): a lost segment at the end of a piece costs this instead of 200 ms. 0: the kernel's"},
       {"--drain-timeout", "REDUCER_DRAIN_TIMEOUT", "DUR", "30s", "",
        "how long running sessions may go on after SIGTERM (0: fail them at once)"},

@@ -158,7 +158,7 @@ TEST(TcpTuning, TheRetransmissionFloorIsLoweredWhereTheKernelHasIt) {
   Sock sock;
   const TcpTuningResult r = ApplyTcpTuning(sock.fd, TcpTuning{"system", milliseconds(5)});
   if (!r.rto_min) {
-    // Before Linux 6.15: the line says the kernel's floor applies.
+    // A kernel without TCP_RTO_MIN_US: the line says the kernel's floor applies.
     EXPECT_NE(r.Describe().find("the kernel's own applies"), std::string::npos) << r.Describe();
     GTEST_SKIP() << r.rto_note;
   }
