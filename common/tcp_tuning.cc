@@ -162,11 +162,13 @@ TcpTuningResult ProbeTcpTuning(const TcpTuning& tuning) {
 }
 
 std::optional<std::string> TcpTuningLineOnce(const TcpTuningResult& result) {
+  // Destroyed with the library: the NCCL plugin is unloaded and loaded
+  // again, and memory only a static pointer held would then leak.
   static std::mutex mu;
-  static std::set<std::string>* seen = new std::set<std::string>;  // never destroyed: sockets may close at exit
+  static std::set<std::string> seen;
   std::string line = result.Describe();
   std::lock_guard<std::mutex> lock(mu);
-  if (!seen->insert(line).second) return std::nullopt;
+  if (!seen.insert(line).second) return std::nullopt;
   return line;
 }
 
