@@ -22,6 +22,20 @@ Steps:
            PRELOAD_MAX_BYTES, 4 MiB)
   train    rs-train --backend gpu through the plugin, float32 and bfloat16
            gradients, TRAIN_STEPS steps each
+  wire     the torch step's all-reduces (4 KiB to WIRE_MAX_BYTES, 16 MiB)
+           with REDUCER_WIRE_DTYPE=bfloat16: the plugin converts NCCL's
+           float32 for the reducers and back
+  failover a reducer killed while the ranks all-reduce: every all-reduce
+           must still finish, every element right
+  rankloss a rank killed while the others all-reduce: each must stop with
+           an error within 60 s, not hang (PyTorch's watchdog set as
+           docs/guide/frameworks.md advises:
+           TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC=1000)
+  perf     ms per float32 all-reduce (1, 16, 64 MiB) through NCCL's own
+           socket transport, the plugin's point-to-point, its CollNet, and
+           CollNet with the bfloat16 wire, under MPS where it can start one
+           (ranks share the GPU: a comparison of transports on loopback,
+           not a network figure)
 
 From a bundle (scripts/gpu_bundle.sh: out/gpu-bundle/tests/gpu/run_all.sh)
 it sources the bundle's env.sh; from the repo it takes the programs from
@@ -38,7 +52,8 @@ Environment:
                 least STEP_MIN (min(60, STEP_TIMEOUT)) seconds left after a
                 15 s reserve, else it is SKIPPED, and gets what is left
   MAX_BYTES, PRELOAD_MAX_BYTES, TRAIN_STEPS   sizes, as above
-  RUN_ALL_STEPS steps to run, in order (default: probe torch preload train)
+  RUN_ALL_STEPS steps to run, in order (default: probe torch preload train
+                wire failover rankloss perf)
 For tests: a step named sleep:N sleeps N seconds (in a child process whose
 pid it writes to sleep.pid in its logs) and passes.
 
@@ -61,7 +76,7 @@ trap - EXIT  # gpu_env.sh's trap is for steps; here the steps' groups are stoppe
 STEP_TIMEOUT=${STEP_TIMEOUT:-240}
 BUDGET=${BUDGET:-540}
 STEP_MIN=${STEP_MIN:-$((STEP_TIMEOUT < 60 ? STEP_TIMEOUT : 60))}
-steps=${RUN_ALL_STEPS:-probe torch preload train}
+steps=${RUN_ALL_STEPS:-probe torch preload train wire failover rankloss perf}
 if [ -z "${OUT:-}" ]; then OUT=$(mktemp -d /tmp/rs-gpu-XXXXXX); fi
 mkdir -p "$OUT" || exit 64
 OUT=$(cd "$OUT" && pwd)
@@ -92,13 +107,17 @@ run_step() {
     torch) bash "$RS_GPU_HERE/run_torch_allreduce.sh" plugin ;;
     preload) MAX_BYTES=${PRELOAD_MAX_BYTES:-4194304} bash "$RS_GPU_HERE/run_torch_allreduce.sh" preload ;;
     train) STEPS=${TRAIN_STEPS:-20} bash "$RS_GPU_HERE/run_rs_train.sh" ;;
+    wire) REDUCER_WIRE_DTYPE=bfloat16 MAX_BYTES=${WIRE_MAX_BYTES:-16777216} bash "$RS_GPU_HERE/run_torch_allreduce.sh" plugin ;;
+    failover) bash "$RS_GPU_HERE/run_torch_faults.sh" reducer ;;
+    rankloss) bash "$RS_GPU_HERE/run_torch_faults.sh" rank ;;
+    perf) bash "$RS_GPU_HERE/run_torch_perf.sh" ;;
     sleep:*) sleep "${1#sleep:}" & echo $! >"$LOGS/sleep.pid"; wait ;;
   esac
 }
 export -f run_step
 export RS_GPU_HERE=$here
 for s in $steps; do
-  case $s in probe | torch | preload | train | sleep:[0-9]*) ;; *) echo "run_all: unknown step '$s'" >&2; exit 64 ;; esac
+  case $s in probe | torch | preload | train | wire | failover | rankloss | perf | sleep:[0-9]*) ;; *) echo "run_all: unknown step '$s'" >&2; exit 64 ;; esac
 done
 
 names=() results=() secs=() reasons=()

@@ -80,4 +80,14 @@ for i in $(seq 0 $((nreducers - 1))); do
   n=$(grep -cE "session [0-9a-f]+ ended: [1-9][0-9]* operations, [1-9][0-9]* pieces" "$logs/reducer$i.log" || true)
   [ "$n" -ge 2 ] || rs_fail "reducer $i ended $n session(s) that moved data, expected one per process group (2)"
 done
+wire=${REDUCER_WIRE_DTYPE:-off}
+if [ "$wire" != off ]; then
+  # The float32 all-reduces crossed the wire as $wire: every reducer says so when its sessions end.
+  for i in $(seq 0 $((nreducers - 1))); do
+    grep -q "float32 sums as $wire on the wire" "$logs/reducer$i.log" ||
+      rs_fail "reducer $i never saw float32 sums as $wire on the wire (REDUCER_WIRE_DTYPE=$wire)"
+  done
+  echo "OK: $mode, float32 as $wire on the wire: point-to-point and CollNet under NCCL, every element right"
+  exit 0
+fi
 echo "OK: $mode: point-to-point and CollNet under NCCL, every element right, the plugin survived a new process group"

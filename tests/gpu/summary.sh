@@ -181,6 +181,24 @@ write_summary() {
     echo "wrong elements, train step (rs-train's parameter checks):"
     train_check_line "$work/train"
   fi
+  if [ -f "$work/wire/rank0.log" ]; then
+    echo "wire step (REDUCER_WIRE_DTYPE=bfloat16): $(reducers_line "$work/wire"); $(wrong_line "$work/wire")"
+    grep -h -m1 "float32 sums as" "$work"/wire/reducer*.log | sed 's/^.*ended: /  a reducer: /' | head -1
+  fi
+  if [ -f "$work/failover/step.log" ]; then
+    echo "failover step (a reducer killed mid-job), what the plugin said (rank 0):"
+    grep -A4 "^--- what the plugin says about the lost reducer" "$work/failover/step.log" | tail -n +2 | cut -c1-200 |
+      sed 's/^/  /'
+  fi
+  if [ -f "$work/rankloss/step.log" ]; then
+    echo "rankloss step (a rank killed mid-job), what the others saw:"
+    grep -E "^rank [0-9]+: (exit|NCCL's last)" "$work/rankloss/step.log" | cut -c1-240 | sed 's/^/  /'
+    grep -A3 "^--- what the plugin says" "$work/rankloss/step.log" | tail -n +2 | cut -c1-200 | sed 's/^/  NCCL WARN: /'
+  fi
+  if [ -f "$work/perf/step.log" ]; then
+    sed -n '/^--- all-reduce, float32/,/^OK: \|^FAILED: /p' "$work/perf/step.log" | grep -v "^OK: \|^FAILED: " |
+      sed 's/^--- /perf step: /'
+  fi
   echo "files: summary.txt, details.txt, logs.tar.gz (every rank's and reducer's log) in $OUT"
 }
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Transports compared under real NCCL with PyTorch on one GPU (a step of
+# run_all.sh, also runnable alone): the same WORLD ranks all-reduce float32
+# tensors of SIZES bytes through each configuration in turn:
+#   socket        NCCL's own TCP transport, no plugin (NCCL_NET=Socket)
+#   p2p           the plugin's point-to-point transport, CollNet off: NCCL's rings
+#   collnet       the plugin with CollNet and REDUCERS reducers, the tuner choosing
+#   collnet-bf16  the same with REDUCER_WIRE_DTYPE=bfloat16
+# Prints one table (ms per all-reduce and algbw, float32 bytes). The ranks
+# share one GPU and loopback: this compares the transports' overheads on one
+# machine, not a network. CONFIGS picks configurations, in order.
+# MPS=auto (default) runs the ranks under an MPS server of the step's own
+# where nvidia-cuda-mps-control exists and none runs yet: without it the
+# ranks' kernels take turns in time slices, which dominates every figure
+# (ms per all-reduce 3 - 4 x higher on an H100). MPS=0 never starts one.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
+
+mps=none
+stop_mps() {
+  [ "$mps" = ours ] || return 0
+  echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true
+  mps=stopped
+}
+trap 'rs_cleanup; stop_mps' EXIT
+trap 'rs_cleanup; stop_mps; exit 143' TERM
+trap 'rs_cleanup; stop_mps; exit 130' INT
+if [ "${MPS:-auto}" != 0 ] && command -v nvidia-cuda-mps-control >/dev/null && ! pgrep -x nvidia-cuda-mps >/dev/null 2>&1; then
+  export CUDA_MPS_PIPE_DIRECTORY=${TMPDIR:-/tmp}/rs-mps-$$ CUDA_MPS_LOG_DIRECTORY=${TMPDIR:-/tmp}/rs-mps-$$
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY"
+  if nvidia-cuda-mps-control -d; then
+    mps=ours
+  else
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  fi
+fi
+
+logs=$(rs_logs_dir)
+world=${WORLD:-4}
+nreducers=${REDUCERS:-$world}
+configs=${CONFIGS:-socket p2p collnet collnet-bf16}
+export SIZES=${SIZES:-1048576 16777216 67108864} ITERS=${ITERS:-20} WARMUP=${WARMUP:-5}
+rs_need "$RS_REDUCERD" "$RS_PLUGIN"
+rs_start_reducers "$nreducers" "$logs" --io-threads 2 --op-timeout 60s
+echo "$nreducers reducers at $RS_ADDRS; $world ranks on one GPU ($([ "$mps" = ours ] && echo "under MPS" || echo "time-sliced, no MPS")); configurations: $configs; logs in $logs"
+
+export MASTER_ADDR=127.0.0.1 WORLD_SIZE=$world NCCL_SOCKET_IFNAME=lo REDUCER_SOCKET_IFNAME=lo
+export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
+port=$((20000 + RANDOM % 20000))
+for c in $configs; do
+  # Each configuration's variables on the ranks' command line only.
+  cfg=(env -u NCCL_NET -u NCCL_NET_PLUGIN -u NCCL_NET_PLUGIN_REF_COUNT -u NCCL_COLLNET_ENABLE -u NCCL_ALGO
+    -u NCCL_PROTO -u LD_PRELOAD -u REDUCER_ADDRS -u REDUCER_JOB_TOKEN -u REDUCER_WIRE_DTYPE
+    "PERF_CONFIG=$c" "MASTER_PORT=$port")
+  case $c in
+    socket) cfg+=(NCCL_NET=Socket) ;;
+    p2p) cfg+=("NCCL_NET_PLUGIN=$RS_PLUGIN" NCCL_COLLNET_ENABLE=0) ;;
+    collnet | collnet-bf16)
+      cfg+=("NCCL_NET_PLUGIN=$RS_PLUGIN" NCCL_NET_PLUGIN_REF_COUNT=1 NCCL_COLLNET_ENABLE=1
+        "REDUCER_ADDRS=$RS_ADDRS" "REDUCER_JOB_TOKEN=$RS_TOKEN")
+      [ "$c" = collnet ] || cfg+=(REDUCER_WIRE_DTYPE=bfloat16)
+      ;;
+    *) rs_fail "unknown configuration '$c' (socket, p2p, collnet, collnet-bf16)" ;;
+  esac
+  for r in $(seq 0 $((world - 1))); do
+    rs_launch "$logs/$c-rank$r.log" "${cfg[@]}" "RANK=$r" "NCCL_HOSTID=node$r" CUDA_VISIBLE_DEVICES=0 \
+      "$PYTHON" "$rs_gpu_dir/torch_perf.py"
+  done
+  rs_wait_ranks || rs_fail "$c: $(rs_rank_failure "$RS_FAILED_LOG")"
+  echo "$c: $(grep -m1 -o "Using network .*" "$logs/$c-rank0.log" || echo "no 'Using network' line")"
+  port=$((port + 1))
+done
+
+echo "--- all-reduce, float32, $world ranks on one GPU ($([ "$mps" = ours ] && echo "MPS" || echo "no MPS")) over loopback: ms per all-reduce (algbw GB/s)"
+grep -h "^RS_PERF" "$logs"/*-rank0.log | awk '
+  { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    if (!(v["config"] in seen)) { seen[v["config"]] = 1; order[++nc] = v["config"] }
+    if (!(v["bytes"] in seenb)) { seenb[v["bytes"]] = 1; sizes[++ns] = v["bytes"] }
+    cell[v["config"], v["bytes"]] = sprintf("%.2f (%.2f)", v["ms"], v["algbw"]) }
+  END {
+    printf "%12s", "bytes"; for (c = 1; c <= nc; c++) printf "  %18s", order[c]; printf "\n"
+    for (s = 1; s <= ns; s++) {
+      printf "%12s", sizes[s]
+      for (c = 1; c <= nc; c++) printf "  %18s", ((order[c], sizes[s]) in cell) ? cell[order[c], sizes[s]] : "-"
+      printf "\n"
+    } }'
+rs_cleanup
+stop_mps
+echo "OK: $configs measured, every result right"
