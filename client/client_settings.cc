@@ -167,8 +167,9 @@ const std::vector<ClientSetting>& ClientSettings() {
        TcpCongestion},
       {{"--tcp-rto-min", "REDUCER_TCP_RTO_MIN", "DUR", "5ms", "",
         "Floor of TCP's retransmission timeout on those streams (kernels with TCP_RTO_MIN_US, recent Linux; rounded up to the "
-        "kernel's timer tick): a segment lost at the end of a piece costs this instead of 200 ms. 0: the "
-        "kernel's"},
+        "kernel's timer tick): a segment lost at the end of a piece costs this instead of 200 ms. Raised to twice "
+        "a longer path's round trip (at most 200 ms), so that the pause between operations does not restart "
+        "TCP's window. 0: the kernel's"},
        TcpRtoMin},
   };
   return kSettings;

@@ -84,6 +84,7 @@ void ReducerStream::Connected(const TcpTuningResult& tcp) {
   if (auto line = TcpTuningLineOnce(tcp)) owner_->Log(tcp.refused ? LogLevel::kWarn : LogLevel::kInfo, *line);
   low_water_ = ReceiveLowWater(socket_.native_handle());
   waits_.Reconnected();
+  rto_floor_ = RtoFloorFollower(params_.tcp.rto_min);
   // Best effort: the heartbeats work without it.
   (void)SetTcpLiveness(socket_.native_handle(), params_.liveness_timeout,
                        PeerReads::kMayPause);  // out of memory, it stops reading
@@ -660,7 +661,11 @@ void ReducerStream::SampleWindow() {
   if (std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle())) {
     window_.OnSample({std::chrono::microseconds(path->min_rtt_us), path->delivery_rate_bps}, now);
     window_now_.store(window_.bytes(), std::memory_order_relaxed);
-    if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us), [this] { return Name(); })) {
+    const std::chrono::microseconds min_rtt(path->min_rtt_us);
+    if (std::optional<std::chrono::microseconds> floor = rto_floor_.OnPath(socket_.native_handle(), min_rtt)) {
+      if (auto line = RtoFloorLineOnce(*floor, min_rtt)) owner_->Log(LogLevel::kInfo, *line);
+    }
+    if (auto warning = IdleRestartWarningOnce(min_rtt, [this] { return Name(); })) {
       owner_->Log(LogLevel::kWarn, *warning);
     }
     std::optional<TcpWaitFinding> finding = waits_.OnSample(*path, now);

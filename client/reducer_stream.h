@@ -35,6 +35,7 @@
 #include "client/operation.h"
 #include "client/transport_plan.h"
 #include "common/socket_options.h"
+#include "common/tcp_tuning.h"
 #include "common/tcp_waits.h"
 #include "protocol/liveness.h"
 #include "protocol/membership.h"
@@ -242,6 +243,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   SendWindow window_;          // sampled from TCP_INFO as results arrive
   std::atomic<size_t> window_now_{0};
   TcpWaitWatch waits_;  // sampled with the window; warns when a buffer holds the stream back
+  RtoFloorFollower rto_floor_{std::chrono::milliseconds(0)};  // sampled with the window; reset per connection
   std::atomic<uint64_t> busy_us_{0};
   std::atomic<uint64_t> rwnd_limited_us_{0};
   std::atomic<uint64_t> sndbuf_limited_us_{0};

@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -85,22 +87,33 @@ void ApplyCongestion(int fd, const std::string& wanted, TcpTuningResult* out) {
   out->refused = true;
 }
 
-void ApplyRtoMin(int fd, std::chrono::milliseconds floor, TcpTuningResult* out) {
-  if (floor.count() <= 0) return;
-  // The kernel takes no less than two timer ticks (8 ms at HZ=250): double
-  // until it accepts, up to its own floor.
-  int err = 0;
-  for (int64_t us = floor.count() * 1000; us <= kMaxRtoMin.count() * 1000; us *= 2) {
+// Sets the floor to `us`, or the least the kernel takes above it: it takes
+// no less than two timer ticks (8 ms at HZ=250), so double until it accepts,
+// up to its own floor. 0 with *now the floor in force, else errno.
+int SetRtoFloor(int fd, int64_t us, std::chrono::microseconds* now) {
+  int err = EINVAL;
+  for (; us <= int64_t{kMaxRtoMin.count()} * 1000; us *= 2) {
     const int value = static_cast<int>(us);
     if (setsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &value, sizeof(value)) == 0) {
-      int now = 0;
-      socklen_t len = sizeof(now);
-      if (getsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &now, &len) != 0) now = value;
-      out->rto_min = std::chrono::microseconds(now);
-      return;
+      int got = 0;
+      socklen_t len = sizeof(got);
+      if (getsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &got, &len) != 0) got = value;
+      *now = std::chrono::microseconds(got);
+      return 0;
     }
     err = errno;
     if (err != EINVAL) break;
+  }
+  return err;
+}
+
+void ApplyRtoMin(int fd, std::chrono::milliseconds floor, TcpTuningResult* out) {
+  if (floor.count() <= 0) return;
+  std::chrono::microseconds now{0};
+  const int err = SetRtoFloor(fd, floor.count() * 1000, &now);
+  if (err == 0) {
+    out->rto_min = now;
+    return;
   }
   out->rto_note = err == ENOPROTOOPT
                       ? "this kernel has no per-socket floor (TCP_RTO_MIN_US): its own applies"
@@ -170,6 +183,40 @@ std::optional<std::string> TcpTuningLineOnce(const TcpTuningResult& result) {
   std::lock_guard<std::mutex> lock(mu);
   if (!seen.insert(line).second) return std::nullopt;
   return line;
+}
+
+std::chrono::microseconds RtoFloorForPath(std::chrono::milliseconds configured, std::chrono::microseconds min_rtt) {
+  const std::chrono::microseconds floor = configured;
+  if (configured.count() <= 0) return floor;
+  return std::max(floor, std::min<std::chrono::microseconds>(2 * min_rtt, kMaxRtoMin));
+}
+
+std::optional<std::chrono::microseconds> RtoFloorFollower::OnPath(int fd, std::chrono::microseconds min_rtt) {
+  if (gave_up_ || configured_.count() <= 0 || min_rtt.count() <= 0) return std::nullopt;
+  std::chrono::microseconds want = RtoFloorForPath(configured_, min_rtt);
+  if (want == std::chrono::microseconds(configured_)) want = std::chrono::microseconds(0);  // what ApplyTcpTuning set
+  if (want == set_) return std::nullopt;
+  std::chrono::microseconds now{0};
+  const int64_t us = want.count() > 0 ? want.count() : int64_t{configured_.count()} * 1000;
+  if (SetRtoFloor(fd, us, &now) != 0) {
+    gave_up_ = true;  // the kernel's own floor applies, as ApplyTcpTuning said
+    return std::nullopt;
+  }
+  set_ = want;
+  return now;
+}
+
+std::optional<std::string> RtoFloorLineOnce(std::chrono::microseconds floor, std::chrono::microseconds min_rtt) {
+  static std::mutex mu;
+  static bool said = false;
+  std::lock_guard<std::mutex> lock(mu);
+  if (said) return std::nullopt;
+  said = true;
+  char rtt[32];
+  std::snprintf(rtt, sizeof(rtt), "%.1f ms", static_cast<double>(min_rtt.count()) / 1000.0);
+  return "TCP on the data plane: minimum retransmission timeout raised to " + FormatFloor(floor) + " on a path of " +
+         rtt + " round trip (at least twice the round trip, so that the pause between two operations does not " +
+         "restart the congestion window)";
 }
 
 }  // namespace rs

@@ -75,4 +75,41 @@ TcpTuningResult ProbeTcpTuning(const TcpTuning& tuning);
 // afterwards: one log line per distinct outcome, not one per socket.
 std::optional<std::string> TcpTuningLineOnce(const TcpTuningResult& result);
 
+// The floor a path calls for: the configured one, raised to twice the path's
+// smallest round trip, never above the kernel's own 200 ms.
+//
+// Why: Linux restarts the congestion window of a connection idle for longer
+// than its retransmission timeout (net.ipv4.tcp_slow_start_after_idle=1, its
+// default), and the timeout is the smoothed round trip plus at least the
+// floor. One operation at a time leaves every stream idle for about a round
+// trip (the wait for the last results), so a floor far below the round trip
+// restarted every window at every operation: at 80 ms, 5 ms cost 0.3 - 0.4 s
+// per 64 MiB operation at 200 Mbit/s (docs/performance.md). Inside a
+// cluster (round trips well under 2.5 ms) the configured floor stands.
+std::chrono::microseconds RtoFloorForPath(std::chrono::milliseconds configured, std::chrono::microseconds min_rtt);
+
+// Keeps one socket's floor at RtoFloorForPath as its path's round trip
+// becomes known (TCP_INFO's tcpi_min_rtt, sampled by the caller). Inactive
+// when the configured floor is 0 (the kernel's own) or the kernel has no
+// per-socket floor. Not thread-safe: one per socket, on its thread.
+class RtoFloorFollower {
+ public:
+  explicit RtoFloorFollower(std::chrono::milliseconds configured) : configured_(configured) {}
+
+  // Sets the floor for a path of `min_rtt` where it differs from the last
+  // one set; returns the floor now in force when it changed, else nullopt.
+  // A min_rtt of 0 (no sample yet) changes nothing.
+  std::optional<std::chrono::microseconds> OnPath(int fd, std::chrono::microseconds min_rtt);
+
+ private:
+  std::chrono::milliseconds configured_;
+  std::chrono::microseconds set_{0};  // the last floor asked for (0: the configured one, from ApplyTcpTuning)
+  bool gave_up_ = false;
+};
+
+// "the minimum retransmission timeout of the streams to X follows the round
+// trip: 160 ms at 80.1 ms (at least twice it, so that ...)" the first time in
+// this process, nullopt afterwards: one line, not one per socket.
+std::optional<std::string> RtoFloorLineOnce(std::chrono::microseconds floor, std::chrono::microseconds min_rtt);
+
 }  // namespace rs

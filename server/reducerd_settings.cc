@@ -59,7 +59,9 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "algorithm's name. Logged at start-up"},
       {"--tcp-rto-min", "REDUCER_TCP_RTO_MIN", "DUR", "5ms", "",
        "floor of TCP's retransmission timeout on those connections (kernels with TCP_RTO_MIN_US, recent Linux; the kernel rounds it up "
-       "to its timer tick): a lost segment at the end of a piece costs this instead of 200 ms. 0: the kernel's"},
+       "to its timer tick): a lost segment at the end of a piece costs this instead of 200 ms. Raised to twice a "
+       "longer path's round trip (at most 200 ms), so that the pause between operations does not restart TCP's "
+       "window. 0: the kernel's"},
       {"--drain-timeout", "REDUCER_DRAIN_TIMEOUT", "DUR", "30s", "",
        "how long running sessions may go on after SIGTERM (0: fail them at once)"},
       {"--log-level", "REDUCER_LOG_LEVEL", "L", "info", "",

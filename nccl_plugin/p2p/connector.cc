@@ -49,7 +49,8 @@ StatusOr<std::unique_ptr<SendComm>> Connector::Step() {
       RS_RETURN_IF_ERROR(SendHello());
       return std::unique_ptr<SendComm>();
     case Stage::kBuildComm:
-      return SendComm::Create(std::move(control_), std::move(data_), config_.threads, peer_.ToString());
+      return SendComm::Create(std::move(control_), std::move(data_), config_.threads, peer_.ToString(),
+                              config_.tcp.rto_min);
   }
   return Status(Code::kInternal, "connect: unknown stage");
 }

@@ -5,7 +5,7 @@
 namespace rs::plugin {
 
 StatusOr<std::unique_ptr<DataSockets>> DataSockets::Create(std::vector<Socket> sockets, int threads,
-                                                       std::string what) {
+                                                       std::string what, std::chrono::milliseconds rto_floor) {
   std::unique_ptr<DataSockets> plane(new DataSockets(what));
   const size_t n = sockets.size();
   const size_t t = std::clamp<size_t>(static_cast<size_t>(threads), 1, std::max<size_t>(n, 1));
@@ -15,7 +15,7 @@ StatusOr<std::unique_ptr<DataSockets>> DataSockets::Create(std::vector<Socket> s
   DataSockets* self = plane.get();
   for (size_t w = 0; w < t && n > 0; ++w) {
     StatusOr<std::unique_ptr<SocketWorker>> worker = SocketWorker::Create(
-        std::move(per_worker[w]), what, [self](Status st) { self->Fail(std::move(st)); });
+        std::move(per_worker[w]), what, [self](Status st) { self->Fail(std::move(st)); }, rto_floor);
     if (!worker.ok()) return worker.status();
     plane->workers_.push_back(std::move(worker).value());
   }

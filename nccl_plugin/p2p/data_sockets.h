@@ -27,9 +27,11 @@ class DataSockets {
  public:
   static constexpr size_t kMinChunk = 64 * 1024;
 
-  // `sockets` are spread over `threads` helper threads (round robin).
+  // `sockets` are spread over `threads` helper threads (round robin);
+  // `rto_floor` as in SocketWorker::Create.
   static StatusOr<std::unique_ptr<DataSockets>> Create(std::vector<Socket> sockets, int threads,
-                                                     std::string what);
+                                                     std::string what,
+                                                     std::chrono::milliseconds rto_floor = {});
   ~DataSockets();
   DataSockets(const DataSockets&) = delete;
   DataSockets& operator=(const DataSockets&) = delete;

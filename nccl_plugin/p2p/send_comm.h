@@ -28,8 +28,9 @@ namespace rs::plugin {
 class SendComm final : public RequestOwner {
  public:
   // `control` and `data` are connected and introduced (hello sent).
+  // `rto_floor`: REDUCER_TCP_RTO_MIN, as in SocketWorker::Create.
   static StatusOr<std::unique_ptr<SendComm>> Create(Socket control, std::vector<Socket> data, int threads,
-                                                    std::string peer);
+                                                    std::string peer, std::chrono::milliseconds rto_floor = {});
   static StatusOr<SendComm*> FromOpaque(void* opaque);
   ~SendComm() override = default;
 

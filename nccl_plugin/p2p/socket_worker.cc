@@ -14,17 +14,21 @@
 namespace rs::plugin {
 
 StatusOr<std::unique_ptr<SocketWorker>> SocketWorker::Create(std::vector<Socket> sockets, std::string what,
-                                                             FailFn on_failure) {
+                                                             FailFn on_failure, std::chrono::milliseconds rto_floor) {
   int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (fd < 0) return Status(Code::kIo, std::string("eventfd: ") + std::strerror(errno));
   return std::unique_ptr<SocketWorker>(
-      new SocketWorker(std::move(sockets), std::move(what), std::move(on_failure), fd));
+      new SocketWorker(std::move(sockets), std::move(what), std::move(on_failure), fd, rto_floor));
 }
 
-SocketWorker::SocketWorker(std::vector<Socket> sockets, std::string what, FailFn on_failure, int wake_fd)
+SocketWorker::SocketWorker(std::vector<Socket> sockets, std::string what, FailFn on_failure, int wake_fd,
+                           std::chrono::milliseconds rto_floor)
     : what_(std::move(what)), on_failure_(std::move(on_failure)), wake_(wake_fd) {
   lanes_.resize(sockets.size());
-  for (size_t i = 0; i < sockets.size(); ++i) lanes_[i].sock = std::move(sockets[i]);
+  for (size_t i = 0; i < sockets.size(); ++i) {
+    lanes_[i].sock = std::move(sockets[i]);
+    lanes_[i].rto_floor = RtoFloorFollower(rto_floor);
+  }
   incoming_.resize(lanes_.size());
   thread_ = std::thread([this] { Run(); });
 }
@@ -139,6 +143,10 @@ void SocketWorker::SamplePath(size_t i) {
   const std::optional<TcpPath> path = ReadTcpPath(lane.sock.fd());
   if (!path) return;
   auto name = [&] { return what_ + ", data socket " + std::to_string(i); };
+  const std::chrono::microseconds min_rtt(path->min_rtt_us);
+  if (std::optional<std::chrono::microseconds> floor = lane.rto_floor.OnPath(lane.sock.fd(), min_rtt)) {
+    if (auto line = RtoFloorLineOnce(*floor, min_rtt)) RS_PLOG_INFO("%s", line->c_str());
+  }
   if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us),
                                             [&] { return "the receiving rank (" + name() + ")"; })) {
     RS_PLOG_WARN("%s", warning->c_str());

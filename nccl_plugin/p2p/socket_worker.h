@@ -22,6 +22,7 @@
 
 #include "nccl_plugin/p2p/socket.h"
 #include "common/status.h"
+#include "common/tcp_tuning.h"
 #include "common/tcp_waits.h"
 
 namespace rs::plugin {
@@ -38,8 +39,13 @@ class SocketWorker {
   using FailFn = std::function<void(Status)>;
 
   // `what` names the comm in error messages; sockets are numbered locally.
+  // `rto_floor`: the configured floor of the retransmission timeout
+  // (REDUCER_TCP_RTO_MIN, already set on the sockets), raised on a send lane
+  // to what its path's round trip calls for (common/tcp_tuning.h); 0: the
+  // kernel's own, left alone.
   static StatusOr<std::unique_ptr<SocketWorker>> Create(std::vector<Socket> sockets, std::string what,
-                                                        FailFn on_failure);
+                                                        FailFn on_failure,
+                                                        std::chrono::milliseconds rto_floor = {});
   ~SocketWorker();
   SocketWorker(const SocketWorker&) = delete;
   SocketWorker& operator=(const SocketWorker&) = delete;
@@ -47,7 +53,8 @@ class SocketWorker {
   void Enqueue(size_t socket, const Chunk& chunk);
 
  private:
-  SocketWorker(std::vector<Socket> sockets, std::string what, FailFn on_failure, int wake_fd);
+  SocketWorker(std::vector<Socket> sockets, std::string what, FailFn on_failure, int wake_fd,
+               std::chrono::milliseconds rto_floor);
   void Run();
   void Loop();
   // Moves bytes of socket i's head chunks until the socket would block.
@@ -65,6 +72,7 @@ class SocketWorker {
     std::deque<Chunk> queue;  // worker thread only
     size_t done = 0;          // bytes of queue.front() already moved
     TcpWaitWatch waits;       // send lanes only
+    RtoFloorFollower rto_floor{std::chrono::milliseconds(0)};  // send lanes only
     std::chrono::steady_clock::time_point last_sample{};
   };
 

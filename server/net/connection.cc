@@ -43,7 +43,8 @@ Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admi
       peer_(PeerName(socket_)),
       self_(LocalName(socket_)),
       ticket_(std::move(ticket)),
-      handshake_(server.handshake_config(), protocol::RandomNonce()) {
+      handshake_(server.handshake_config(), protocol::RandomNonce()),
+      rto_floor_(server.config().tcp.rto_min) {
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.set_option(asio::socket_base::keep_alive(true), ignored);
@@ -319,7 +320,11 @@ void Connection::SamplePath() {
     spdlog::warn("session {}, results to {} ({}, stream {}): {}", protocol::SessionIdToString(session_->id()), rank,
                  peer_, hello_.stream, DescribeTcpWait(*finding, rank, SendBufferBytes(socket_.native_handle())));
   }
-  if (auto warning = IdleRestartWarningOnce(std::chrono::microseconds(path->min_rtt_us), [this] {
+  const std::chrono::microseconds min_rtt(path->min_rtt_us);
+  if (std::optional<std::chrono::microseconds> floor = rto_floor_.OnPath(socket_.native_handle(), min_rtt)) {
+    if (auto line = RtoFloorLineOnce(*floor, min_rtt)) spdlog::info("{}", *line);
+  }
+  if (auto warning = IdleRestartWarningOnce(min_rtt, [this] {
         return "rank " + std::to_string(hello_.rank) + " (" + peer_ + ")";
       })) {
     spdlog::warn("{}", *warning);

@@ -25,6 +25,7 @@
 #include <asio.hpp>
 
 #include "common/socket_options.h"
+#include "common/tcp_tuning.h"
 #include "common/tcp_waits.h"
 #include "protocol/liveness.h"
 #include "protocol/wire.h"
@@ -181,6 +182,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   uint64_t taken_progress_ = 0;     // sent_progress_ at the last CheckResultsTaken
   Clock::time_point taken_at_{};    // when results last moved, or none were waiting
   TcpWaitWatch waits_;              // sampled with the round trip
+  RtoFloorFollower rto_floor_;      // sampled with the round trip
 };
 
 }  // namespace rs::server

@@ -167,6 +167,59 @@ TEST(TcpTuning, TheRetransmissionFloorIsLoweredWhereTheKernelHasIt) {
   EXPECT_NE(r.Describe().find("minimum retransmission timeout"), std::string::npos);
 }
 
+// The floor must not fall below the pause between two operations (about a
+// round trip), or Linux's idle restart shrinks every window at every
+// operation: on a long path it follows the round trip, on a LAN it stays.
+TEST(TcpTuning, TheFloorFollowsALongRoundTripUpToTheKernelsOwn) {
+  using std::chrono::microseconds;
+  EXPECT_EQ(RtoFloorForPath(milliseconds(5), microseconds(200)), microseconds(5000));     // a LAN: as set
+  EXPECT_EQ(RtoFloorForPath(milliseconds(5), microseconds(10000)), microseconds(20000));  // 10 ms: twice it
+  EXPECT_EQ(RtoFloorForPath(milliseconds(5), microseconds(80000)), microseconds(160000));
+  EXPECT_EQ(RtoFloorForPath(milliseconds(5), microseconds(150000)), microseconds(200000));  // never above 200 ms
+  EXPECT_EQ(RtoFloorForPath(milliseconds(50), microseconds(10000)), microseconds(50000));   // the setting, if more
+  EXPECT_EQ(RtoFloorForPath(milliseconds(0), microseconds(80000)), microseconds(0));        // 0: the kernel's own
+}
+
+TEST(TcpTuning, ASocketsFloorIsRaisedForALongPathAndLoweredBack) {
+  Sock sock;
+  const TcpTuningResult r = ApplyTcpTuning(sock.fd, TcpTuning{"system", milliseconds(5)});
+  if (!r.rto_min) GTEST_SKIP() << r.rto_note;
+  auto floor_now = [&] {
+    int us = 0;
+    socklen_t len = sizeof(us);
+    EXPECT_EQ(getsockopt(sock.fd, IPPROTO_TCP, 45 /* TCP_RTO_MIN_US */, &us, &len), 0);
+    return us;
+  };
+  const int set = floor_now();
+  RtoFloorFollower follower(milliseconds(5));
+  using std::chrono::microseconds;
+  EXPECT_FALSE(follower.OnPath(sock.fd, microseconds(0)).has_value());    // no sample yet
+  EXPECT_FALSE(follower.OnPath(sock.fd, microseconds(300)).has_value());  // a LAN: nothing to do
+  EXPECT_EQ(floor_now(), set);
+  const std::optional<microseconds> raised = follower.OnPath(sock.fd, microseconds(80100));
+  ASSERT_TRUE(raised.has_value());
+  EXPECT_GE(raised->count(), 160200);
+  EXPECT_EQ(floor_now(), raised->count());
+  EXPECT_FALSE(follower.OnPath(sock.fd, microseconds(80100)).has_value());  // unchanged: no second call
+  const std::optional<microseconds> back = follower.OnPath(sock.fd, microseconds(300));
+  ASSERT_TRUE(back.has_value());  // a smaller round trip later: the setting again
+  EXPECT_EQ(back->count(), set);
+  EXPECT_EQ(floor_now(), set);
+
+  RtoFloorFollower off(milliseconds(0));  // REDUCER_TCP_RTO_MIN=0: the kernel's own, never touched
+  EXPECT_FALSE(off.OnPath(sock.fd, microseconds(80100)).has_value());
+  EXPECT_EQ(floor_now(), set);
+}
+
+TEST(TcpTuning, ARaisedFloorIsLoggedOnceAndSaysWhy) {
+  const std::optional<std::string> line =
+      RtoFloorLineOnce(std::chrono::microseconds(160000), std::chrono::microseconds(80100));
+  ASSERT_TRUE(line.has_value());
+  EXPECT_NE(line->find("160 ms"), std::string::npos) << *line;
+  EXPECT_NE(line->find("80.1 ms round trip"), std::string::npos) << *line;
+  EXPECT_FALSE(RtoFloorLineOnce(std::chrono::microseconds(160000), std::chrono::microseconds(80100)).has_value());
+}
+
 TEST(TcpTuning, EachOutcomeIsLoggedOnce) {
   TcpTuningResult r;
   r.host_default = r.congestion = "test-once-" + std::to_string(getpid());
