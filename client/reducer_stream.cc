@@ -85,6 +85,7 @@ void ReducerStream::Connected(const TcpTuningResult& tcp) {
   low_water_ = ReceiveLowWater(socket_.native_handle());
   waits_.Reconnected();
   rto_floor_ = RtoFloorFollower(params_.tcp.rto_min);
+  if (auto line = RaiseRtoFloorAtConnect(socket_.native_handle(), rto_floor_)) owner_->Log(LogLevel::kInfo, *line);
   // Best effort: the heartbeats work without it.
   (void)SetTcpLiveness(socket_.native_handle(), params_.liveness_timeout,
                        PeerReads::kMayPause);  // out of memory, it stops reading

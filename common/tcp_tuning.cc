@@ -14,6 +14,8 @@
 #include <mutex>
 #include <set>
 
+#include "common/tcp_path.h"
+
 namespace rs {
 namespace {
 
@@ -204,6 +206,15 @@ std::optional<std::chrono::microseconds> RtoFloorFollower::OnPath(int fd, std::c
   }
   set_ = want;
   return now;
+}
+
+std::optional<std::string> RaiseRtoFloorAtConnect(int fd, RtoFloorFollower& follower) {
+  const std::optional<TcpPath> path = ReadTcpPath(fd);
+  if (!path) return std::nullopt;
+  const std::chrono::microseconds min_rtt(path->min_rtt_us);
+  const std::optional<std::chrono::microseconds> floor = follower.OnPath(fd, min_rtt);
+  if (!floor) return std::nullopt;
+  return RtoFloorLineOnce(*floor, min_rtt);
 }
 
 std::optional<std::string> RtoFloorLineOnce(std::chrono::microseconds floor, std::chrono::microseconds min_rtt) {

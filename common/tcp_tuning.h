@@ -92,6 +92,13 @@ std::chrono::microseconds RtoFloorForPath(std::chrono::milliseconds configured, 
 // becomes known (TCP_INFO's tcpi_min_rtt, sampled by the caller). Inactive
 // when the configured floor is 0 (the kernel's own) or the kernel has no
 // per-socket floor. Not thread-safe: one per socket, on its thread.
+//
+// Raise it as soon as the connection is up (RaiseRtoFloorAtConnect): Linux
+// starts its estimate of the round trip's variation at twice the first
+// sample and lets it decay, each round trip, toward the floor then in force;
+// a floor raised later stops the decay but does not lift the estimate back,
+// so the timeout stays short (seen: 124 ms at 80 ms with the floor raised to
+// 164 ms after the first operation).
 class RtoFloorFollower {
  public:
   explicit RtoFloorFollower(std::chrono::milliseconds configured) : configured_(configured) {}
@@ -106,6 +113,12 @@ class RtoFloorFollower {
   std::chrono::microseconds set_{0};  // the last floor asked for (0: the configured one, from ApplyTcpTuning)
   bool gave_up_ = false;
 };
+
+// follower.OnPath with the round trip TCP measured in the handshake, for a
+// socket whose connection just came up (client side; an accepted socket's
+// first sample does the same). Returns RtoFloorLineOnce's line when it
+// raised the floor: the caller logs it (level info).
+std::optional<std::string> RaiseRtoFloorAtConnect(int fd, RtoFloorFollower& follower);
 
 // "the minimum retransmission timeout of the streams to X follows the round
 // trip: 160 ms at 80.1 ms (at least twice it, so that ...)" the first time in

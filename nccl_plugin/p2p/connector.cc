@@ -3,6 +3,9 @@
 #include <cstring>
 #include <random>
 
+#include "common/tcp_tuning.h"
+#include "nccl_plugin/log.h"
+
 namespace rs::plugin {
 
 StatusOr<std::unique_ptr<Connector>> Connector::Create(const P2pHandle& handle, const P2pConfig& config) {
@@ -101,6 +104,10 @@ Status Connector::SendHello() {
   if (index_ == 0) {
     control_ = std::move(current_);
   } else {
+    // At once, while TCP's first estimate of the round trip's variation
+    // stands (common/tcp_tuning.h); the send lane keeps following the path.
+    RtoFloorFollower floor(config_.tcp.rto_min);
+    if (auto line = RaiseRtoFloorAtConnect(current_.fd(), floor)) RS_PLOG_INFO("%s", line->c_str());
     data_.push_back(std::move(current_));
   }
   ++index_;

@@ -51,6 +51,9 @@ Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admi
   const TcpTuningResult tcp = ApplyTcpTuning(socket_.native_handle(), server.config().tcp);
   // reducerd logs what a fresh socket gets at start-up; a different outcome here is news.
   if (auto line = TcpTuningLineOnce(tcp)) spdlog::log(tcp.refused ? spdlog::level::warn : spdlog::level::info, "{}", *line);
+  // At once, while TCP's first estimate of the round trip's variation stands
+  // (common/tcp_tuning.h); SamplePath keeps following the path.
+  if (auto line = RaiseRtoFloorAtConnect(socket_.native_handle(), rto_floor_)) spdlog::info("{}", *line);
   low_water_ = ReceiveLowWater(socket_.native_handle());
 }
 
