@@ -188,19 +188,16 @@ std::optional<std::string> TcpTuningLineOnce(const TcpTuningResult& result) {
 }
 
 std::chrono::microseconds RtoFloorForPath(std::chrono::milliseconds configured, std::chrono::microseconds min_rtt) {
-  const std::chrono::microseconds floor = configured;
-  if (configured.count() <= 0) return floor;
-  return std::max(floor, std::min<std::chrono::microseconds>(2 * min_rtt, kMaxRtoMin));
+  if (configured.count() <= 0) return configured;
+  return std::max<std::chrono::microseconds>(configured, std::min<std::chrono::microseconds>(2 * min_rtt, kMaxRtoMin));
 }
 
 std::optional<std::chrono::microseconds> RtoFloorFollower::OnPath(int fd, std::chrono::microseconds min_rtt) {
   if (gave_up_ || configured_.count() <= 0 || min_rtt.count() <= 0) return std::nullopt;
-  std::chrono::microseconds want = RtoFloorForPath(configured_, min_rtt);
-  if (want == std::chrono::microseconds(configured_)) want = std::chrono::microseconds(0);  // what ApplyTcpTuning set
+  const std::chrono::microseconds want = RtoFloorForPath(configured_, min_rtt);
   if (want == set_) return std::nullopt;
   std::chrono::microseconds now{0};
-  const int64_t us = want.count() > 0 ? want.count() : int64_t{configured_.count()} * 1000;
-  if (SetRtoFloor(fd, us, &now) != 0) {
+  if (SetRtoFloor(fd, want.count(), &now) != 0) {
     gave_up_ = true;  // the kernel's own floor applies, as ApplyTcpTuning said
     return std::nullopt;
   }

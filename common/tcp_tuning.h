@@ -101,7 +101,7 @@ std::chrono::microseconds RtoFloorForPath(std::chrono::milliseconds configured, 
 // 164 ms after the first operation).
 class RtoFloorFollower {
  public:
-  explicit RtoFloorFollower(std::chrono::milliseconds configured) : configured_(configured) {}
+  explicit RtoFloorFollower(std::chrono::milliseconds configured) : configured_(configured), set_(configured) {}
 
   // Sets the floor for a path of `min_rtt` where it differs from the last
   // one set; returns the floor now in force when it changed, else nullopt.
@@ -110,19 +110,19 @@ class RtoFloorFollower {
 
  private:
   std::chrono::milliseconds configured_;
-  std::chrono::microseconds set_{0};  // the last floor asked for (0: the configured one, from ApplyTcpTuning)
+  std::chrono::microseconds set_;  // the last floor asked for; at first the configured one (ApplyTcpTuning)
   bool gave_up_ = false;
 };
 
 // follower.OnPath with the round trip TCP measured in the handshake, for a
-// socket whose connection just came up (client side; an accepted socket's
-// first sample does the same). Returns RtoFloorLineOnce's line when it
-// raised the floor: the caller logs it (level info).
+// socket whose connection just came up (connected or accepted). Returns
+// RtoFloorLineOnce's line when it raised the floor: the caller logs it
+// (level info).
 std::optional<std::string> RaiseRtoFloorAtConnect(int fd, RtoFloorFollower& follower);
 
-// "the minimum retransmission timeout of the streams to X follows the round
-// trip: 160 ms at 80.1 ms (at least twice it, so that ...)" the first time in
-// this process, nullopt afterwards: one line, not one per socket.
+// "TCP on the data plane: minimum retransmission timeout raised to 164 ms on
+// a path of 80.2 ms round trip (...)" the first time in this process,
+// nullopt afterwards: one line, not one per socket.
 std::optional<std::string> RtoFloorLineOnce(std::chrono::microseconds floor, std::chrono::microseconds min_rtt);
 
 }  // namespace rs

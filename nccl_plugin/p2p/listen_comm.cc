@@ -143,7 +143,7 @@ StatusOr<std::unique_ptr<RecvComm>> ListenComm::BuildComm() {
                              std::make_move_iterator(g.sockets.end()));
     const std::string peer = g.peer.ToString();
     groups_.erase(groups_.begin() + static_cast<std::ptrdiff_t>(i));
-    return RecvComm::Create(std::move(control), std::move(data), config_.threads, peer, config_.tcp.rto_min);
+    return RecvComm::Create(std::move(control), std::move(data), config_.threads, peer);
   }
   return std::unique_ptr<RecvComm>();
 }

@@ -3,10 +3,10 @@
 namespace rs::plugin {
 
 StatusOr<std::unique_ptr<RecvComm>> RecvComm::Create(Socket control, std::vector<Socket> data, int threads,
-                                                      std::string peer, std::chrono::milliseconds rto_floor) {
+                                                      std::string peer) {
   std::string what = "recv comm from " + peer;
   std::unique_ptr<RecvComm> comm(new RecvComm(std::move(control), what));
-  StatusOr<std::unique_ptr<DataSockets>> plane = DataSockets::Create(std::move(data), threads, what, rto_floor);
+  StatusOr<std::unique_ptr<DataSockets>> plane = DataSockets::Create(std::move(data), threads, what);
   if (!plane.ok()) return plane.status();
   comm->data_ = std::move(plane).value();
   return comm;

@@ -25,7 +25,7 @@ namespace rs::plugin {
 class RecvComm final : public RequestOwner {
  public:
   static StatusOr<std::unique_ptr<RecvComm>> Create(Socket control, std::vector<Socket> data, int threads,
-                                                    std::string peer, std::chrono::milliseconds rto_floor = {});
+                                                    std::string peer);
   static StatusOr<RecvComm*> FromOpaque(void* opaque);
   ~RecvComm() override = default;
 
