@@ -12,7 +12,7 @@
 # MPS=auto (default) runs the ranks under an MPS server of the step's own
 # where nvidia-cuda-mps-control exists and none runs yet: without it the
 # ranks' kernels take turns in time slices, which dominates every figure
-# (ms per all-reduce 3 - 4 x higher on an H100). MPS=0 never starts one.
+# (ms per all-reduce 2.6 - 14 x higher on an H100). MPS=0 never starts one.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
 
