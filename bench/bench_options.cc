@@ -147,7 +147,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv, const EnvLookup& env) {
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   app.add_option("-c,--check", o.check,
-                 "1: verify every element after the warm-up and after the timed operations; 0: don't")
+                 "1: verify every element the timed operations return; 0: don't")
       ->capture_default_str();
   app.add_option("--inflight", o.inflight, "Operations kept in flight at once, each with its own buffers")
       ->check(CLI::Range(1, 1024))
