@@ -153,6 +153,9 @@ StatusOr<Options> ParseOptions(int argc, char** argv, const EnvLookup& env) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--csv", o.csv, "Rank 0 also writes the results to this CSV file");
+  app.add_flag("-v,--verbose", o.verbose,
+               "Also print the client's info lines (to stderr, like its warnings): the transport it chose, "
+               "a raised retransmission floor, a failover's progress");
   WorkloadFlags workload;
   AddWorkloadFlags(app, &workload);
   app.footer(app.get_footer() + (app.get_footer().empty() ? "" : "\n") + kPatternHelp);

@@ -38,6 +38,7 @@ struct Options {
   int warmup = 5;
   bool check = true;
   int inflight = 1;
+  bool verbose = false;  // the client's info lines too, not only its warnings
   // The client's transport and reliability settings (client/client_settings.h);
   // reducers, session, rank, world and token are the fields above.
   client::ClientOptions client;

@@ -194,10 +194,11 @@ class Bench {
     c.rank = o_.rank;
     c.world = o_.world;
     c.job_token = o_.job_token;
-    // Errors come back as statuses and are printed with their context; only
-    // warnings need the log.
-    c.log = [](client::LogLevel level, const std::string& message) {  // the message names the rank
-      if (level == client::LogLevel::kWarn) std::fprintf(stderr, "reducer-bench: %s\n", message.c_str());
+    // Errors come back as statuses and are printed with their context; the
+    // log adds warnings, and with --verbose what the client chose and did.
+    const client::LogLevel least = o_.verbose ? client::LogLevel::kInfo : client::LogLevel::kWarn;
+    c.log = [least](client::LogLevel level, const std::string& message) {  // the message names the rank
+      if (level >= least && level != client::LogLevel::kError) std::fprintf(stderr, "reducer-bench: %s\n", message.c_str());
     };
     auto client = client::Client::Create(std::move(c));
     if (!client.ok()) return client.status().Prefixed("joining the session");

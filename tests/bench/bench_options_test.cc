@@ -64,6 +64,17 @@ TEST(BenchOptions, WireDtypeByFlagOrVariable) {
   EXPECT_NE(o.status().message().find("not one of off, bfloat16, float16"), std::string::npos) << o.status().message();
 }
 
+TEST(BenchOptions, VerboseAddsTheClientsInfoLinesOnlyWhenAsked) {
+  StatusOr<Options> o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_FALSE(o->verbose);
+  for (const char* flag : {"-v", "--verbose"}) {
+    o = Parse({flag});
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    EXPECT_TRUE(o->verbose) << flag;
+  }
+}
+
 TEST(BenchOptions, OldPieceBytesStillWorksWithOneNotice) {
   StatusOr<Options> o = Parse({"--piece-bytes", "128K"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
