@@ -4,6 +4,8 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/plan_input.h"
+
 #include "tools/reducerctl/table.h"
 
 namespace rs::reducerctl {
@@ -70,7 +72,7 @@ TEST(OutputTest, JsonUsesProtoFieldNamesAndPrintsZeros) {
 }
 
 TEST(OutputTest, PlanJsonCarriesTheNumbers) {
-  auto plan = ComputePlan({5, 100, 32, 0});
+  auto plan = ComputePlan(Inputs(5, 100, 32));
   ASSERT_TRUE(plan.ok());
   const std::string json = PlanJson(*plan);
   EXPECT_NE(json.find("\"recommended_reducers\":16"), std::string::npos) << json;
@@ -79,7 +81,7 @@ TEST(OutputTest, PlanJsonCarriesTheNumbers) {
 }
 
 TEST(OutputTest, PlanShowsTheCpuSide) {
-  PlanInput in{5, 100, 32, 0};
+  PlanInput in = Inputs(5, 100, 32);
   in.reducer_cores = 16;
   auto plan = ComputePlan(in);
   ASSERT_TRUE(plan.ok());
@@ -92,14 +94,14 @@ TEST(OutputTest, PlanShowsTheCpuSide) {
   EXPECT_NE(json.find("\"nic_reducers\":16,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"cpu_bound\":false,"), std::string::npos) << json;
   // Without --reducer-cores the CPU is reported, not sized.
-  const std::string plain = RenderPlan(*ComputePlan({5, 100, 32, 0}));
+  const std::string plain = RenderPlan(*ComputePlan(Inputs(5, 100, 32)));
   EXPECT_NE(plain.find("--reducer-cores sizes the fleet"), std::string::npos) << plain;
 }
 
 // With --rtt the plan says how large the socket buffers must be allowed to
 // grow, and the setting when Linux's defaults are short.
 TEST(OutputTest, PlanSizesTheSocketBuffersForTheRoundTrip) {
-  PlanInput in{5, 100, 32, 0};
+  PlanInput in = Inputs(5, 100, 32);
   in.rtt_ms = 20;
   auto plan = ComputePlan(in);
   ASSERT_TRUE(plan.ok());
@@ -116,13 +118,13 @@ TEST(OutputTest, PlanSizesTheSocketBuffersForTheRoundTrip) {
   EXPECT_NE(RenderPlan(*ComputePlan(in)).find("Linux's defaults (4 MiB send, 6 MiB receive) suffice"),
             std::string::npos);
   // Without --rtt there is no such row.
-  EXPECT_EQ(RenderPlan(*ComputePlan({5, 100, 32, 0})).find("socket buffers"), std::string::npos);
+  EXPECT_EQ(RenderPlan(*ComputePlan(Inputs(5, 100, 32))).find("socket buffers"), std::string::npos);
 }
 
 // The plan says where its count goes: Vertex AI's pool 2 and the JobSet's
 // reducers, with the machine type.
 TEST(OutputTest, PlanNamesTheReplicaCountsAndMachine) {
-  PlanInput in{4, 100, 0, 0};
+  PlanInput in = Inputs(4, 100, 0);
   in.reducer_machine = "n1-highcpu-16";
   auto plan = ComputePlan(in);
   ASSERT_TRUE(plan.ok());
@@ -138,7 +140,7 @@ TEST(OutputTest, PlanNamesTheReplicaCountsAndMachine) {
             std::string::npos)
       << PlanJson(*plan);
   // No machine named: the bandwidth it needs.
-  const std::string plain = RenderPlan(*ComputePlan({5, 100, 25, 0}));
+  const std::string plain = RenderPlan(*ComputePlan(Inputs(5, 100, 25)));
   EXPECT_NE(plain.find("machineSpec.machineType a type with 25 Gbps"), std::string::npos) << plain;
 }
 

@@ -4,21 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/plan_input.h"
+
 namespace rs::reducerctl {
 namespace {
 
-// The four inputs every plan needs, by name (the rest keep their defaults).
-PlanInput Input(uint32_t workers, double worker_gbps, double reducer_gbps, uint32_t reducers) {
-  PlanInput in;
-  in.workers = workers;
-  in.worker_gbps = worker_gbps;
-  in.reducer_gbps = reducer_gbps;
-  in.reducers = reducers;
-  return in;
-}
-
 Plan MustPlan(uint32_t workers, double worker_gbps, double reducer_gbps, uint32_t reducers = 0) {
-  auto p = ComputePlan(Input(workers, worker_gbps, reducer_gbps, reducers));
+  auto p = ComputePlan(Inputs(workers, worker_gbps, reducer_gbps, reducers));
   EXPECT_TRUE(p.ok()) << p.status().ToString();
   return p.ok() ? *p : Plan{};
 }
@@ -60,7 +52,7 @@ TEST(SizingTest, AnExactFitIsNotRoundedUp) {
 
 PlanInput WithCores(uint32_t workers, double worker_gbps, double reducer_gbps, double cores, double rate,
                     uint32_t reducers = 0) {
-  PlanInput in = Input(workers, worker_gbps, reducer_gbps, reducers);
+  PlanInput in = Inputs(workers, worker_gbps, reducer_gbps, reducers);
   in.reducer_cores = cores;
   in.gb_per_core_second = rate;
   return in;
@@ -124,7 +116,7 @@ TEST(SizingTest, CpuCountFitsExactlyAndIsOffWithoutCores) {
 // 1 ms (Linux's default ceilings hold twice that) and 15.6 MB at 20 ms (they
 // do not).
 TEST(SizingTest, SocketBuffersFollowTheRoundTripPerConnection) {
-  PlanInput in = Input(5, 100, 32, 0);
+  PlanInput in = Inputs(5, 100, 32);
   in.rtt_ms = 1;
   auto near = ComputePlan(in);
   ASSERT_TRUE(near.ok());
@@ -155,20 +147,20 @@ TEST(SizingTest, BadInputNamesTheFlag) {
     ASSERT_FALSE(p.ok()) << flag;
     EXPECT_NE(p.status().message().find(flag), std::string::npos) << p.status().message();
   }
-  PlanInput worker_rate = Input(4, 100, 32, 0);
+  PlanInput worker_rate = Inputs(4, 100, 32);
   worker_rate.worker_gb_per_core_second = -2;
   EXPECT_NE(ComputePlan(worker_rate).status().message().find("--worker-gb-per-core-second"), std::string::npos);
 
-  auto p = ComputePlan(Input(1, 100, 32, 0));
+  auto p = ComputePlan(Inputs(1, 100, 32));
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("--workers must be at least 2"), std::string::npos);
-  p = ComputePlan(Input(4, 0, 32, 0));
+  p = ComputePlan(Inputs(4, 0, 32));
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("--worker-gbps"), std::string::npos);
-  p = ComputePlan(Input(4, 100, -1, 0));
+  p = ComputePlan(Inputs(4, 100, -1));
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("--reducer-gbps"), std::string::npos);
-  PlanInput rtt = Input(4, 100, 32, 0);
+  PlanInput rtt = Inputs(4, 100, 32);
   rtt.rtt_ms = -1;
   EXPECT_NE(ComputePlan(rtt).status().message().find("--rtt"), std::string::npos);
 }
@@ -176,7 +168,7 @@ TEST(SizingTest, BadInputNamesTheFlag) {
 // A machine type stands for its NIC and vCPUs, so that the plan can name
 // what Vertex AI's pool 2 and the JobSet should run; explicit flags win.
 TEST(SizingTest, MachineTypeGivesBandwidthAndCores) {
-  PlanInput in = Input(4, 100, 0, 0);
+  PlanInput in = Inputs(4, 100, 0);
   in.reducer_machine = "n1-highcpu-16";
   auto p = ComputePlan(in);
   ASSERT_TRUE(p.ok()) << p.status().message();
@@ -194,7 +186,7 @@ TEST(SizingTest, MachineTypeGivesBandwidthAndCores) {
 }
 
 TEST(SizingTest, UnknownMachineTypeIsNamed) {
-  PlanInput in = Input(4, 100, 0, 0);
+  PlanInput in = Inputs(4, 100, 0);
   in.reducer_machine = "n1-highcpu-17";
   auto p = ComputePlan(in);
   ASSERT_FALSE(p.ok());
@@ -203,7 +195,8 @@ TEST(SizingTest, UnknownMachineTypeIsNamed) {
       << p.status().message();
   EXPECT_NE(p.status().message().find("n1-highcpu-16"), std::string::npos);
   // Neither a bandwidth nor a machine: the message offers both.
-  EXPECT_NE(ComputePlan(Input(4, 100, 0, 0)).status().message().find("--reducer-machine"), std::string::npos);
+  const auto no_nic = ComputePlan(Inputs(4, 100, 0));
+  EXPECT_NE(no_nic.status().message().find("--reducer-machine"), std::string::npos);
 }
 
 }  // namespace
