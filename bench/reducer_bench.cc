@@ -198,7 +198,9 @@ class Bench {
     // log adds warnings, and with --verbose what the client chose and did.
     const client::LogLevel least = o_.verbose ? client::LogLevel::kInfo : client::LogLevel::kWarn;
     c.log = [least](client::LogLevel level, const std::string& message) {  // the message names the rank
-      if (level >= least && level != client::LogLevel::kError) std::fprintf(stderr, "reducer-bench: %s\n", message.c_str());
+      if (level >= least && level != client::LogLevel::kError) {
+        std::fprintf(stderr, "reducer-bench: %s\n", message.c_str());
+      }
     };
     auto client = client::Client::Create(std::move(c));
     if (!client.ok()) return client.status().Prefixed("joining the session");
