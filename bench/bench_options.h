@@ -39,6 +39,7 @@ struct Options {
   bool check = true;
   int inflight = 1;
   bool verbose = false;  // the client's info lines too, not only its warnings
+  bool op_times = false;  // rank 0 prints each size's timed operations one by one
   // The client's transport and reliability settings (client/client_settings.h);
   // reducers, session, rank, world and token are the fields above.
   client::ClientOptions client;

@@ -228,6 +228,7 @@ class Bench {
           return 1;
         }
         report_.Add(row);
+        PrintOpTimes();
       }
     }
     const bool right = report_.Finish(input_bytes_);
@@ -265,7 +266,8 @@ class Bench {
     // result has: a timed operation that leaves a warm-up result behind is caught.
     if (o_.check && o_.warmup > 0) RearmResults(*row);
     const auto start = Clock::now();
-    RS_RETURN_IF_ERROR(RunOps(*row, o_.iters));
+    op_ms_.clear();
+    RS_RETURN_IF_ERROR(RunOps(*row, o_.iters, o_.op_times ? &op_ms_ : nullptr));
     double time_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / o_.iters;
     CheckResult found;
     CheckResults(*row, o_.iters, &found);
@@ -306,18 +308,44 @@ class Bench {
   }
 
   // Keeps up to --inflight operations going, slot i % inflight for the i-th.
-  Status RunOps(const Row& row, int ops) {
+  // gaps_ms: where given, the time from the call (or the last wait's end) to
+  // each wait's end, in the order waited for.
+  Status RunOps(const Row& row, int ops, std::vector<double>* gaps_ms = nullptr) {
+    auto last = Clock::now();
+    auto wait = [&](client::Operation& op) {
+      Status st = Await(op);
+      if (gaps_ms && st.ok()) {
+        const auto now = Clock::now();
+        gaps_ms->push_back(std::chrono::duration<double, std::milli>(now - last).count());
+        last = now;
+      }
+      return st;
+    };
     std::vector<std::shared_ptr<client::Operation>> slots(o_.inflight);
     for (int i = 0; i < ops; ++i) {
       const int s = i % o_.inflight;
-      if (slots[s]) RS_RETURN_IF_ERROR(Await(*slots[s]));
+      if (slots[s]) RS_RETURN_IF_ERROR(wait(*slots[s]));
       slots[s] = client_->AllReduce(send_[s].data(), recv_[s].data(), row.count, row.dtype, o_.op);
       input_bytes_ += row.bytes;
     }
     for (auto& op : slots) {
-      if (op) RS_RETURN_IF_ERROR(Await(*op));
+      if (op) RS_RETURN_IF_ERROR(wait(*op));
     }
     return Status::Ok();
+  }
+
+  // --op-times: rank 0's last size, one operation at a time. The first timed
+  // operation apart: it shows what the warm-up left (a window still growing).
+  void PrintOpTimes() const {
+    if (o_.rank != 0 || op_ms_.empty()) return;
+    std::printf("#   rank 0, %zu timed operation(s): the first %.1f ms", op_ms_.size(), op_ms_.front());
+    if (op_ms_.size() > 1) {
+      std::vector<double> rest(op_ms_.begin() + 1, op_ms_.end());
+      std::sort(rest.begin(), rest.end());
+      std::printf(", the others %.1f - %.1f ms (median %.1f ms)", rest.front(), rest.back(), rest[rest.size() / 2]);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
   }
 
   // Verifies the buffers the last batch used, adding to what this size found.
@@ -353,6 +381,7 @@ class Bench {
   std::vector<std::vector<std::byte>> send_, recv_;  // one pair per operation in flight
   std::vector<uint64_t> seeds_;                      // the inputs' seed, per pair
   uint64_t next_seed_ = 1;
+  std::vector<double> op_ms_;  // --op-times: the last size's timed operations, as RunOps measured them
   uint64_t scalar_ = 0;  // AllReduceScalar's buffer
   uint64_t input_bytes_ = 0;  // handed to AllReduce by the sweep, for CPU per byte
   std::unique_ptr<WorkloadRun> workload_;   // --pattern collnet or ddp, with their buffers

@@ -75,6 +75,15 @@ TEST(BenchOptions, VerboseAddsTheClientsInfoLinesOnlyWhenAsked) {
   }
 }
 
+TEST(BenchOptions, OpTimesAreOffByDefault) {
+  StatusOr<Options> o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_FALSE(o->op_times);
+  o = Parse({"--op-times"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_TRUE(o->op_times);
+}
+
 TEST(BenchOptions, OldPieceBytesStillWorksWithOneNotice) {
   StatusOr<Options> o = Parse({"--piece-bytes", "128K"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
