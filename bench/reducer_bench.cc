@@ -264,7 +264,7 @@ class Bench {
     RS_RETURN_IF_ERROR(RunOps(*row, o_.warmup));
     // The same inputs, the results' buffers filled again with the pattern no
     // result has: a timed operation that leaves a warm-up result behind is caught.
-    if (o_.check && o_.warmup > 0) RearmResults(*row);
+    RearmResults(*row);
     const auto start = Clock::now();
     op_ms_.clear();
     RS_RETURN_IF_ERROR(RunOps(*row, o_.iters, o_.op_times ? &op_ms_ : nullptr));
@@ -304,6 +304,7 @@ class Bench {
   }
 
   void RearmResults(const Row& row) {
+    if (!o_.check || o_.warmup == 0) return;
     for (auto& recv : recv_) std::memset(recv.data(), 0xA5, row.bytes);
   }
 
