@@ -4,11 +4,34 @@
 
 #include "nccl_plugin/p2p/connector.h"
 #include "nccl_plugin/log.h"
+#include "nccl_plugin/report/report.h"
 
 namespace rs::plugin {
 
-std::unique_ptr<Plugin> Plugin::Create(const Env& env, const std::vector<InterfaceCandidate>& interfaces) {
+namespace {
+
+// "4 reducers (10.0.0.5:7450, 10.0.0.6:7450, and 2 more)".
+std::string ReducersText(const std::vector<client::Endpoint>& reducers) {
+  constexpr size_t kShown = 3;
+  std::string list;
+  for (size_t i = 0; i < reducers.size() && i < kShown; ++i) list += (i ? ", " : "") + reducers[i].ToString();
+  if (reducers.size() > kShown) list += ", and " + std::to_string(reducers.size() - kShown) + " more";
+  return std::to_string(reducers.size()) + (reducers.size() == 1 ? " reducer (" : " reducers (") + list + ")";
+}
+
+std::string WireText(const client::ClientOptions& o) {
+  if (o.wire_dtype == DataType::kFloat32) return "float32 sums sent as float32";
+  return "float32 sums sent as " + std::string(DataTypeName(o.wire_dtype)) + " (REDUCER_WIRE_DTYPE)";
+}
+
+}  // namespace
+
+std::unique_ptr<Plugin> Plugin::Create(const Env& env, const std::vector<InterfaceCandidate>& interfaces,
+                                       int nccl_version) {
   for (const std::string& notice : env.notices()) RS_PLOG_WARN("%s", notice.c_str());
+  StatusOr<ReportLevel> level = ParseReportLevel(env.Get(EnvKey::kLog));
+  SetReportLevel(level.ok() ? *level : ReportLevel::kInfo);
+  if (!level.ok()) ReportWarn(level.status().message() + "; using info");
   Status p2p_status;
   P2pConfig p2p;
   std::vector<NetInterface> devices;
@@ -46,6 +69,12 @@ std::unique_ptr<Plugin> Plugin::Create(const Env& env, const std::vector<Interfa
   CollNetSetup setup;
   setup.reducers = plugin->collnet_.num_devices() > 0 && !plugin->devices_.empty();
   setup.nccl = NcclCollNetSettingsFromEnv(env);
+  setup.nccl_version = nccl_version;
+  setup.required = env.Get(EnvKey::kRequired) == "1";
+  if (const CollNetConfig* cfg = plugin->collnet_.config()) {
+    setup.reducers_text = ReducersText(cfg->reducers);
+    setup.wire_text = WireText(cfg->client);
+  }
   if (!plugin->devices_.empty()) {
     const NetInterface& nic = plugin->devices_.front();
     setup.nic_name = nic.name;
@@ -95,8 +124,10 @@ Status Plugin::DestroyTuner(void* ctx) {
   return Status::Ok();
 }
 
-CollNetTuner* Plugin::CreateTuner(const CommShape& comm) {
+StatusOr<CollNetTuner*> Plugin::CreateTuner(const CommShape& comm) {
   const bool watched = watch_->CheckCommunicator(comm);
+  watch_->TunerCreated();
+  RS_RETURN_IF_ERROR(watch_->required_failure());
   const CollNetConfig* cfg = collnet_.config();
   if (cfg == nullptr || collnet_.num_devices() == 0 || devices_.empty()) {
     return tuners_.Add(std::make_unique<CollNetTuner>(std::nullopt, "CollNet is off, NCCL's own tuning applies"));
@@ -109,8 +140,10 @@ CollNetTuner* Plugin::CreateTuner(const CommShape& comm) {
   params.ranks = static_cast<int>(comm.ranks);
   params.reducers = static_cast<int>(cfg->reducers.size());
   params.link_gbps = devices_.front().speed_mbps / 1000.0;
-  return tuners_.Add(std::make_unique<CollNetTuner>(
-      CostModel(params), "", watched ? std::make_unique<CollNetUsage>(comm.comm_id) : nullptr));
+  const CostModel model(params);
+  if (watched) watch_->CommunicatorReady(comm, model);
+  return tuners_.Add(
+      std::make_unique<CollNetTuner>(model, "", watched ? std::make_unique<CollNetUsage>(comm.comm_id) : nullptr));
 }
 
 Status Plugin::CheckDevice(int dev) const {

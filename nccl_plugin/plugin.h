@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "nccl_plugin/collnet/collnet.h"
-#include "nccl_plugin/collnet_watch.h"
 #include "nccl_plugin/comm_context.h"
 #include "nccl_plugin/config/env_registry.h"
 #include "nccl_plugin/config/plugin_config.h"
@@ -29,6 +28,7 @@
 #include "nccl_plugin/p2p/listen_comm.h"
 #include "nccl_plugin/p2p/net_interface.h"
 #include "nccl_plugin/p2p/send_comm.h"
+#include "nccl_plugin/report/collnet_watch.h"
 #include "nccl_plugin/tuner/collnet_tuner.h"
 
 namespace rs::plugin {
@@ -46,7 +46,10 @@ struct DeviceProperties {
 class Plugin {
  public:
   // `interfaces` is the system's interface list (tests pass their own).
-  static std::unique_ptr<Plugin> Create(const Env& env, const std::vector<InterfaceCandidate>& interfaces);
+  // `nccl_version`: the loading NCCL's version code (report/nccl_version.h),
+  // 0 when unknown; it picks the fix the no-tuner warning names.
+  static std::unique_ptr<Plugin> Create(const Env& env, const std::vector<InterfaceCandidate>& interfaces,
+                                        int nccl_version = 0);
   Plugin(const Plugin&) = delete;
   Plugin& operator=(const Plugin&) = delete;
 
@@ -62,6 +65,9 @@ class Plugin {
   StatusOr<std::unique_ptr<SendComm>> Connect(int dev, void* handle) const;
 
   const CollNet& collnet() const { return collnet_; }
+  // What the user is told on stderr (report/collnet_watch.h); the ABI layer
+  // tells it of CollNet connects and point-to-point transfers.
+  CollNetWatch& watch() const { return *watch_; }
 
   // The context of one communicator's init (v11 tables). The plugin owns it:
   // one NCCL never finalizes (it stops calling CollNet after an init whose
@@ -73,9 +79,11 @@ class Plugin {
 
   // The tuner of one communicator, owned here like the contexts. It changes
   // nothing when CollNet is off or there is a single node. Warns (once per
-  // process) when NCCL will not use CollNet for it (collnet_watch.h) and
-  // otherwise watches that all-reduces reach the reducers.
-  CollNetTuner* CreateTuner(const CommShape& comm);
+  // process) when NCCL will not use CollNet for it (report/collnet_watch.h),
+  // says on stderr where the reducers are used, and watches that
+  // all-reduces reach them. An error only under REDUCER_REQUIRED=1, when the
+  // reducers will not be used: NCCL then fails the communicator's init.
+  StatusOr<CollNetTuner*> CreateTuner(const CommShape& comm);
   StatusOr<const CollNetTuner*> FindTuner(void* ctx) const;
   Status DestroyTuner(void* ctx);
 

@@ -106,8 +106,10 @@ Result CollConnect(void* handles[], int nranks, int rank, void* listen_comm, voi
       // After a failed connect NCCL forgets the listen comm without closing
       // it (transport/coll_net.cc, sharedConnect), so it is freed here.
       delete listen;
+      plugin->watch().ConnectFailed(comm.status());
       return comm.status();
     }
+    plugin->watch().CollNetConnected();
     *coll_comm = OpaqueObject::ToOpaque(comm->release());
     return Status::Ok();
   });

@@ -6,6 +6,7 @@
 
 #include "nccl_plugin/abi/abi_support.h"
 #include "nccl_plugin/abi/preload.h"
+#include "nccl_plugin/report/nccl_version.h"
 
 namespace rs::plugin::abi {
 namespace {
@@ -32,7 +33,9 @@ void InitLibrary(Logger logger) {
   SetLogSink(&NcclLogSink);
   if (g_plugin == nullptr) {
     LogPreloadOutcome();  // what LD_PRELOAD set up, before the plugin's own lines
-    g_plugin = Plugin::Create(Env::Process(), ListSystemInterfaces());
+    // NCCL's logger lives in libnccl: the library to ask for its version.
+    g_plugin = Plugin::Create(Env::Process(), ListSystemInterfaces(),
+                              FindNcclVersion(reinterpret_cast<const void*>(logger)));
     g_plugin_ptr.store(g_plugin.get(), std::memory_order_release);
   }
 }

@@ -7,7 +7,12 @@
 //   ncclNetPlugin_v7, ncclCollNetPlugin_v7      NCCL 2.19; CollNet for 2.19 - 2.27
 //   ncclNetPlugin_v6, ncclCollNetPlugin_v6      NCCL 2.13 - 2.18
 //   ncclNetPlugin_v5, ncclCollNetPlugin_v5      NCCL 2.12
-//   ncclTunerPlugin_v5                          NCCL 2.28 and later
+//   ncclTunerPlugin_v5                          NCCL 2.28 - 2.30
+//   ncclTunerPlugin_v4                          NCCL 2.24 - 2.27
+//   ncclTunerPlugin_v3                          NCCL 2.22 - 2.23
+//   ncclTunerPlugin_v2                          NCCL 2.21
+//   ncclTunerPlugin_v1                          NCCL 2.19 - 2.20 (only through
+//                                               NCCL_TUNER_PLUGIN; preload.cc)
 //
 // CollNet v8 is deliberately not exported: NCCL's v8 adapter wraps
 // iallgather/ireducescatter so that they look supported even when NULL,
@@ -192,4 +197,32 @@ RS_EXPORT const abi::TunerV5 ncclTunerPlugin_v5 = {
     .init = abi::TunerInitV5,
     .getCollInfo = abi::TunerGetCollInfo,
     .finalize = abi::TunerFinalize,
+};
+
+RS_EXPORT const abi::TunerV4 ncclTunerPlugin_v4 = {
+    .name = abi::kPluginName,
+    .init = abi::TunerInitV2,
+    .getCollInfo = abi::TunerGetCollInfo,
+    .destroy = abi::TunerFinalize,
+};
+
+RS_EXPORT const abi::TunerV3 ncclTunerPlugin_v3 = {
+    .name = abi::kPluginName,
+    .init = abi::TunerInitV2,
+    .getCollInfo = abi::TunerGetCollInfoV3,
+    .destroy = abi::TunerFinalize,
+};
+
+RS_EXPORT const abi::TunerV2 ncclTunerPlugin_v2 = {
+    .name = abi::kPluginName,
+    .init = abi::TunerInitV2,
+    .getCollInfo = abi::TunerGetCollInfoV2,
+    .destroy = abi::TunerFinalize,
+};
+
+RS_EXPORT const abi::TunerV1 ncclTunerPlugin_v1 = {
+    .name = abi::kPluginName,
+    .init = abi::TunerInitV1,
+    .getCollInfo = abi::TunerGetCollInfoV1,
+    .destroy = abi::TunerDestroyV1,
 };

@@ -32,6 +32,12 @@ Result Isend(void* send_comm, void* data, Size size, int tag, void** request) {
       return Status(Code::kInvalidArgument, "isend of " + std::to_string(bytes) + " bytes, above maxP2pBytes");
     }
     RS_ABI_ASSIGN_OR_RETURN(comm, SendComm::FromOpaque(send_comm));
+    // Every communicator's init is over once data moves: the moment to tell
+    // whether NCCL will ever choose the reducers (collnet_watch.h, case g),
+    // and, under REDUCER_REQUIRED=1, to stop a job that would run without them.
+    RS_ABI_ASSIGN_OR_RETURN(plugin, Instance());
+    plugin->watch().FirstTransfer();
+    if (plugin->watch().failed()) return plugin->watch().required_failure();
     RS_ABI_ASSIGN_OR_RETURN(r, comm->Isend(data, bytes, tag));
     *request = r;  // NULL: cannot post now, NCCL retries
     return Status::Ok();

@@ -54,10 +54,16 @@ struct Default {
 // its last communicator and clear its name (NVIDIA/nccl#1978), so the next
 // communicator looks for "libnccl-net.so" and silently falls back to NCCL's
 // own transports; a count that starts at 1 never reaches 0.
+// NCCL_TUNER_PLUGIN=libnccl-net-reducer.so: NCCL 2.19 - 2.20 take a tuner
+// only from the library this variable names (passed to dlopen as is,
+// misc/tuner.cc), and every later release also opens it first, before
+// libnccl-tuner.so and the net library; the soname matches the library
+// already preloaded. Without it those releases never choose the reducers.
 constexpr Default kDefaults[] = {
     {"NCCL_NET_PLUGIN", kPreloadNetPluginValue},
     {"NCCL_COLLNET_ENABLE", "1"},
     {"NCCL_NET_PLUGIN_REF_COUNT", "1"},
+    {"NCCL_TUNER_PLUGIN", kPreloadTunerPluginValue},
 };
 constexpr int kNumDefaults = sizeof(kDefaults) / sizeof(kDefaults[0]);
 

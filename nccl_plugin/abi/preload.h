@@ -1,6 +1,7 @@
 // LD_PRELOAD as the whole set-up. When this library is preloaded, a load-time
 // constructor (preload.cc) fills in the NCCL variables that make NCCL load
-// and use it (NCCL_NET_PLUGIN, NCCL_COLLNET_ENABLE, NCCL_NET_PLUGIN_REF_COUNT)
+// and use it (NCCL_NET_PLUGIN, NCCL_COLLNET_ENABLE, NCCL_NET_PLUGIN_REF_COUNT,
+// NCCL_TUNER_PLUGIN)
 // where the user has not set them, and keeps a record of what it did for
 // the plugin's first init to log. When the library is dlopen'ed (NCCL
 // finding it through NCCL_NET_PLUGIN), the constructor does nothing.
@@ -17,6 +18,9 @@ namespace rs::plugin::abi {
 // "libnccl-net-reducer.so", which the dynamic loader matches by soname to the
 // library already preloaded, wherever it lies and whatever its file name.
 inline constexpr const char* kPreloadNetPluginValue = "reducer";
+// The value it gives NCCL_TUNER_PLUGIN: the soname, which every release
+// passes to dlopen as is (2.21+ first) and which matches the preloaded library.
+inline constexpr const char* kPreloadTunerPluginValue = "libnccl-net-reducer.so";
 
 // Logs, once, at INFO through the plugin's log sink, what the constructor
 // set and what it left ("LD_PRELOAD: set NCCL_NET_PLUGIN=reducer, ...;

@@ -70,7 +70,17 @@ Result CollTest(void* request, int* done, int* size);
 Result CollCloseColl(void* coll_comm);
 Result CollCloseListen(void* listen_comm);
 
-// ---- tuner (tuner_slots.cc) ----
+// ---- tuner (tuner_slots.cc), v1 - v5 ----
+Result TunerInitV1(size_t nranks, size_t nnodes, Logger logger);
+Result TunerGetCollInfoV1(int coll_type, size_t nbytes, int collnet_support, int nvls_support, int num_pipe_ops,
+                          int* algorithm, int* protocol, int* nchannels);
+Result TunerDestroyV1();
+Result TunerInitV2(size_t nranks, size_t nnodes, Logger logger, void** ctx);  // also v3, v4
+Result TunerGetCollInfoV2(void* ctx, int coll_type, size_t nbytes, int collnet_support, int nvls_support,
+                          int num_pipe_ops, int* algorithm, int* protocol, int* nchannels);
+Result TunerGetCollInfoV3(void* ctx, int coll_type, size_t nbytes, int num_pipe_ops, float** cost_table,
+                          int num_algo, int num_proto, int* nchannels);
+// v4's getCollInfo is v5's; every version but v1 destroys with TunerFinalize.
 Result TunerInitV5(void** ctx, uint64_t comm_id, size_t nranks, size_t nnodes, Logger logger,
                    NvlDomainInfoV5* nvl_domain_info, TunerConstantsV5* constants);
 Result TunerGetCollInfo(void* ctx, int coll_type, size_t nbytes, int num_pipe_ops, float** cost_table,

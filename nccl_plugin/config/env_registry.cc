@@ -52,10 +52,25 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kRetention, "REDUCER_RETENTION", "", "Per communicator."},
     {EnvKey::kTcpCongestion, "REDUCER_TCP_CONGESTION", "", "The point-to-point sockets get the same."},
     {EnvKey::kTcpRtoMin, "REDUCER_TCP_RTO_MIN", "", "The point-to-point sockets get the same."},
+    {EnvKey::kLog, "REDUCER_LOG", "info",
+     "What the plugin writes to stderr itself, whatever NCCL_DEBUG says (NCCL prints nothing without it): `info`, "
+     "one line saying which reducers carry which all-reduce sizes, plus every warning that the reducers will not "
+     "carry the traffic configured for them, with its cause and fix; `warn`, the warnings only; `off`, nothing. "
+     "NCCL's own log gets the same lines either way."},
+    {EnvKey::kRequired, "REDUCER_REQUIRED", "0",
+     "`1`: fail the job when the reducers will not be used (unreachable, refused, CollNet off, no tuner), with the "
+     "cause, instead of training on with NCCL's own algorithms. `0`: run on, with a warning on stderr."},
     {EnvKey::kNcclCollNetEnable, "NCCL_COLLNET_ENABLE", "",
      "NCCL's own switch: NCCL uses CollNet, and so the reducers, only when it is `1`. The plugin warns when "
      "reducers are configured and it is not `1`. Preloaded (`LD_PRELOAD`), the library sets it to `1` where it "
      "is unset."},
+    {EnvKey::kNcclAlgo, "NCCL_ALGO", "",
+     "NCCL's own. Read to tell whether NCCL will use CollNet without the plugin's tuner (a value naming CollNet, "
+     "e.g. `allreduce:collnetchain`, forces it)."},
+    {EnvKey::kNcclTunerPlugin, "NCCL_TUNER_PLUGIN", "",
+     "NCCL's own: the library NCCL takes its tuner from. Unset, NCCL 2.21 and later find the plugin's tuner in "
+     "libnccl-net-reducer.so; NCCL 2.19 - 2.20 only here. Preloaded (`LD_PRELOAD`), the library sets it to "
+     "`libnccl-net-reducer.so` where it is unset."},
     {EnvKey::kNcclCollNetNodeThreshold, "NCCL_COLLNET_NODE_THRESHOLD", "2",
      "NCCL's own: a communicator on fewer nodes than this does not use CollNet. The plugin reads it and warns "
      "when a communicator falls below it."},

@@ -9,7 +9,7 @@
 // nothing else in the plugin calls getenv, and the plugin never sets
 // variables, with one documented exception: when preloaded (LD_PRELOAD), a
 // load-time constructor fills in NCCL's own NCCL_NET_PLUGIN,
-// NCCL_COLLNET_ENABLE and NCCL_NET_PLUGIN_REF_COUNT where unset, before main
+// NCCL_COLLNET_ENABLE, NCCL_NET_PLUGIN_REF_COUNT and NCCL_TUNER_PLUGIN where unset, before main
 // (abi/preload.cc says why). Resolution and parsing are common/settings.h's,
 // shared with the daemon.
 //
@@ -55,9 +55,13 @@ enum class EnvKey : int {
   kRetention,
   kTcpCongestion,
   kTcpRtoMin,
+  kLog,
+  kRequired,
   // NCCL's own variables, read to tell the user when NCCL would leave
-  // CollNet off (collnet_watch.h).
+  // CollNet off (report/collnet_watch.h).
   kNcclCollNetEnable,
+  kNcclAlgo,
+  kNcclTunerPlugin,
   kNcclCollNetNodeThreshold,
   kCount,
 };

@@ -1,5 +1,6 @@
 #include "nccl_plugin/config/plugin_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -150,7 +151,30 @@ NcclCollNetSettings NcclCollNetSettingsFromEnv(const Env& env) {
   errno = 0;
   const long long value = std::strtoll(threshold.c_str(), nullptr, 0);
   if (errno == 0 && value >= INT_MIN && value <= INT_MAX) out.node_threshold = static_cast<int>(value);
+  out.algo = env.Get(EnvKey::kNcclAlgo);
+  out.algo_forces_collnet = AlgoForcesCollNet(out.algo);
+  out.tuner_plugin = env.Get(EnvKey::kNcclTunerPlugin);
   return out;
+}
+
+bool AlgoForcesCollNet(std::string_view value) {
+  std::string lower;
+  for (char c : value) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // Each ';'-separated part is "list" (every collective) or "func:list".
+  size_t pos = 0;
+  while (pos <= lower.size()) {
+    const size_t end = std::min(lower.find(';', pos), lower.size());
+    std::string part = lower.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t colon = part.find(':');
+    if (colon != std::string::npos) {
+      if (part.substr(0, colon) != "allreduce") continue;
+      part = part.substr(colon + 1);
+    }
+    if (!part.empty() && part[0] == '^') continue;  // an exclusion list
+    if (part.find("collnet") != std::string::npos) return true;
+  }
+  return false;
 }
 
 StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {

@@ -67,7 +67,16 @@ struct NcclCollNetSettings {
   std::string enable_text;  // NCCL_COLLNET_ENABLE as set; empty when unset
   bool enabled = false;
   int node_threshold = 2;   // NCCL_COLLNET_NODE_THRESHOLD
+  std::string algo;         // NCCL_ALGO as set
+  bool algo_forces_collnet = false;  // it names CollNet for all-reduce
+  std::string tuner_plugin;  // NCCL_TUNER_PLUGIN as set
 };
+
+// Whether an NCCL_ALGO value lets NCCL run all-reduce on CollNet without a
+// tuner: it names CollNet for all-reduce (or for every collective), and
+// does not exclude it ("^collnet..."). NCCL's syntax: a list of algorithms,
+// or from 2.24 "func:list;func:list".
+bool AlgoForcesCollNet(std::string_view value);
 
 StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env);
 NcclCollNetSettings NcclCollNetSettingsFromEnv(const Env& env);

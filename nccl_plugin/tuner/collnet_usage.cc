@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "common/units.h"
-#include "nccl_plugin/log.h"
+#include "nccl_plugin/report/report.h"
 
 namespace rs::plugin {
 namespace {
@@ -83,7 +83,7 @@ void CollNetUsage::Check(uint64_t seen, bool at_end) {
         "that failed: see the WARN lines before; NCCL_ALGO set without collnetchain; or a communicator split "
         "from one on the same nodes, which needs NCCL_COMM_SPLIT_SHARE_RESOURCES=1 for CollNet).";
   }
-  RS_PLOG_WARN("%s", message.c_str());
+  ReportWarn(message);
 }
 
 }  // namespace rs::plugin

@@ -1,4 +1,4 @@
-// The last case of "no silent fallback" (collnet_watch.h): CollNet is
+// The last case of "no silent fallback" (report/collnet_watch.h): CollNet is
 // available to a communicator, yet no all-reduce reaches the reducers. The
 // tuner sees every all-reduce NCCL plans (getCollInfo, with its size) and,
 // from the cost table after its own change, what NCCL will pick; this keeps

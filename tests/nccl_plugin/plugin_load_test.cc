@@ -89,18 +89,20 @@ std::map<std::string, size_t> ExportedSymbols() {
   return out;
 }
 
-TEST(PluginSymbols, ExportsExactlyTheTablesNccl228AndOlderLookFor) {
+TEST(PluginSymbols, ExportsExactlyTheTablesNccl230AndOlderLookFor) {
   std::map<std::string, size_t> symbols = ExportedSymbols();
   std::set<std::string> names;
   for (const auto& [name, size] : symbols) names.insert(name);
   // No ncclCollNetPlugin_v8: NCCL's v8 adapter would make all_gather and
   // reduce_scatter look supported. v6 and v5: NCCL 2.13 - 2.18 look up only
   // v6, v5 and v4, NCCL 2.12 only v5 and v4 (PyTorch 2.0/2.1, TensorFlow
-  // 2.12/2.13 ship them).
+  // 2.12/2.13 ship them). Tuners v1 - v5: NCCL 2.19 - 2.20 take v1, 2.21 v2,
+  // 2.22 - 2.23 v3, 2.24 - 2.27 v4, 2.28 - 2.30 v5.
   EXPECT_EQ(names, (std::set<std::string>{"ncclNetPlugin_v11", "ncclNetPlugin_v8", "ncclNetPlugin_v7",
                                           "ncclNetPlugin_v6", "ncclNetPlugin_v5", "ncclCollNetPlugin_v11",
                                           "ncclCollNetPlugin_v7", "ncclCollNetPlugin_v6", "ncclCollNetPlugin_v5",
-                                          "ncclTunerPlugin_v5"}));
+                                          "ncclTunerPlugin_v5", "ncclTunerPlugin_v4", "ncclTunerPlugin_v3",
+                                          "ncclTunerPlugin_v2", "ncclTunerPlugin_v1"}));
 }
 
 // Each table's slots in NCCL's order (from NCCL's own headers: ext-net and
@@ -158,6 +160,11 @@ const std::vector<TableSpec>& Tables() {
         {"reduceSupport", F}, {"regMr", F}, {"deregMr", F}, {"iallreduce", F}, {"iflush", F}, {"test", F},
         {"closeColl", F}, {"closeListen", F}}},
       {"ncclTunerPlugin_v5", {{"name", Slot::kName}, {"init", F}, {"getCollInfo", F}, {"finalize", F}}},
+      // ext-tuner/example/nccl/tuner.h at v2.27.7-1, v2.23.4-1, v2.21.5-1, v2.19.3-1.
+      {"ncclTunerPlugin_v4", {{"name", Slot::kName}, {"init", F}, {"getCollInfo", F}, {"destroy", F}}},
+      {"ncclTunerPlugin_v3", {{"name", Slot::kName}, {"init", F}, {"getCollInfo", F}, {"destroy", F}}},
+      {"ncclTunerPlugin_v2", {{"name", Slot::kName}, {"init", F}, {"getCollInfo", F}, {"destroy", F}}},
+      {"ncclTunerPlugin_v1", {{"name", Slot::kName}, {"init", F}, {"getCollInfo", F}, {"destroy", F}}},
   };
   return tables;
 }

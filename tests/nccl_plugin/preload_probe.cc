@@ -1,7 +1,7 @@
 // A process that looks for the plugin as NCCL 2.28.9's first communicator
 // would (nccl_loader.h), started by preload_test.cc with a controlled
 // environment (LD_PRELOAD or not). It prints, one fact a line:
-//   env NAME=VALUE | env NAME unset    the three variables LD_PRELOAD may set
+//   env NAME=VALUE | env NAME unset    the four variables LD_PRELOAD may set
 //   tried NAME                         each name given to dlopen, in order
 //   nccl LINE                          NCCL's INFO lines from the search
 //   loaded NAME PATH net=V coll=V      or "loaded none"
@@ -70,7 +70,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  for (const char* name : {"NCCL_NET_PLUGIN", "NCCL_COLLNET_ENABLE", "NCCL_NET_PLUGIN_REF_COUNT"}) PrintEnv(name);
+  for (const char* name : {"NCCL_NET_PLUGIN", "NCCL_COLLNET_ENABLE", "NCCL_NET_PLUGIN_REF_COUNT", "NCCL_TUNER_PLUGIN"}) {
+    PrintEnv(name);
+  }
 
   const NcclNetLoad net = LoadNetPlugin(std::getenv("NCCL_NET_PLUGIN"));
   for (const std::string& name : net.tried) std::printf("tried %s\n", name.c_str());

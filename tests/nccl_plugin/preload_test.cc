@@ -28,7 +28,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kSetAll[] =
-    "log 3 NET/Reducer : LD_PRELOAD: set NCCL_NET_PLUGIN=reducer, NCCL_COLLNET_ENABLE=1, NCCL_NET_PLUGIN_REF_COUNT=1";
+    "log 3 NET/Reducer : LD_PRELOAD: set NCCL_NET_PLUGIN=reducer, NCCL_COLLNET_ENABLE=1, NCCL_NET_PLUGIN_REF_COUNT=1, "
+    "NCCL_TUNER_PLUGIN=libnccl-net-reducer.so";
 
 // Sanitizer runtimes loaded in this process (the probe is built like the
 // tests). ASan insists on coming first in the library list, so they go
@@ -162,6 +163,8 @@ void ExpectFoundThroughPreload(const ProbeRun& run, const std::string& plugin) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_LINE(run, "env NCCL_NET_PLUGIN=reducer");
   EXPECT_LINE(run, "env NCCL_NET_PLUGIN_REF_COUNT=1");
+  // NCCL 2.19 - 2.20 find a tuner only through it (tuner_releases_test).
+  EXPECT_LINE(run, "env NCCL_TUNER_PLUGIN=libnccl-net-reducer.so");
   EXPECT_LINE(run, "refcount 1");
   EXPECT_EQ(run.With("tried "), (std::vector<std::string>{"tried reducer", "tried libnccl-net-reducer.so"}))
       << run.output;
@@ -206,7 +209,8 @@ TEST_F(Preload, TheUsersCollNetDisableWins) {
   ExpectFoundThroughPreload(run, plugin_);
   EXPECT_LINE(run, "env NCCL_COLLNET_ENABLE=0");
   EXPECT_LINE(run,
-              "log 3 NET/Reducer : LD_PRELOAD: set NCCL_NET_PLUGIN=reducer, NCCL_NET_PLUGIN_REF_COUNT=1; "
+              "log 3 NET/Reducer : LD_PRELOAD: set NCCL_NET_PLUGIN=reducer, NCCL_NET_PLUGIN_REF_COUNT=1, "
+              "NCCL_TUNER_PLUGIN=libnccl-net-reducer.so; "
               "left the user's NCCL_COLLNET_ENABLE=0");
 }
 
@@ -219,18 +223,19 @@ TEST_F(Preload, AValueInNcclConfWins) {
   ExpectFoundThroughPreload(run, plugin_);
   EXPECT_LINE(run, "env NCCL_COLLNET_ENABLE unset");
   EXPECT_LINE(run,
-              "log 3 NET/Reducer : LD_PRELOAD: set NCCL_NET_PLUGIN=reducer, NCCL_NET_PLUGIN_REF_COUNT=1; "
+              "log 3 NET/Reducer : LD_PRELOAD: set NCCL_NET_PLUGIN=reducer, NCCL_NET_PLUGIN_REF_COUNT=1, "
+              "NCCL_TUNER_PLUGIN=libnccl-net-reducer.so; "
               "left the user's NCCL_COLLNET_ENABLE=0 (from " + conf + ")");
 }
 
 TEST_F(Preload, ValuesAlreadyOursAreNotCalledTheUsers) {
   // A child of a preloaded process inherits what its parent's constructor set.
   const ProbeRun run = Run({"LD_PRELOAD=" + PreloadOf(plugin_), "NCCL_NET_PLUGIN=reducer", "NCCL_COLLNET_ENABLE=1",
-                            "NCCL_NET_PLUGIN_REF_COUNT=1"});
+                            "NCCL_NET_PLUGIN_REF_COUNT=1", "NCCL_TUNER_PLUGIN=libnccl-net-reducer.so"});
   ExpectFoundThroughPreload(run, plugin_);
   EXPECT_LINE(run,
               "log 3 NET/Reducer : LD_PRELOAD: set nothing; already set: NCCL_NET_PLUGIN=reducer, "
-              "NCCL_COLLNET_ENABLE=1, NCCL_NET_PLUGIN_REF_COUNT=1");
+              "NCCL_COLLNET_ENABLE=1, NCCL_NET_PLUGIN_REF_COUNT=1, NCCL_TUNER_PLUGIN=libnccl-net-reducer.so");
 }
 
 TEST_F(Preload, NotPreloadedSetsNothing) {
@@ -240,6 +245,7 @@ TEST_F(Preload, NotPreloadedSetsNothing) {
   EXPECT_LINE(own, "env NCCL_NET_PLUGIN unset");
   EXPECT_LINE(own, "env NCCL_COLLNET_ENABLE unset");
   EXPECT_LINE(own, "env NCCL_NET_PLUGIN_REF_COUNT unset");
+  EXPECT_LINE(own, "env NCCL_TUNER_PLUGIN unset");
   EXPECT_EQ(own.With("tried "), std::vector<std::string>{"tried libnccl-net.so"}) << own.output;
 
   // Found by NCCL through the user's NCCL_NET_PLUGIN (a path: opened as given).

@@ -26,9 +26,11 @@ TEST(EnvRegistry, EveryVariableIsDocumentedOnceWithItsPrefix) {
     EXPECT_GT(std::string(v.doc).size(), 20u) << v.name << " has no real description";
     const std::string name = v.name;
     // NCCL's own variables are read only (NCCL_SOCKET_IFNAME as a fallback,
-    // the CollNet switches to warn when NCCL will not use the reducers).
+    // the CollNet switches, NCCL_ALGO and NCCL_TUNER_PLUGIN to warn when NCCL
+    // will not use the reducers).
     EXPECT_TRUE(name.rfind("REDUCER_", 0) == 0 || name == "CLUSTER_SPEC" || name == "NCCL_SOCKET_IFNAME" ||
-                name == "NCCL_COLLNET_ENABLE" || name == "NCCL_COLLNET_NODE_THRESHOLD")
+                name == "NCCL_COLLNET_ENABLE" || name == "NCCL_COLLNET_NODE_THRESHOLD" || name == "NCCL_ALGO" ||
+                name == "NCCL_TUNER_PLUGIN")
         << name;
   }
   for (const char* required : {"REDUCER_ADDRS", "CLUSTER_SPEC", "REDUCER_JOB_TOKEN", "REDUCER_JOB_TOKEN_FILE",
