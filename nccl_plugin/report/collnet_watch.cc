@@ -47,7 +47,7 @@ Status CollNetWatch::required_failure() const {
 void CollNetWatch::CollNetConnected() { collnet_connected_.store(true, std::memory_order_release); }
 
 void CollNetWatch::ConnectFailed(const Status& status) {
-  WarnOnce(kConnect, "CollNet could not reach the reducers (" + setup_.reducers_text + "): " + status.message() +
+  WarnOnce(kConnect, "CollNet could not connect to the reducers (" + setup_.reducers_text + "): " + status.message() +
                          ". NCCL runs this communicator without CollNet: every all-reduce takes NCCL's own "
                          "algorithms, about half the speed at scale. Fix: start the reducers first, check the "
                          "addresses (REDUCER_ADDRS or CLUSTER_SPEC) and the job token; `reducerctl doctor` checks "

@@ -28,6 +28,12 @@
 //                  while the test kills a reducer once "running" is printed:
 //                  with failover on, NCCL must see nothing but right results
 //   connect_fails  expects connect to fail on every node (settings differ)
+//   tuner          after connect, the tuner NCCL would load with these
+//                  tables (v5 with v11, v4 with v7: NCCL 2.24 - 2.27) for a
+//                  communicator of one rank per node, as NCCL inits it after
+//                  CollNet's setup; prints the algorithm a 64 MiB all-reduce
+//                  gets ("tuner picks N"). What the plugin writes to stderr
+//                  on the way is the test's to check.
 // Exit: 0 success, 1 failed check (reason on stderr), 2 timeout.
 #include <algorithm>
 #include <cmath>
@@ -40,6 +46,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "nccl_plugin/abi/nccl_tuner_abi.h"
 #include "tests/nccl_plugin/collnet_node.h"
 #include "tests/nccl_plugin/plugin_harness.h"
 
@@ -320,6 +327,39 @@ void FailoverScenario(Node& n) {
   std::printf("node %d: %d all-reduces verified across the failover\n", n.node, kChunks);
 }
 
+void TunerScenario(const Node& n) {
+  const size_t nodes = n.order.size();
+  const void* found = n.plugin->Symbol(n.version == 11 ? "ncclTunerPlugin_v5" : "ncclTunerPlugin_v4");
+  if (found == nullptr) Die(1, "no tuner table");
+  float table[abi::kNumAlgorithms][abi::kNumProtocols];
+  for (auto& row : table) {
+    for (float& c : row) c = abi::kAlgoProtoIgnore;
+  }
+  table[abi::kAlgoRing][abi::kProtoSimple] = 100.0f;
+  table[abi::kAlgoCollNetChain][abi::kProtoSimple] = 200.0f;
+  int channels = 0;
+  void* ctx = nullptr;
+  if (n.version == 11) {
+    const auto* t = static_cast<const abi::TunerV5*>(found);
+    abi::NvlDomainInfoV5 nvl{static_cast<int>(nodes), 1, 1};
+    Check(t->init(&ctx, 0x7e57, nodes, nodes, &TestLogger, &nvl, nullptr), "tuner init");
+    Check(t->getCollInfo(ctx, abi::kFuncAllReduce, 64 << 20, 1, reinterpret_cast<float**>(table),
+                         abi::kNumAlgorithms, abi::kNumProtocols, 0, &channels),
+          "getCollInfo");
+    Check(t->finalize(ctx), "tuner finalize");
+  } else {
+    const auto* t = static_cast<const abi::TunerV4*>(found);
+    Check(t->init(nodes, nodes, &TestLogger, &ctx), "tuner init");
+    Check(t->getCollInfo(ctx, abi::kFuncAllReduce, 64 << 20, 1, reinterpret_cast<float**>(table),
+                         abi::kNumAlgorithms, abi::kNumProtocols, 0, &channels),
+          "getCollInfo");
+    Check(t->destroy(ctx), "tuner destroy");
+  }
+  const bool collnet = table[abi::kAlgoCollNetChain][abi::kProtoSimple] >= 0 &&
+                       table[abi::kAlgoCollNetChain][abi::kProtoSimple] < table[abi::kAlgoRing][abi::kProtoSimple];
+  std::printf("tuner picks %s\n", collnet ? "collnet" : "ring");
+}
+
 std::unique_ptr<LoadedPlugin> Load(const std::string& path) {
   std::string error;
   std::unique_ptr<LoadedPlugin> plugin = LoadedPlugin::Open(path, &error);
@@ -347,7 +387,9 @@ int Run(const std::string& path, Node& n, const std::string& scenario) {
     return connected == Result::kSuccess ? 1 : 0;
   }
   Check(connected, "connect");
-  if (scenario == "allreduce") {
+  if (scenario == "tuner") {
+    TunerScenario(n);
+  } else if (scenario == "allreduce") {
     std::printf("node %d: %zu all-reduces verified\n", n.node, AllReduces(n, Plan(false)));
   } else if (scenario == "failure") {
     FailureScenario(n);

@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "tests/nccl_plugin/plugin_harness.h"
+#include "tests/support/control_helpers.h"
 #include "tests/support/test_cluster.h"
 
 namespace rs::plugin::test {
@@ -86,11 +87,12 @@ class CollNetTest : public ::testing::Test {
     setenv("REDUCER_JOB_TOKEN", kToken, 1);
     setenv("REDUCER_SOCKET_IFNAME", "lo", 1);
     setenv("REDUCER_OP_TIMEOUT", "20s", 1);
+    setenv("NCCL_COLLNET_ENABLE", "1", 1);  // NCCL drives CollNet only then
     char tmpl[] = "/tmp/rs-collnet-XXXXXX";
     dir_ = mkdtemp(tmpl);
   }
   void TearDown() override {
-    for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT",
+    for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT", "NCCL_COLLNET_ENABLE",
                           "REDUCER_FAILOVER", "REDUCER_LIVENESS_TIMEOUT", "REDUCER_WIRE_DTYPE"}) {
       unsetenv(v);
     }
@@ -249,6 +251,41 @@ TEST_P(CollNetVersionTest, NodesWithOtherReducerSettingsAreRefusedByEveryNode) {
     EXPECT_NE(out.find("connect returned 5"), std::string::npos) << out;
     EXPECT_NE(out.find("the node of handle 1 of 3 ("), std::string::npos) << out;
     EXPECT_NE(out.find("has other reducer settings than the node of handle 0"), std::string::npos) << out;
+  }
+}
+
+// With NCCL_DEBUG unset a user reads only stderr: each node head says there
+// what the reducers carry, or why they carry less than configured.
+TEST_P(CollNetVersionTest, EachNodeHeadSaysOnStderrWhatTheReducersCarry) {
+  // 3 nodes, 2 reducers: the model sends large all-reduces to NCCL's ring.
+  auto nodes = StartNodes(kThreeByThree, GetParam(), "tuner");
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(60)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    const std::string out = nodes[r]->Output();
+    EXPECT_NE(out.find("tuner picks ring"), std::string::npos) << out;
+    EXPECT_NE(out.find("]: WARNING: communicator "), std::string::npos) << out;
+    EXPECT_NE(out.find("3 node(s), 3 rank(s), 2 reducer(s)"), std::string::npos) << out;
+    EXPECT_NE(out.find("Fix: 3 reducers with links as fast as the nodes'"), std::string::npos) << out;
+  }
+}
+
+TEST_P(CollNetVersionTest, AnUnreachableReducerIsNamedOnStderrWithinSeconds) {
+  // A port nothing listens on: connection refused.
+  const int closed = rs::testing::FreePort();  // nothing listens there
+  const std::string addrs = "127.0.0.1:" + std::to_string(reducers_[0]->port()) + ",127.0.0.1:" +
+                            std::to_string(closed);
+  setenv("REDUCER_ADDRS", addrs.c_str(), 1);
+  setenv("REDUCER_CONNECT_TIMEOUT", "3s", 1);
+  auto nodes = StartNodes(kThreeByThree, GetParam(), "connect_fails");
+  unsetenv("REDUCER_CONNECT_TIMEOUT");
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(60)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    const std::string out = nodes[r]->Output();
+    EXPECT_NE(out.find("]: WARNING: CollNet could not connect to the reducers (2 reducers (127.0.0.1:"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("127.0.0.1:" + std::to_string(closed)), std::string::npos) << out;
+    EXPECT_NE(out.find("REDUCER_REQUIRED=1 fails the job instead"), std::string::npos) << out;
   }
 }
 

@@ -350,7 +350,7 @@ TEST_F(WatchTest, AConnectFailureWarnsOnceNamingTheReducersAndTheChoice) {
   plugin->watch().ConnectFailed(Status(Code::kIo, "reducer 127.0.0.1:1: Connection refused"));
   plugin->watch().ConnectFailed(Status(Code::kIo, "reducer 127.0.0.1:1: Connection refused"));
   ASSERT_EQ(warnings_.size(), 1u) << All();
-  EXPECT_EQ(Warnings("CollNet could not reach the reducers (2 reducers (127.0.0.1:1, 127.0.0.1:2)): reducer "
+  EXPECT_EQ(Warnings("CollNet could not connect to the reducers (2 reducers (127.0.0.1:1, 127.0.0.1:2)): reducer "
                      "127.0.0.1:1: Connection refused. NCCL runs this communicator without CollNet"),
             1)
       << All();
