@@ -46,6 +46,7 @@ try:
 except ImportError as e:
     print(f"SKIPPED: {e} (python3-yaml and python3-kubernetes: scripts/lib/deps.sh's test packages)")
     sys.exit(77)
+import jobset_pods  # noqa: E402
 import vertex_schema  # noqa: E402
 
 ARGS = None
@@ -547,8 +548,9 @@ class Client:
 # --- Kubernetes -----------------------------------------------------------------
 
 # Variables the training pods set for the platform rather than for a
-# component: a home user 1000 can write (images made for root have none).
-PLATFORM_VARIABLES = {"HOME"}
+# component: a home user 1000 can write (images made for root have none),
+# and the JobSet's name, from its label, that the reducers' names are made of.
+PLATFORM_VARIABLES = {"HOME", "JOBSET_NAME"}
 # Volume types the "restricted" Pod Security Standard allows.
 RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
                       "projected", "secret"}
@@ -562,17 +564,19 @@ def k8s_objects():
     return objects
 
 
-def env_of(container):
-    return {e["name"]: e["value"] for e in container.get("env", [])}
-
-
 def replicated_job(objects, name):
-    jobset = objects[("JobSet", "train")]
-    return next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == name)
+    return jobset_pods.replicated_job(objects[("JobSet", "train")], name)
 
 
 def pod_template(objects, name):
     return replicated_job(objects, name)["template"]["spec"]["template"]
+
+
+def env_of(objects, rjob):
+    """The environment of `rjob`'s container as the kubelet makes it (the
+    JobSet's labels through the downward API, then $(VAR) references)."""
+    container = pod_template(objects, rjob)["spec"]["containers"][0]
+    return jobset_pods.container_env(objects[("JobSet", "train")], rjob, container)
 
 
 def kustomization():
@@ -654,14 +658,14 @@ class KubernetesTest(unittest.TestCase):
         pod = pod_template(o, "reducers")
         reducer = pod["spec"]["containers"][0]
         data_port = next(p["containerPort"] for p in reducer["ports"] if p["name"] == "data")
-        self.assertEqual(env_of(reducer)["REDUCER_LISTEN"], f"0.0.0.0:{data_port}")
+        self.assertEqual(env_of(o, "reducers")["REDUCER_LISTEN"], f"0.0.0.0:{data_port}")
         # The image's health check and the probes reach the gRPC control
         # plane inside the pod, which is all it listens on (Drain has no
         # authentication).
         image = dockerfile_env("reducer-base")
         self.assertTrue(image["REDUCER_GRPC_LISTEN"].startswith("127.0.0.1:"))
         self.assertEqual(image["REDUCERCTL_TARGET"], image["REDUCER_GRPC_LISTEN"])
-        self.assertNotIn("REDUCER_GRPC_LISTEN", env_of(reducer))
+        self.assertNotIn("REDUCER_GRPC_LISTEN", env_of(o, "reducers"))
         self.assertEqual(reducer["readinessProbe"]["exec"]["command"], ["reducerctl", "health"])
         self.assertEqual(pod["spec"]["securityContext"]["runAsUser"], 10001, "the image's user")
         self.assertGreater(pod["spec"]["terminationGracePeriodSeconds"], 30, "above REDUCER_DRAIN_TIMEOUT")
@@ -678,13 +682,15 @@ class KubernetesTest(unittest.TestCase):
         # expands ({0..N-1}; test_pods_environments_as_the_components_read_them
         # has the components expand it).
         expected = f"{name}-{rjob['name']}-0-{{0..{rspec['parallelism'] - 1}}}.{name}:{data_port}"
-        self.assertEqual(env_of(trainer)["REDUCER_ADDRS"], expected, "REDUCER_ADDRS must name every reducer")
+        self.assertEqual(env_of(o, "workers")["REDUCER_ADDRS"], expected, "REDUCER_ADDRS must name every reducer")
         # ... as `reducerctl plan` prints it for that many reducers.
         plan = run([ARGS.reducerctl, "plan", "--workers", str(job["parallelism"]), "--worker-gbps", "100",
                     "--reducer-machine", "n1-highcpu-16", "--reducers", str(rspec["parallelism"])]).stdout
         self.assertIn(f"parallelism and completions {rspec['parallelism']}, ", plan)
         self.assertIn(f"REDUCER_ADDRS {expected} ", plan)
-        command = " ".join(trainer["command"])
+        # torchrun's arguments as pod i's shell gives them.
+        command = " ".join(jobset_pods.command_argv(jobset, "workers", trainer, {"JOB_COMPLETION_INDEX": "1"}))
+        self.assertIn(" --node_rank=1 ", command)
         nodes = int(re.search(r"--nnodes=(\d+)", command).group(1))
         self.assertEqual(nodes, job["parallelism"])
         self.assertEqual(nodes, job["completions"])
@@ -697,11 +703,12 @@ class KubernetesTest(unittest.TestCase):
         secret = k["secretGenerator"][0]
         self.assertTrue(k["generatorOptions"]["disableNameSuffixHash"])
         key, _, source = secret["files"][0].partition("=")
-        for spec, container in ((pod["spec"], reducer), (job["template"]["spec"], trainer)):
+        for spec, container, rjob_name in ((pod["spec"], reducer, "reducers"),
+                                           (job["template"]["spec"], trainer, "workers")):
             volume = next(v for v in spec["volumes"] if v["name"] == "job-token")
             self.assertEqual(volume["secret"]["secretName"], secret["name"])
             mount = next(m for m in container["volumeMounts"] if m["name"] == "job-token")
-            self.assertEqual(env_of(container)["REDUCER_JOB_TOKEN_FILE"], f"{mount['mountPath']}/{key}")
+            self.assertEqual(env_of(o, rjob_name)["REDUCER_JOB_TOKEN_FILE"], f"{mount['mountPath']}/{key}")
         with open(path(".gitignore")) as f:
             self.assertIn(f"/deploy/kubernetes/{source}", f.read().split(), "the token file must not be committed")
 
@@ -768,11 +775,15 @@ class KubernetesTest(unittest.TestCase):
             self.assertLessEqual({"cloud.google.com/gke-accelerator", "nvidia.com/gpu.present"}, gpu_free)
         self.assertNotIn("nvidia.com/gpu", pod["spec"]["containers"][0]["resources"].get("limits", {}))
         pdb = o[("PodDisruptionBudget", "reducers")]
+        running = jobset_pods.pod_labels(o[("JobSet", "train")], "reducers")
         for key, value in pdb["spec"]["selector"]["matchLabels"].items():
-            self.assertEqual(labels.get(key), value, "the budget must select the reducers")
+            self.assertEqual(running.get(key), value, "the budget must select the reducers")
+        # One at a time, as an integer minAvailable: with maxUnavailable (or
+        # a percentage) over a Job's pods the disruption controller allows
+        # no eviction at all (kubernetes_job_test.py has the details).
         reducers = replicated_job(o, "reducers")["template"]["spec"]["parallelism"]
-        self.assertEqual(pdb["spec"]["maxUnavailable"], 1)
-        self.assertLess(pdb["spec"]["maxUnavailable"], reducers)
+        self.assertNotIn("maxUnavailable", pdb["spec"])
+        self.assertEqual(pdb["spec"]["minAvailable"], reducers - 1)
         # The trainers' own label must not fall under it.
         self.assertNotEqual(pod_template(o, "workers")["metadata"]["labels"].get("app.kubernetes.io/name"),
                             labels["app.kubernetes.io/name"])
@@ -782,20 +793,20 @@ class KubernetesTest(unittest.TestCase):
         reducer = pod_template(o, "reducers")["spec"]["containers"][0]
         trainer = pod_template(o, "workers")["spec"]["containers"][0]
         reg = registries()
-        self.assertLessEqual(set(env_of(reducer)), reg.reducerd)
-        self.assertLessEqual(set(env_of(trainer)), reg.worker | PLATFORM_VARIABLES)
-        self.assertEqual(env_of(reducer).get("REDUCER_LOG_FORMAT"), "json")
+        self.assertLessEqual(set(env_of(o, "reducers")), reg.reducerd)
+        self.assertLessEqual(set(env_of(o, "workers")), reg.worker | PLATFORM_VARIABLES)
+        self.assertEqual(env_of(o, "reducers").get("REDUCER_LOG_FORMAT"), "json")
         with tempfile.NamedTemporaryFile("w", suffix=".token") as token:
             token.write("k8s-test-token\n")
             token.flush()
-            env = {**dockerfile_env("training-base"), **env_of(trainer), "REDUCER_JOB_TOKEN_FILE": token.name}
+            env = {**dockerfile_env("training-base"), **env_of(o, "workers"), "REDUCER_JOB_TOKEN_FILE": token.name}
             got = probe(env)
             rspec = replicated_job(o, "reducers")["template"]["spec"]
             reducers = [f"train-reducers-0-{i}.train:7450" for i in range(rspec["parallelism"])]
             self.assertEqual(got["plugin"].get("reducers"), reducers, got)
             self.assertTrue(got["plugin"]["token"])
             self.assertEqual(got["rs-train"].get("reducers"), reducers, got)
-            env = {**dockerfile_env("reducer-base"), **env_of(reducer), "REDUCER_JOB_TOKEN_FILE": token.name}
+            env = {**dockerfile_env("reducer-base"), **env_of(o, "reducers"), "REDUCER_JOB_TOKEN_FILE": token.name}
             got = probe(env)["reducerd"]
             self.assertEqual(got.get("listen"), "0.0.0.0:7450", got)
             self.assertTrue(got["token"])
