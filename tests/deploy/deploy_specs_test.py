@@ -280,10 +280,15 @@ class VertexTest(unittest.TestCase):
         capture = os.path.join(workdir, f"capture{n}")
         os.makedirs(fake, exist_ok=True)
         os.makedirs(capture)
-        # `gcloud ai custom-jobs create --config=F` and `gcloud storage cp - gs://...`
-        # (the object from stdin), as gcloud takes them.
+        # `gcloud ai custom-jobs create --config=F` (failing with FAIL_CREATE set),
+        # `gcloud storage cp - gs://...` (the object from stdin) and `gcloud
+        # storage rm gs://...`, as gcloud takes them.
         with open(os.path.join(fake, "gcloud"), "w") as f:
             f.write('#!/bin/sh\n'
+                    'if [ "$1" = storage ] && [ "$2" = rm ]; then\n'
+                    '  for a in "$@"; do last=$a; done\n'
+                    '  printf "%s\\n" "$last" >> "$CAPTURE/removed"; exit 0\n'
+                    'fi\n'
                     'if [ "$1" = storage ]; then\n'
                     '  [ "$2" = cp ] || exit 2\n'
                     '  for a in "$@"; do last=$a; done\n'
@@ -291,6 +296,8 @@ class VertexTest(unittest.TestCase):
                     '  printf "%s\\n" "$last" > "$CAPTURE/object"; cat > "$CAPTURE/object-data"; exit 0\n'
                     'fi\n'
                     'printf "%s\\n" "$@" > "$CAPTURE/args"\n'
+                    'if [ -n "$FAIL_CREATE" ]; then echo "ERROR: (gcloud.ai.custom-jobs.create) PERMISSION_DENIED" >&2;'
+                    ' exit 1; fi\n'
                     'for a in "$@"; do case $a in --config=*) cp "${a#--config=}" "$CAPTURE/config.yaml";'
                     ' echo "${a#--config=}" > "$CAPTURE/config-path";; esac; done\n')
         os.chmod(os.path.join(fake, "gcloud"), 0o755)
@@ -428,6 +435,7 @@ class CustomJob:
 '''
     AIPLATFORM_V1 = '''
 import enum
+import os
 from google.cloud import _record
 _FIELDS = {"display_name", "job_spec", "labels", "encryption_spec"}
 class _State(enum.Enum):
@@ -441,6 +449,8 @@ class JobServiceClient:
     def __init__(self, *, client_options=None, **kw):
         _record("JobServiceClient", {"client_options": client_options})
     def create_custom_job(self, request=None, *, parent=None, custom_job=None, **kw):
+        if os.environ.get("FAIL_CREATE"):
+            raise PermissionError("403 Permission 'aiplatform.customJobs.create' denied")
         unknown = set(custom_job) - _FIELDS
         if unknown:
             raise ValueError("Unknown field for CustomJob: " + ", ".join(sorted(unknown)))
@@ -459,6 +469,8 @@ class _Blob:
     def upload_from_string(self, data, content_type=None, if_generation_match=None, **kw):
         _record("upload", {"uri": "gs://" + self.bucket + "/" + self.name, "data": data,
                            "if_generation_match": if_generation_match})
+    def delete(self, **kw):
+        _record("delete", {"uri": "gs://" + self.bucket + "/" + self.name})
 class _Bucket:
     def __init__(self, name):
         self.name = name
@@ -471,7 +483,7 @@ class Client:
         return _Bucket(name)
 '''
 
-    def submit_with_sdk(self, workdir, n, extra=()):
+    def submit_with_sdk(self, workdir, n, extra=(), fail_create=False):
         cloud = os.path.join(workdir, "google", "cloud")
         if not os.path.isdir(cloud):
             os.makedirs(os.path.join(cloud, "aiplatform"))
@@ -485,6 +497,8 @@ class Client:
         # google-auth) would hide the stand-in; Debian's packages (yaml)
         # stay reachable through PYTHONPATH.
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{workdir}:/usr/lib/python3/dist-packages", "CAPTURE": capture}
+        if fail_create:
+            env["FAIL_CREATE"] = "1"
         result = run([sys.executable, "-S", path("deploy", "vertex", "submit.py"), "--project", "p",
                       "--region", "us-central1", "--display-name", "t", *extra], env=env)
         calls = []
@@ -525,6 +539,30 @@ class Client:
                 self.assertIs(spec["scheduling"]["restart_job_on_worker_restart"], True)
                 tokens.append(self.check_tokens(spec["worker_pool_specs"], result.stdout + result.stderr))
             self.assertNotEqual(tokens[0], tokens[1], "two jobs got the same token")
+
+    def test_a_job_not_created_leaves_no_token_behind(self):
+        # The token goes to the bucket before the job exists (its replicas
+        # read it as they start): when the creation fails, both scripts
+        # remove it and exit non-zero.
+        with tempfile.TemporaryDirectory() as workdir:
+            env, capture = self.fake_gcloud(workdir, 0)
+            result = run([path("deploy", "vertex", "submit.sh"), "--region", "r", "--token-bucket", "gs://bucket/t"],
+                         env={**env, "FAIL_CREATE": "1"})
+            self.assertEqual(result.returncode, 1, result.stderr)
+            with open(os.path.join(capture, "object")) as f:
+                obj = f.read().strip()
+            with open(os.path.join(capture, "removed")) as f:
+                self.assertEqual(f.read().split(), [obj])
+            self.assertIn("the job was not created", result.stderr)
+            result, calls = self.submit_with_sdk(workdir, 1, ("--token-bucket", "gs://bucket/t"), fail_create=True)
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertEqual([c["call"] for c in calls], ["upload", "JobServiceClient", "delete"])
+            self.assertEqual(calls[2]["data"]["uri"], calls[0]["data"]["uri"])
+            self.assertIn("the job was not created: PermissionError", result.stderr)
+            # Without a bucket there is nothing to remove; the failure still shows.
+            result, calls = self.submit_with_sdk(workdir, 2, fail_create=True)
+            self.assertEqual(result.returncode, 1)
+            self.assertEqual([c["call"] for c in calls], ["JobServiceClient"])
 
     def test_submit_py_token_bucket_keeps_the_token_out_of_the_spec(self):
         with tempfile.TemporaryDirectory() as workdir:

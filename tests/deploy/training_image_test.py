@@ -198,7 +198,7 @@ class TrainingImageTest(unittest.TestCase):
             tables, _ = tuner_lookup(nccl)
             if tables:
                 self.assertTrue(set(tables) & exported,
-                                f"{self.image} ships NCCL {nccl[0]}.{nccl[1]}, which looks for {', '.join(tables)}; "
+                                f"{self.image} ships NCCL {self.nccl_text}, which looks for {', '.join(tables)}; "
                                 f"the plugin exports {', '.join(sorted(s for s in exported if 'Tuner' in s))}")
 
     def test_no_job_spec_turns_the_tuner_off(self):
