@@ -58,7 +58,7 @@ def max_nodes(nnodes):
 class TorchrunLinesTest(unittest.TestCase):
     def setUp(self):
         try:
-            from torch.distributed import run  # noqa: F401
+            import torch.distributed.run  # noqa: F401
         except ImportError as e:
             self.skipTest(f"PyTorch is not installed ({e}): python3-torch")
 
