@@ -15,8 +15,8 @@ default it replaces every REDUCER_JOB_TOKEN placeholder in job.yaml, which
 puts it in the job's spec, and so in every replica's CLUSTER_SPEC. With
 --token-bucket it goes instead to a new object in that bucket, which
 Vertex AI mounts in every replica under /gcs/, and the pools get
-REDUCER_JOB_TOKEN_FILE naming it: the spec holds only the path. The token is
-never printed. What it protects and what not: docs/guide/deploying.md, "The job token".
+REDUCER_JOB_TOKEN_FILE naming it: the spec holds only the path; if the job
+is not created, the object is removed again. The token is never printed. What it protects and what not: docs/guide/deploying.md, "The job token".
 """
 import argparse
 import re
@@ -73,7 +73,8 @@ def split_bucket(uri):
 
 def store_token(project, uri, token):
     """Writes the token to a new object under `uri`; its path in the
-    replicas (Vertex AI mounts buckets at /gcs/<bucket>) and its gs:// name."""
+    replicas (Vertex AI mounts buckets at /gcs/<bucket>), its gs:// name and
+    the object (to remove it if the job is not created)."""
     bucket, prefix = split_bucket(uri)
     name = "/".join(p for p in (prefix, "reduction-server-job-" + secrets.token_hex(8), "job-token") if p)
     from google.cloud import storage  # a dependency of google-cloud-aiplatform
@@ -81,7 +82,7 @@ def store_token(project, uri, token):
     blob = storage.Client(project=project).bucket(bucket).blob(name)
     # if_generation_match=0: a new object, never one that exists.
     blob.upload_from_string(token, content_type="text/plain", if_generation_match=0)
-    return f"/gcs/{bucket}/{name}", f"gs://{bucket}/{name}"
+    return f"/gcs/{bucket}/{name}", f"gs://{bucket}/{name}", blob
 
 
 def main(argv=None):
@@ -108,23 +109,36 @@ def main(argv=None):
     spec, given = with_token(spec, {})  # count first: nothing is stored for a config without placeholders
     if given == 0:
         sys.exit(f"submit.py: {args.config} has no {TOKEN_VARIABLE} set to '{PLACEHOLDER}' to replace")
-    where = "the job's spec"
+    where, stored = "the job's spec", None
     if args.token_bucket:
-        path, uri = store_token(args.project, args.token_bucket, token)
+        # Before the job: its replicas read the object as they start.
+        path, uri, stored = store_token(args.project, args.token_bucket, token)
         spec, given = with_token(spec, {"name": FILE_VARIABLE, "value": path})
         where = f"{uri} ({FILE_VARIABLE}); remove it once the job has ended: gcloud storage rm {uri}"
     else:
         spec, given = with_token(spec, {"value": token})
 
-    # Imported late: --help works without the library.
-    from google.cloud import aiplatform_v1
-
-    client = aiplatform_v1.JobServiceClient(
-        client_options={"api_endpoint": f"{args.region}-aiplatform.googleapis.com"})
     print(f"submitting {args.display_name} (a new token for {given} pools, in {where})", flush=True)
-    job = client.create_custom_job(
-        parent=f"projects/{args.project}/locations/{args.region}",
-        custom_job={"display_name": args.display_name, "job_spec": to_sdk(spec)})
+    try:
+        # Imported late: --help works without the library.
+        from google.cloud import aiplatform_v1
+
+        client = aiplatform_v1.JobServiceClient(
+            client_options={"api_endpoint": f"{args.region}-aiplatform.googleapis.com"})
+        job = client.create_custom_job(
+            parent=f"projects/{args.project}/locations/{args.region}",
+            custom_job={"display_name": args.display_name, "job_spec": to_sdk(spec)})
+    except Exception as e:
+        # No job will read the token: remove it rather than leave a secret behind.
+        print(f"submit.py: the job was not created: {type(e).__name__}: {e}", file=sys.stderr)
+        if stored is not None:
+            try:
+                stored.delete()
+                print(f"submit.py: removed the token {uri}", file=sys.stderr)
+            except Exception as e2:
+                print(f"submit.py: could not remove {uri} ({e2}); remove it yourself: gcloud storage rm {uri}",
+                      file=sys.stderr)
+        return 1
     print(f"created {job.name}", flush=True)
     if not args.wait:
         return 0

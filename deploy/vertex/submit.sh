@@ -9,12 +9,13 @@
 # default it lives in a temporary copy of the config (removed on exit) and in
 # the job's spec, so in every replica's CLUSTER_SPEC. --token-bucket keeps it
 # out: it goes to a new object in that bucket (mounted by Vertex AI at /gcs/)
-# and the pools get REDUCER_JOB_TOKEN_FILE with its path. What it protects
-# and what not: docs/guide/deploying.md, "The job token".
+# and the pools get REDUCER_JOB_TOKEN_FILE with its path; if the job is
+# not created, the object is removed again. What it protects and what not:
+# docs/guide/deploying.md, "The job token".
 set -euo pipefail
 
 usage() {
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
   exit "${1:-0}"
 }
 
@@ -48,6 +49,7 @@ token=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
 tmp=$(mktemp "${TMPDIR:-/tmp}/rs-vertex-job.XXXXXX.yaml")
 trap 'rm -f "$tmp"' EXIT
 chmod 600 "$tmp"
+# (Entries, not pools: a YAML alias gives one entry to several pools.)
 count=$(grep -c "value: $placeholder\$" "$config")
 project_flag=()
 [ -z "$project" ] || project_flag=(--project="$project")
@@ -71,5 +73,13 @@ else
 fi
 
 args=(ai custom-jobs create --region="$region" --display-name="$name" --config="$tmp" "${project_flag[@]}")
-echo "submitting $name (a new token for the $count placeholder entries, in $where)"
-gcloud "${args[@]}"
+echo "submitting $name (a new token for every pool's REDUCER_JOB_TOKEN placeholder, in $where)"
+rc=0
+gcloud "${args[@]}" || rc=$?
+if [ "$rc" -ne 0 ] && [ -n "$bucket" ]; then
+  # No job will read it: a token left behind would only be one more secret to guard.
+  echo "submit.sh: the job was not created (gcloud exit $rc): removing the token $object" >&2
+  gcloud storage rm "${project_flag[@]}" "$object" >/dev/null ||
+    echo "submit.sh: could not remove $object; remove it yourself: gcloud storage rm $object" >&2
+fi
+exit "$rc"

@@ -7,10 +7,7 @@
   restarts, and, replica by replica, the CLUSTER_SPEC Vertex AI would set:
   the plugin and rs-train on pools 0 and 1 find exactly pool 2's reducers,
   each reducer listens on its own entry's port, rs-launch gives torchrun
-  the nodes of pools 0 and 1. Both submission scripts run against stand-ins
-  for gcloud, the client library and Cloud Storage that answer as those are
-  documented to: one fresh token, in every pool or (--token-bucket) in a
-  file no CLUSTER_SPEC contains, never printed or left on disk.
+  the nodes of pools 0 and 1. (The submission scripts: vertex_submit_test.py.)
 - Kubernetes (deploy/kubernetes): every object against Kubernetes' own
   schemas (k8s_schema.py: Debian's python3-kubernetes models; JobSet and
   PodMonitor by their API types), the references between them (JobSet
@@ -46,6 +43,7 @@ try:
 except ImportError as e:
     print(f"SKIPPED: {e} (python3-yaml and python3-kubernetes: scripts/lib/deps.sh's test packages)")
     sys.exit(77)
+import jobset_pods  # noqa: E402
 import vertex_schema  # noqa: E402
 
 ARGS = None
@@ -274,281 +272,13 @@ class VertexTest(unittest.TestCase):
         pools = vertex_spec()["workerPoolSpecs"]
         self.assertEqual(container_env(pools[2]).get("REDUCER_LOG_FORMAT"), "json")
 
-    def fake_gcloud(self, workdir, n):
-        fake = os.path.join(workdir, "bin")
-        capture = os.path.join(workdir, f"capture{n}")
-        os.makedirs(fake, exist_ok=True)
-        os.makedirs(capture)
-        # `gcloud ai custom-jobs create --config=F` and `gcloud storage cp - gs://...`
-        # (the object from stdin), as gcloud takes them.
-        with open(os.path.join(fake, "gcloud"), "w") as f:
-            f.write('#!/bin/sh\n'
-                    'if [ "$1" = storage ]; then\n'
-                    '  [ "$2" = cp ] || exit 2\n'
-                    '  for a in "$@"; do last=$a; done\n'
-                    '  case $last in gs://*) ;; *) echo "not a gs:// URL: $last" >&2; exit 2;; esac\n'
-                    '  printf "%s\\n" "$last" > "$CAPTURE/object"; cat > "$CAPTURE/object-data"; exit 0\n'
-                    'fi\n'
-                    'printf "%s\\n" "$@" > "$CAPTURE/args"\n'
-                    'for a in "$@"; do case $a in --config=*) cp "${a#--config=}" "$CAPTURE/config.yaml";'
-                    ' echo "${a#--config=}" > "$CAPTURE/config-path";; esac; done\n')
-        os.chmod(os.path.join(fake, "gcloud"), 0o755)
-        return {"PATH": f"{fake}:/usr/bin:/bin", "CAPTURE": capture, "TMPDIR": workdir}, capture
-
-    def submit_with_gcloud(self, workdir, n, extra=()):
-        env, capture = self.fake_gcloud(workdir, n)
-        result = run([path("deploy", "vertex", "submit.sh"), "--region", "us-central1", "--project", "p",
-                      "--display-name", "t", *extra], env=env)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        with open(os.path.join(capture, "args")) as f:
-            args = f.read().split("\n")
-        with open(os.path.join(capture, "config-path")) as f:
-            config_path = f.read().strip()
-        with open(os.path.join(capture, "config.yaml")) as f:
-            config = yaml.safe_load(f)
-        return args, config_path, config, result.stdout + result.stderr
-
-    def check_tokens(self, pools, output):
-        tokens = {e["value"] for p in pools for e in (p.get("containerSpec") or p.get("container_spec"))["env"]
-                  if e["name"] == "REDUCER_JOB_TOKEN"}
-        self.assertEqual(len(tokens), 1, "every pool must get the same token")
-        token = tokens.pop()
-        self.assertRegex(token, TOKEN)
-        self.assertNotIn(token, output, "the token was printed")
-        return token
-
-    def check_token_file(self, spec, token, output, snake=False):
-        """The bucket variant: every pool names the same file, the token is
-        in no replica's CLUSTER_SPEC, and every component reads it there."""
-        pools = spec["worker_pool_specs" if snake else "workerPoolSpecs"]
-        key = "container_spec" if snake else "containerSpec"
-        self.assertRegex(token, TOKEN)
-        self.assertNotIn(token, output, "the token was printed")
-        files = set()
-        for pool in pools:
-            names = [e["name"] for e in pool[key]["env"]]
-            self.assertNotIn("REDUCER_JOB_TOKEN", names)
-            files |= {e["value"] for e in pool[key]["env"] if e["name"] == "REDUCER_JOB_TOKEN_FILE"}
-        self.assertEqual(len(files), 1, "every pool must name the same token file")
-        token_path = files.pop()
-        self.assertRegex(token_path, r"^/gcs/bucket/jobs/reduction-server-job-[0-9a-f]{16}/job-token$")
-        camel = vertex_spec()["workerPoolSpecs"]
-        for i, pool in enumerate(camel):
-            pool["containerSpec"]["env"] = [
-                {"name": "REDUCER_JOB_TOKEN_FILE", "value": token_path} if e["value"] == PLACEHOLDER else e
-                for e in pool["containerSpec"]["env"]]
-        self.assertNotIn(token, vertex_cluster_spec(camel, "workerpool1", 0))
-        with tempfile.NamedTemporaryFile("w", suffix=".token") as f:
-            f.write(token)
-            f.flush()
-            for pool, stage, who in ((camel[0], "training-base", "plugin"), (camel[2], "reducer-base", "reducerd")):
-                env = {**dockerfile_env(stage), **{k: (f.name if v == token_path else v)
-                                                   for k, v in container_env(pool).items()}}
-                env["CLUSTER_SPEC"] = vertex_cluster_spec(camel, "workerpool0" if who == "plugin" else "workerpool2", 0)
-                got = probe(env)
-                self.assertTrue(got[who]["token"], f"{who} did not read the token file")
-                if who == "plugin":
-                    self.assertTrue(got["rs-train"]["token"], "rs-train did not read the token file")
-        return token_path
-
-    def test_submit_sh_gives_every_pool_one_fresh_token(self):
-        with tempfile.TemporaryDirectory() as workdir:
-            tokens = []
-            for n in range(2):
-                args, config_path, config, output = self.submit_with_gcloud(workdir, n)
-                self.assertEqual(args[:3], ["ai", "custom-jobs", "create"])
-                self.assertIn("--region=us-central1", args)
-                self.assertIn("--display-name=t", args)
-                self.assertFalse(os.path.exists(config_path), "the config with the token was left on disk")
-                tokens.append(self.check_tokens(config["workerPoolSpecs"], output))
-                errors = []
-                vertex_schema.validate_job_spec(config, errors)
-                self.assertEqual(errors, [])
-                # Nothing but the token changed (scheduling included).
-                for pool in config["workerPoolSpecs"]:
-                    for e in pool["containerSpec"]["env"]:
-                        if e["value"] == tokens[-1]:
-                            e["value"] = PLACEHOLDER
-                self.assertEqual(config, vertex_spec())
-            self.assertNotEqual(tokens[0], tokens[1], "two jobs got the same token")
-
-    def test_submit_sh_token_bucket_keeps_the_token_out_of_the_spec(self):
-        with tempfile.TemporaryDirectory() as workdir:
-            args, config_path, config, output = self.submit_with_gcloud(
-                workdir, 0, ("--token-bucket", "gs://bucket/jobs"))
-            capture = os.path.join(workdir, "capture0")
-            with open(os.path.join(capture, "object")) as f:
-                obj = f.read().strip()
-            with open(os.path.join(capture, "object-data")) as f:
-                token = f.read()
-            self.assertFalse(os.path.exists(config_path))
-            token_path = self.check_token_file(config, token, output)
-            self.assertEqual(obj, "gs://" + token_path[len("/gcs/"):])
-            self.assertIn(f"gcloud storage rm {obj}", output, "say how to remove the token afterwards")
-            errors = []
-            vertex_schema.validate_job_spec(config, errors)
-            self.assertEqual(errors, [])
-            env, _ = self.fake_gcloud(workdir, 1)
-            result = run([path("deploy", "vertex", "submit.sh"), "--region", "r", "--token-bucket", "bucket"], env=env)
-            self.assertEqual(result.returncode, 2)
-            self.assertIn("is not gs://BUCKET", result.stderr)
-
-    # Stand-ins for the Python client library, answering as the real one is
-    # documented to: aiplatform.CustomJob raises without a staging bucket
-    # ("staging_bucket should be passed to CustomJob constructor or should be
-    # set using aiplatform.init(staging_bucket='gs://my-bucket')", from
-    # google/cloud/aiplatform/jobs.py); aiplatform_v1.JobServiceClient takes
-    # keyword arguments only and refuses a field its CustomJob message lacks
-    # (proto-plus: "Unknown field for CustomJob"); storage's
-    # Blob.upload_from_string with if_generation_match=0 writes a new object.
-    SDK_STAND_IN = '''
-import json, os
-def _record(call, data):
-    with open(os.environ["CAPTURE"], "a") as f:
-        f.write(json.dumps({"call": call, "data": data}) + "\\n")
-'''
-    AIPLATFORM = '''
-from google.cloud import _record
-_staging = None
-def init(project=None, location=None, staging_bucket=None, **kw):
-    global _staging
-    _staging = staging_bucket
-    _record("init", {"project": project, "location": location, "staging_bucket": staging_bucket})
-class CustomJob:
-    def __init__(self, display_name, worker_pool_specs, staging_bucket=None, **kw):
-        if not (staging_bucket or _staging):
-            raise RuntimeError("staging_bucket should be passed to CustomJob constructor or "
-                               "should be set using aiplatform.init(staging_bucket='gs://my-bucket')")
-        _record("CustomJob", {"display_name": display_name, "worker_pool_specs": worker_pool_specs})
-    def submit(self, **kw):
-        _record("submit", kw)
-    def run(self, **kw):
-        _record("run", kw)
-'''
-    AIPLATFORM_V1 = '''
-import enum
-from google.cloud import _record
-_FIELDS = {"display_name", "job_spec", "labels", "encryption_spec"}
-class _State(enum.Enum):
-    JOB_STATE_RUNNING = 3
-    JOB_STATE_SUCCEEDED = 4
-class _Job:
-    def __init__(self, name, state):
-        self.name, self.state = name, state
-class JobServiceClient:
-    _polls = 0
-    def __init__(self, *, client_options=None, **kw):
-        _record("JobServiceClient", {"client_options": client_options})
-    def create_custom_job(self, request=None, *, parent=None, custom_job=None, **kw):
-        unknown = set(custom_job) - _FIELDS
-        if unknown:
-            raise ValueError("Unknown field for CustomJob: " + ", ".join(sorted(unknown)))
-        _record("create_custom_job", {"parent": parent, "custom_job": custom_job})
-        return _Job(parent + "/customJobs/123", _State.JOB_STATE_RUNNING)
-    def get_custom_job(self, request=None, *, name=None, **kw):
-        JobServiceClient._polls += 1
-        _record("get_custom_job", {"name": name})
-        return _Job(name, _State.JOB_STATE_SUCCEEDED if JobServiceClient._polls > 1 else _State.JOB_STATE_RUNNING)
-'''
-    STORAGE = '''
-from google.cloud import _record
-class _Blob:
-    def __init__(self, bucket, name):
-        self.bucket, self.name = bucket, name
-    def upload_from_string(self, data, content_type=None, if_generation_match=None, **kw):
-        _record("upload", {"uri": "gs://" + self.bucket + "/" + self.name, "data": data,
-                           "if_generation_match": if_generation_match})
-class _Bucket:
-    def __init__(self, name):
-        self.name = name
-    def blob(self, name):
-        return _Blob(self.name, name)
-class Client:
-    def __init__(self, project=None, **kw):
-        pass
-    def bucket(self, name):
-        return _Bucket(name)
-'''
-
-    def submit_with_sdk(self, workdir, n, extra=()):
-        cloud = os.path.join(workdir, "google", "cloud")
-        if not os.path.isdir(cloud):
-            os.makedirs(os.path.join(cloud, "aiplatform"))
-            open(os.path.join(workdir, "google", "__init__.py"), "w").close()
-            for name, text in (("__init__.py", self.SDK_STAND_IN), ("aiplatform/__init__.py", self.AIPLATFORM),
-                               ("aiplatform_v1.py", self.AIPLATFORM_V1), ("storage.py", self.STORAGE)):
-                with open(os.path.join(cloud, name), "w") as f:
-                    f.write(text)
-        capture = os.path.join(workdir, f"calls{n}.jsonl")
-        # -S: no site .pth files, whose google namespace (Debian's
-        # google-auth) would hide the stand-in; Debian's packages (yaml)
-        # stay reachable through PYTHONPATH.
-        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{workdir}:/usr/lib/python3/dist-packages", "CAPTURE": capture}
-        result = run([sys.executable, "-S", path("deploy", "vertex", "submit.py"), "--project", "p",
-                      "--region", "us-central1", "--display-name", "t", *extra], env=env)
-        calls = []
-        if os.path.exists(capture):
-            with open(capture) as f:
-                calls = [json.loads(line) for line in f]
-        return result, calls
-
-    def test_sdk_stand_in_answers_as_the_sdk(self):
-        # The stand-in itself: CustomJob without a staging bucket fails as
-        # the real SDK does, so a submit.py that used it so would fail here.
-        with tempfile.TemporaryDirectory() as workdir:
-            self.submit_with_sdk(workdir, 0)
-            env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": workdir, "CAPTURE": os.path.join(workdir, "c.jsonl")}
-            code = ("from google.cloud import aiplatform\naiplatform.init(project='p', location='l')\n"
-                    "aiplatform.CustomJob(display_name='t', worker_pool_specs=[])\n")
-            result = run([sys.executable, "-S", "-c", code], env=env)
-            self.assertNotEqual(result.returncode, 0)
-            self.assertIn("staging_bucket should be passed to CustomJob constructor", result.stderr)
-
-    def test_submit_py_gives_every_pool_one_fresh_token(self):
-        with tempfile.TemporaryDirectory() as workdir:
-            tokens = []
-            for n in range(2):
-                result, calls = self.submit_with_sdk(workdir, n)
-                self.assertEqual(result.returncode, 0, result.stderr)
-                self.assertEqual([c["call"] for c in calls], ["JobServiceClient", "create_custom_job"])
-                self.assertEqual(calls[0]["data"]["client_options"],
-                                 {"api_endpoint": "us-central1-aiplatform.googleapis.com"})
-                created = calls[1]["data"]
-                self.assertEqual(created["parent"], "projects/p/locations/us-central1")
-                self.assertEqual(created["custom_job"]["display_name"], "t")
-                spec = created["custom_job"]["job_spec"]
-                errors = []
-                vertex_schema.validate_job_spec(spec, errors, snake=True)
-                self.assertEqual(errors, [])
-                # The whole spec, scheduling included, as gcloud sends it.
-                self.assertIs(spec["scheduling"]["restart_job_on_worker_restart"], True)
-                tokens.append(self.check_tokens(spec["worker_pool_specs"], result.stdout + result.stderr))
-            self.assertNotEqual(tokens[0], tokens[1], "two jobs got the same token")
-
-    def test_submit_py_token_bucket_keeps_the_token_out_of_the_spec(self):
-        with tempfile.TemporaryDirectory() as workdir:
-            result, calls = self.submit_with_sdk(workdir, 0, ("--token-bucket", "gs://bucket/jobs", "--wait",
-                                                              "--poll-seconds", "0"))
-            self.assertEqual(result.returncode, 0, result.stderr)
-            self.assertEqual([c["call"] for c in calls],
-                             ["upload", "JobServiceClient", "create_custom_job", "get_custom_job", "get_custom_job"])
-            upload = calls[0]["data"]
-            self.assertEqual(upload["if_generation_match"], 0, "the token must go to a new object")
-            spec = calls[2]["data"]["custom_job"]["job_spec"]
-            token_path = self.check_token_file(spec, upload["data"], result.stdout + result.stderr, snake=True)
-            self.assertEqual(upload["uri"], "gs://" + token_path[len("/gcs/"):])
-            self.assertIn("JOB_STATE_SUCCEEDED", result.stdout)
-            result, calls = self.submit_with_sdk(workdir, 1, ("--token-bucket", "bucket"))
-            self.assertEqual(result.returncode, 1)
-            self.assertIn("is not gs://BUCKET", result.stderr)
-            self.assertEqual(calls, [], "nothing is submitted after a bad --token-bucket")
-
 
 # --- Kubernetes -----------------------------------------------------------------
 
 # Variables the training pods set for the platform rather than for a
-# component: a home user 1000 can write (images made for root have none).
-PLATFORM_VARIABLES = {"HOME"}
+# component: a home user 1000 can write (images made for root have none),
+# and the JobSet's name, from its label, that the reducers' names are made of.
+PLATFORM_VARIABLES = {"HOME", "JOBSET_NAME"}
 # Volume types the "restricted" Pod Security Standard allows.
 RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
                       "projected", "secret"}
@@ -562,17 +292,19 @@ def k8s_objects():
     return objects
 
 
-def env_of(container):
-    return {e["name"]: e["value"] for e in container.get("env", [])}
-
-
 def replicated_job(objects, name):
-    jobset = objects[("JobSet", "train")]
-    return next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == name)
+    return jobset_pods.replicated_job(objects[("JobSet", "train")], name)
 
 
 def pod_template(objects, name):
     return replicated_job(objects, name)["template"]["spec"]["template"]
+
+
+def env_of(objects, rjob):
+    """The environment of `rjob`'s container as the kubelet makes it (the
+    JobSet's labels through the downward API, then $(VAR) references)."""
+    container = pod_template(objects, rjob)["spec"]["containers"][0]
+    return jobset_pods.container_env(objects[("JobSet", "train")], rjob, container)
 
 
 def kustomization():
@@ -654,14 +386,14 @@ class KubernetesTest(unittest.TestCase):
         pod = pod_template(o, "reducers")
         reducer = pod["spec"]["containers"][0]
         data_port = next(p["containerPort"] for p in reducer["ports"] if p["name"] == "data")
-        self.assertEqual(env_of(reducer)["REDUCER_LISTEN"], f"0.0.0.0:{data_port}")
+        self.assertEqual(env_of(o, "reducers")["REDUCER_LISTEN"], f"0.0.0.0:{data_port}")
         # The image's health check and the probes reach the gRPC control
         # plane inside the pod, which is all it listens on (Drain has no
         # authentication).
         image = dockerfile_env("reducer-base")
         self.assertTrue(image["REDUCER_GRPC_LISTEN"].startswith("127.0.0.1:"))
         self.assertEqual(image["REDUCERCTL_TARGET"], image["REDUCER_GRPC_LISTEN"])
-        self.assertNotIn("REDUCER_GRPC_LISTEN", env_of(reducer))
+        self.assertNotIn("REDUCER_GRPC_LISTEN", env_of(o, "reducers"))
         self.assertEqual(reducer["readinessProbe"]["exec"]["command"], ["reducerctl", "health"])
         self.assertEqual(pod["spec"]["securityContext"]["runAsUser"], 10001, "the image's user")
         self.assertGreater(pod["spec"]["terminationGracePeriodSeconds"], 30, "above REDUCER_DRAIN_TIMEOUT")
@@ -678,13 +410,15 @@ class KubernetesTest(unittest.TestCase):
         # expands ({0..N-1}; test_pods_environments_as_the_components_read_them
         # has the components expand it).
         expected = f"{name}-{rjob['name']}-0-{{0..{rspec['parallelism'] - 1}}}.{name}:{data_port}"
-        self.assertEqual(env_of(trainer)["REDUCER_ADDRS"], expected, "REDUCER_ADDRS must name every reducer")
+        self.assertEqual(env_of(o, "workers")["REDUCER_ADDRS"], expected, "REDUCER_ADDRS must name every reducer")
         # ... as `reducerctl plan` prints it for that many reducers.
         plan = run([ARGS.reducerctl, "plan", "--workers", str(job["parallelism"]), "--worker-gbps", "100",
                     "--reducer-machine", "n1-highcpu-16", "--reducers", str(rspec["parallelism"])]).stdout
         self.assertIn(f"parallelism and completions {rspec['parallelism']}, ", plan)
         self.assertIn(f"REDUCER_ADDRS {expected} ", plan)
-        command = " ".join(trainer["command"])
+        # torchrun's arguments as pod i's shell gives them.
+        command = " ".join(jobset_pods.command_argv(jobset, "workers", trainer, {"JOB_COMPLETION_INDEX": "1"}))
+        self.assertIn(" --node_rank=1 ", command)
         nodes = int(re.search(r"--nnodes=(\d+)", command).group(1))
         self.assertEqual(nodes, job["parallelism"])
         self.assertEqual(nodes, job["completions"])
@@ -697,11 +431,12 @@ class KubernetesTest(unittest.TestCase):
         secret = k["secretGenerator"][0]
         self.assertTrue(k["generatorOptions"]["disableNameSuffixHash"])
         key, _, source = secret["files"][0].partition("=")
-        for spec, container in ((pod["spec"], reducer), (job["template"]["spec"], trainer)):
+        for spec, container, rjob_name in ((pod["spec"], reducer, "reducers"),
+                                           (job["template"]["spec"], trainer, "workers")):
             volume = next(v for v in spec["volumes"] if v["name"] == "job-token")
             self.assertEqual(volume["secret"]["secretName"], secret["name"])
             mount = next(m for m in container["volumeMounts"] if m["name"] == "job-token")
-            self.assertEqual(env_of(container)["REDUCER_JOB_TOKEN_FILE"], f"{mount['mountPath']}/{key}")
+            self.assertEqual(env_of(o, rjob_name)["REDUCER_JOB_TOKEN_FILE"], f"{mount['mountPath']}/{key}")
         with open(path(".gitignore")) as f:
             self.assertIn(f"/deploy/kubernetes/{source}", f.read().split(), "the token file must not be committed")
 
@@ -768,34 +503,36 @@ class KubernetesTest(unittest.TestCase):
             self.assertLessEqual({"cloud.google.com/gke-accelerator", "nvidia.com/gpu.present"}, gpu_free)
         self.assertNotIn("nvidia.com/gpu", pod["spec"]["containers"][0]["resources"].get("limits", {}))
         pdb = o[("PodDisruptionBudget", "reducers")]
+        running = jobset_pods.pod_labels(o[("JobSet", "train")], "reducers")
         for key, value in pdb["spec"]["selector"]["matchLabels"].items():
-            self.assertEqual(labels.get(key), value, "the budget must select the reducers")
+            self.assertEqual(running.get(key), value, "the budget must select the reducers")
+        # One at a time, as an integer minAvailable: with maxUnavailable (or
+        # a percentage) over a Job's pods the disruption controller allows
+        # no eviction at all (kubernetes_job_test.py has the details).
         reducers = replicated_job(o, "reducers")["template"]["spec"]["parallelism"]
-        self.assertEqual(pdb["spec"]["maxUnavailable"], 1)
-        self.assertLess(pdb["spec"]["maxUnavailable"], reducers)
+        self.assertNotIn("maxUnavailable", pdb["spec"])
+        self.assertEqual(pdb["spec"]["minAvailable"], reducers - 1)
         # The trainers' own label must not fall under it.
         self.assertNotEqual(pod_template(o, "workers")["metadata"]["labels"].get("app.kubernetes.io/name"),
                             labels["app.kubernetes.io/name"])
 
     def test_pods_environments_as_the_components_read_them(self):
         o = k8s_objects()
-        reducer = pod_template(o, "reducers")["spec"]["containers"][0]
-        trainer = pod_template(o, "workers")["spec"]["containers"][0]
         reg = registries()
-        self.assertLessEqual(set(env_of(reducer)), reg.reducerd)
-        self.assertLessEqual(set(env_of(trainer)), reg.worker | PLATFORM_VARIABLES)
-        self.assertEqual(env_of(reducer).get("REDUCER_LOG_FORMAT"), "json")
+        self.assertLessEqual(set(env_of(o, "reducers")), reg.reducerd)
+        self.assertLessEqual(set(env_of(o, "workers")), reg.worker | PLATFORM_VARIABLES)
+        self.assertEqual(env_of(o, "reducers").get("REDUCER_LOG_FORMAT"), "json")
         with tempfile.NamedTemporaryFile("w", suffix=".token") as token:
             token.write("k8s-test-token\n")
             token.flush()
-            env = {**dockerfile_env("training-base"), **env_of(trainer), "REDUCER_JOB_TOKEN_FILE": token.name}
+            env = {**dockerfile_env("training-base"), **env_of(o, "workers"), "REDUCER_JOB_TOKEN_FILE": token.name}
             got = probe(env)
             rspec = replicated_job(o, "reducers")["template"]["spec"]
             reducers = [f"train-reducers-0-{i}.train:7450" for i in range(rspec["parallelism"])]
             self.assertEqual(got["plugin"].get("reducers"), reducers, got)
             self.assertTrue(got["plugin"]["token"])
             self.assertEqual(got["rs-train"].get("reducers"), reducers, got)
-            env = {**dockerfile_env("reducer-base"), **env_of(reducer), "REDUCER_JOB_TOKEN_FILE": token.name}
+            env = {**dockerfile_env("reducer-base"), **env_of(o, "reducers"), "REDUCER_JOB_TOKEN_FILE": token.name}
             got = probe(env)["reducerd"]
             self.assertEqual(got.get("listen"), "0.0.0.0:7450", got)
             self.assertTrue(got["token"])

@@ -2,13 +2,14 @@
 # The plugin-only image (docker/Dockerfile, target plugin) as a user takes it
 # into a training image of their own: builds it from this build's .deb
 # (--target plugin-from-debs: the same layout as `plugin`, without compiling
-# the project again in a container), checks that it holds the library and
-# OpenSSL's licence and nothing else, then builds a plain Debian 12 image with
+# the project again in a container), checks that it holds the library,
+# rs-launch and OpenSSL's licence and nothing else, then builds a plain Debian 12 image with
 # `COPY --from=<plugin image> /opt/reducer /opt/reducer`, as docs/guide/deploying.md
 # tells users to, and loads the plugin there by name as NCCL does
 # (NCCL_NET_PLUGIN=reducer: dlopen("libnccl-net-reducer.so")) with
 # LD_LIBRARY_PATH=/opt/reducer/lib; without it, the name must not resolve
-# (the image has no other copy that the check could have found instead).
+# (the image has no other copy that the check could have found instead);
+# rs-launch, which deploy/vertex/job.yaml's GPU pools run, is on its PATH.
 #
 #   plugin_image_test.sh PACKAGE_DIR DLOPEN_TOOL SCRATCH_DIR
 # Exit 77 with the reason where containers cannot run here.
@@ -48,23 +49,28 @@ context=$scratch/plugin-context
 rm -rf "$context" && mkdir -p "$context"
 cp "$debs"/libnccl-net-reducer_*.deb "$context/"
 cp "$openssl_copyright" "$context/openssl-copyright"
+cp "$root/deploy/vertex/rs-launch" "$context/rs-launch"
 
 build() { rs_image_build "$scratch" "$@" || fail "building $1 failed"; }
 start=$(date +%s.%N)
 build "$plugin_image" -f "$root/docker/Dockerfile" --target plugin-from-debs "$context"
 
-# --- what the image holds: the library and the licence, nothing else --------
+# --- what the image holds: the library, rs-launch and the licence, nothing else
 echo "==> the plugin image's files"
 podman create --name "$probe_ct" "$plugin_image" none >/dev/null
 podman export -o "$scratch/plugin-image.tar" "$probe_ct"
 podman rm "$probe_ct" >/dev/null
 listing=$(tar -tvf "$scratch/plugin-image.tar" | awk '$1 !~ /^d/ { print $1, $6 }' | sort)
-expected='-rw-r--r-- opt/reducer/lib/libnccl-net-reducer.so
+expected=$(sort <<'LISTING'
+-rw-r--r-- opt/reducer/lib/libnccl-net-reducer.so
+-rwxr-xr-x opt/reducer/bin/rs-launch
 -rw-r--r-- opt/reducer/share/licenses/openssl/Apache-2.0
--rw-r--r-- opt/reducer/share/licenses/openssl/copyright'
+-rw-r--r-- opt/reducer/share/licenses/openssl/copyright
+LISTING
+)
 if [ "$listing" != "$expected" ]; then
   printf 'expected:\n%s\nfound:\n%s\n' "$expected" "$listing" >&2
-  fail "the plugin image should hold exactly the library and OpenSSL's licence"
+  fail "the plugin image should hold exactly the library, rs-launch and OpenSSL's licence"
 fi
 tar -xOf "$scratch/plugin-image.tar" opt/reducer/share/licenses/openssl/copyright | grep '^Upstream-Name: OpenSSL' >/dev/null ||
   fail "the licence folder does not hold OpenSSL's copyright record"
@@ -80,6 +86,7 @@ build "$user_image" -f - "$context" <<DOCKERFILE
 FROM debian:bookworm-slim
 COPY --from=$plugin_image /opt/reducer /opt/reducer
 ENV LD_LIBRARY_PATH=/opt/reducer/lib\${LD_LIBRARY_PATH:+:\${LD_LIBRARY_PATH}} \\
+    PATH=/opt/reducer/bin:\${PATH} \\
     NCCL_NET_PLUGIN=reducer \\
     NCCL_NET_PLUGIN_REF_COUNT=1 \\
     NCCL_COLLNET_ENABLE=1
@@ -96,6 +103,11 @@ out=$(podman run --rm --network none "$user_image" sh -c 'exec rs_dlopen_plugin 
 indent <<<"$out"
 grep -qx 'loaded from /opt/reducer/lib/libnccl-net-reducer.so' <<<"$out" ||
   fail "the plugin was not loaded from /opt/reducer/lib"
+# job.yaml's GPU pools run `rs-launch -- torchrun ...`: found on PATH.
+launcher=$(podman run --rm --network none "$user_image" sh -c 'command -v rs-launch') ||
+  fail "rs-launch is not on PATH in the user's image (job.yaml's GPU pools: rs-launch: not found)"
+[ "$launcher" = /opt/reducer/bin/rs-launch ] || fail "rs-launch resolves to '$launcher', not /opt/reducer/bin/rs-launch"
+echo "  rs-launch on PATH: $launcher"
 # The control: the base image has no copy of its own, so LD_LIBRARY_PATH is
 # what made the name resolve above.
 if podman run --rm --network none "$user_image" env -u LD_LIBRARY_PATH rs_dlopen_plugin >/dev/null 2>&1; then
