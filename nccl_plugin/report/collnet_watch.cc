@@ -56,6 +56,12 @@ void CollNetWatch::ConnectFailed(const Status& status) {
 
 void CollNetWatch::CommunicatorReady(const CommShape& comm, const CostModel& model) {
   if (!collnet_connected_.load(std::memory_order_acquire)) return;  // not a node head: its head reports
+  if (setup_.nccl.algo_forces_collnet) {
+    // NCCL_ALGO leaves NCCL no other algorithm: the tuner cannot send any
+    // size elsewhere, and the model's view is moot.
+    if (!warned_[kUsing].exchange(true, std::memory_order_relaxed)) ReportInfo(ForcedLine());
+    return;
+  }
   constexpr size_t kLargest = size_t{1} << 40;
   if (!model.PreferReducers(kLargest)) {
     // The fewest reducers with which the model sends the largest sizes to
@@ -82,6 +88,11 @@ void CollNetWatch::CommunicatorReady(const CommShape& comm, const CostModel& mod
              model.Describe() + ". (REDUCER_LOG=warn hides this line.)");
 }
 
+std::string CollNetWatch::ForcedLine() const {
+  return "using " + setup_.reducers_text + ", " + setup_.wire_text + "; NCCL_ALGO=" + setup_.nccl.algo +
+         " sends every all-reduce NCCL can run on CollNet to them. (REDUCER_LOG=warn hides this line.)";
+}
+
 std::string CollNetWatch::NoTunerFix() const {
   const int v = setup_.nccl_version;
   const NcclTunerLookup lookup = TunerLookupOf(v);
@@ -106,11 +117,7 @@ void CollNetWatch::FirstTransfer() {
   if (first_transfer_seen_.load(std::memory_order_relaxed) || first_transfer_seen_.exchange(true)) return;
   if (!collnet_connected_.load(std::memory_order_acquire) || tuner_created_.load(std::memory_order_acquire)) return;
   if (setup_.nccl.algo_forces_collnet) {
-    if (!warned_[kUsing].exchange(true, std::memory_order_relaxed)) {
-      ReportInfo("using " + setup_.reducers_text + ", " + setup_.wire_text + "; NCCL_ALGO=" + setup_.nccl.algo +
-                 " sends every all-reduce NCCL can run on CollNet to them (no tuner). (REDUCER_LOG=warn hides "
-                 "this line.)");
-    }
+    if (!warned_[kUsing].exchange(true, std::memory_order_relaxed)) ReportInfo(ForcedLine());
     return;
   }
   WarnOnce(kNoTuner, "CollNet is connected to " + setup_.reducers_text +

@@ -115,6 +115,7 @@ class CollNetWatch {
   // where `fails`.
   void WarnOnce(Kind kind, const std::string& message, bool fails = true);
   std::string NoTunerFix() const;
+  std::string ForcedLine() const;  // the INFO line when NCCL_ALGO forces CollNet
 
   const CollNetSetup setup_;
   bool off_everywhere_ = false;  // (a) or (d): set by CheckSetup

@@ -337,6 +337,14 @@ TEST_F(WatchTest, NoTunerIsNoNewsWhereATunerRanOrNcclAlgoForcesCollNet) {
   EXPECT_EQ(Infos("NCCL_ALGO=allreduce:collnetchain sends every all-reduce NCCL can run on CollNet to them"), 1);
 }
 
+TEST_F(WatchTest, NcclAlgoForcingCollNetSaysSoInsteadOfTheModelsView) {
+  std::unique_ptr<Plugin> plugin = Make({{"NCCL_ALGO", "CollNetChain,Ring"}});  // 2 reducers: too few
+  plugin->watch().CollNetConnected();
+  TunerOf(*plugin, Comm(4, 4, 1));
+  EXPECT_TRUE(warnings_.empty()) << All();
+  EXPECT_EQ(Infos("NCCL_ALGO=CollNetChain,Ring sends every all-reduce NCCL can run on CollNet to them"), 1);
+}
+
 TEST_F(WatchTest, AnotherTunerLibraryIsNamed) {
   std::unique_ptr<Plugin> plugin = Make({{"NCCL_TUNER_PLUGIN", "libnccl-tuner-gcp.so"}}, 22809);
   plugin->watch().CollNetConnected();
