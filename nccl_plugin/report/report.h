@@ -10,6 +10,14 @@
 // `info` (default: the line of what it does and every warning), `warn`
 // (warnings only) or `off`.
 //
+// Once per process, not per node: a process cannot tell which others share
+// its node without a file or a rendezvous of its own, and NCCL's host hash
+// (what makes a node) is not given to plugins. The line of what the plugin
+// does comes only from the processes that connect CollNet, which NCCL makes
+// one per node (the node's head), so in practice it is once per node; a
+// warning about a setting every process reads (NCCL_COLLNET_ENABLE) comes
+// from every process, as each would act on it.
+//
 // The stderr line is "reduction_server[<host>:<pid>]: <message>", or
 // "... WARNING: <message>", written with one write(2), so lines of
 // concurrent ranks and threads do not interleave.
