@@ -30,13 +30,14 @@ NcclRelease Row(int first, int last, int net_newest, int net_oldest, std::vector
 }
 
 // Net tables: nccl-interface.md ("Which tables"; 2.12 looks up v5, v4; 2.13
-// - 2.18 v6 ... v4). Tuners: 2.19 - 2.20 v1 only, 2.21 v2, 2.22 - 2.23 v3
+// - 2.18 v6 ... v4). NCCL_ALGO's names: frameworks.md ("Which NCCL you have"). Tuners: 2.19 - 2.20 v1 only, 2.21 v2, 2.22 - 2.23 v3
 // and v2, 2.24 - 2.27 v4 ... v2, 2.28 - 2.29 v5 ... v2, 2.30 v6 ... v2
 // (src/misc/tuner.cc, later src/plugin/tuner.cc, at each tag).
-const std::array<NcclRelease, 10>& Table() {
-  static const std::array<NcclRelease, 10> table = {
+const std::array<NcclRelease, 11>& Table() {
+  static const std::array<NcclRelease, 11> table = {
       Row(12, 12, 5, 4, {}),
-      Row(13, 18, 6, 4, {}),
+      Row(13, 13, 6, 4, {}),  // NCCL_ALGO's one CollNet algorithm is still "CollNet"
+      Row(14, 18, 6, 4, {}),
       Row(19, 19, 7, 5, {1}),
       Row(20, 20, 8, 5, {1}),
       Row(21, 21, 8, 5, {2}),
