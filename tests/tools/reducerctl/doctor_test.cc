@@ -4,7 +4,7 @@
 // the issue names gets the right verdict and exit status, and names what to
 // change: all well, a wrong token, an unreachable reducer,
 // NCCL_COLLNET_ENABLE=0, NCCL 2.27 (tuner or not, as the plugin's exports
-// say), no NCCL, and LD_PRELOAD as the whole set-up.
+// say), no NCCL, LD_PRELOAD as the whole set-up, nccl.conf, no plugin.
 #include <dlfcn.h>
 
 #include <gtest/gtest.h>
@@ -162,6 +162,18 @@ TEST_F(DoctorTest, LdPreloadAloneIsEnough) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(Contains(r, "(NCCL_NET_PLUGIN=reducer, LD_PRELOAD)")) << r.output;
   EXPECT_TRUE(Contains(r, "OK    CollNet: NCCL_COLLNET_ENABLE=1")) << r.output;
+}
+
+// NCCL applies nccl.conf where the environment has no value; so does the doctor.
+TEST_F(DoctorTest, NcclConfCountsWhereTheEnvironmentIsSilent) {
+  std::vector<std::string> env = GoodEnv();
+  std::erase(env, "NCCL_COLLNET_ENABLE=1");
+  const std::string conf = WriteTokenFile("# the job's NCCL settings\nNCCL_COLLNET_ENABLE=1");  // a small file
+  CommandResult r = Doctor(With(env, "NCCL_CONF_FILE=" + conf));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(Contains(r, "OK    CollNet: NCCL_COLLNET_ENABLE=1")) << r.output;
+  r = Doctor(With(With(env, "NCCL_CONF_FILE=" + conf), "NCCL_COLLNET_ENABLE=0"));  // the environment wins
+  EXPECT_EQ(r.code, 1) << r.output;
 }
 
 TEST_F(DoctorTest, NoPluginSaysHowToLoadIt) {
