@@ -140,6 +140,32 @@ TEST_F(DoctorTest, Nccl227UsesTheReducersOnlyWithATunerItLooksUp) {
       << forced.output;
 }
 
+// NCCL 2.19 - 2.20 take a plugin by name only, and look for a tuner
+// (ncclTunerPlugin_v1) only in NCCL_TUNER_PLUGIN's library.
+TEST_F(DoctorTest, Nccl220TakesANameAndATunerOnlyThroughNcclTunerPlugin) {
+  const std::string so = RS_PLUGIN_SO;
+  const std::vector<std::string> env = With(GoodEnv(), "RS_STAND_IN_NCCL_VERSION=22003");
+  CommandResult r = Doctor(env);  // NCCL_NET_PLUGIN is the library's path
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(Contains(r, "libnccl-net-" + so + ".so: not found")) << r.output;
+  EXPECT_TRUE(Contains(r, "fix: this NCCL takes a plugin name only: export NCCL_NET_PLUGIN=reducer")) << r.output;
+
+  const std::vector<std::string> by_name =
+      With(With(env, "NCCL_NET_PLUGIN=reducer"), "LD_LIBRARY_PATH=" + so.substr(0, so.rfind('/')));
+  r = Doctor(by_name);
+  EXPECT_TRUE(Contains(r, "OK    plugin: " + so + " (NCCL_NET_PLUGIN=reducer)")) << r.output;
+  EXPECT_TRUE(Contains(r, "FAIL  algorithm: NCCL 2.20 finds no tuner (no tuner library (tried libnccl-tuner.so))"))
+      << r.output;
+
+  void* plugin = ::dlopen(RS_PLUGIN_SO, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(plugin, nullptr) << ::dlerror();
+  const bool v1 = ::dlsym(plugin, "ncclTunerPlugin_v1") != nullptr;
+  ::dlclose(plugin);
+  r = Doctor(With(by_name, "NCCL_TUNER_PLUGIN=" + so));
+  EXPECT_EQ(r.code, v1 ? 0 : 1) << r.output;
+  EXPECT_EQ(Contains(r, "OK    algorithm: NCCL 2.20 asks the plugin's tuner (ncclTunerPlugin_v1)"), v1) << r.output;
+}
+
 TEST_F(DoctorTest, NoNcclMeansThePluginCannotBeChecked) {
   std::vector<std::string> argv = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "HOME=/nonexistent"};
   for (const std::string& e : GoodEnv()) argv.push_back(e);
