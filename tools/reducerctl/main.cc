@@ -1,13 +1,17 @@
 // reducerctl: the command-line client of reducerd's control plane (status,
-// sessions, health, drain) and the fleet sizing calculator (plan).
-// Exit status: 0 ok, 1 the request failed, 2 bad usage, 3 not SERVING.
+// sessions, health, drain), the fleet sizing calculator (plan) and the
+// training image's self-check (doctor).
+// Exit status: 0 ok, 1 the request failed (doctor: the reducers would not be
+// used), 2 bad usage, 3 not SERVING.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "common/units.h"
 #include "tools/reducerctl/control_client.h"
+#include "tools/reducerctl/doctor.h"
 #include "tools/reducerctl/output.h"
 #include "tools/reducerctl/sizing.h"
 
@@ -79,6 +83,19 @@ int main(int argc, char** argv) {
                    "Round trip between workers and reducers (e.g. 300us, 20ms); with it the plan also sizes the "
                    "socket buffers");
 
+  auto* doctor = app.add_subcommand(
+      "doctor",
+      "Run in a training image with the job's environment: will NCCL use the reducers? Checks the plugin, "
+      "NCCL, its settings and every reducer; exit 0 only when the reducers would be used");
+  rs::reducerctl::DoctorOptions doctor_options;
+  std::string reducer_timeout_text = "3s";
+  doctor->add_option("--plugin", doctor_options.plugin_path,
+                     "Check this libnccl-net-reducer.so instead of the one NCCL's search finds");
+  doctor->add_option("--nccl", doctor_options.nccl_path,
+                     "The job's libnccl.so.2 (default: the loader's, else a pip-installed PyTorch's)");
+  doctor->add_option("--reducer-timeout", reducer_timeout_text, "How long each reducer has to answer")
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -108,6 +125,20 @@ int main(int argc, char** argv) {
     }
     std::cout << (json ? rs::reducerctl::PlanJson(*p) : rs::reducerctl::RenderPlan(*p));
     return 0;
+  }
+
+  if (*doctor) {
+    auto reducer_timeout = rs::ParseDuration(reducer_timeout_text);
+    if (!reducer_timeout.ok() || reducer_timeout->count() <= 0) {
+      std::fprintf(stderr, "reducerctl doctor: --reducer-timeout: '%s' is not a positive duration (e.g. 3s)\n",
+                   reducer_timeout_text.c_str());
+      return kUsage;
+    }
+    doctor_options.reducer_timeout = *reducer_timeout;
+    const rs::reducerctl::DoctorReport report =
+        rs::reducerctl::RunDoctor(doctor_options, [](const char* name) { return std::getenv(name); });
+    std::cout << (json ? rs::reducerctl::DoctorJson(report) : rs::reducerctl::RenderDoctor(report));
+    return report.verdict.will_be_used ? 0 : kFailed;
   }
 
   auto timeout = rs::ParseDuration(timeout_text);

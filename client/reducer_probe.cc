@@ -1,0 +1,257 @@
+#include "client/reducer_probe.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "protocol/auth.h"
+#include "protocol/wire.h"
+
+namespace rs::client {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using protocol::FrameType;
+
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  Socket(Socket&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Socket& operator=(Socket&& other) noexcept {
+    std::swap(fd_, other.fd_);
+    return *this;
+  }
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  ~Socket() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+// What a probe step runs against: the reducer's name for messages, the
+// deadline of the whole exchange and the timeout it came from.
+struct Exchange {
+  std::string name;
+  Clock::time_point deadline;
+  std::chrono::milliseconds timeout;
+
+  int RemainingMs() const {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
+  }
+  Status TimedOut(const std::string& what) const {
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%.3g s", static_cast<double>(timeout.count()) / 1000.0);
+    return Status(Code::kTimeout, "reducer " + name + ": " + what + " within " + seconds);
+  }
+  Status Error(Code code, const std::string& what) const { return Status(code, "reducer " + name + ": " + what); }
+};
+
+// Waits for `events` on the socket until the deadline. False: timed out.
+bool Wait(int fd, short events, const Exchange& x) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    const int n = ::poll(&p, 1, x.RemainingMs());
+    if (n > 0) return true;
+    if (n == 0) return false;
+    if (errno != EINTR) return true;  // let the call that follows report it
+  }
+}
+
+std::string ConnectError(int err) {
+  if (err == ECONNREFUSED) return "connection refused (nothing listens on that port)";
+  if (err == EHOSTUNREACH || err == ENETUNREACH) return std::string(std::strerror(err)) + " (no route to it)";
+  return std::strerror(err);
+}
+
+StatusOr<Socket> Connect(const Endpoint& endpoint, const Exchange& x) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(endpoint.port);
+  const int rc = ::getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &found);
+  if (rc != 0) return x.Error(Code::kIo, std::string("cannot resolve the name: ") + ::gai_strerror(rc));
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(found, ::freeaddrinfo);
+  std::string last_error = "no address";
+  for (const addrinfo* a = list.get(); a != nullptr; a = a->ai_next) {
+    Socket s(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
+    if (s.fd() < 0) {
+      last_error = std::strerror(errno);
+      continue;
+    }
+    if (::connect(s.fd(), a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
+      last_error = ConnectError(errno);
+      continue;
+    }
+    if (!Wait(s.fd(), POLLOUT, x)) return x.TimedOut("no connection (a firewall, or a host that is down)");
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (::getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err == 0) return s;
+    last_error = ConnectError(err);
+  }
+  return x.Error(Code::kIo, last_error);
+}
+
+Status WriteAll(int fd, const std::vector<uint8_t>& bytes, const Exchange& x) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!Wait(fd, POLLOUT, x)) return x.TimedOut("could not send the handshake");
+      continue;
+    }
+    return x.Error(Code::kIo, std::string("send failed: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status ReadExact(int fd, std::span<uint8_t> out, const Exchange& x, const std::string& awaited) {
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::recv(fd, out.data() + done, out.size() - done, 0);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) return x.Error(Code::kIo, "closed the connection before its " + awaited);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (!Wait(fd, POLLIN, x)) return x.TimedOut("no " + awaited);
+      continue;
+    }
+    return x.Error(Code::kIo, std::string("receive failed: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// The next frame other than a heartbeat; an ERROR frame becomes its status.
+Status ReadFrame(int fd, const Exchange& x, const std::string& awaited, FrameType* type,
+                 std::vector<uint8_t>* payload) {
+  for (;;) {
+    std::array<uint8_t, protocol::kHeaderBytes> head{};
+    RS_RETURN_IF_ERROR(ReadExact(fd, head, x, awaited));
+    protocol::FrameHeader header;
+    Status st = protocol::DecodeHeader(head, 0, &header, "this reducerctl");
+    if (st.code() == Code::kVersion) {
+      return x.Error(Code::kVersion, "speaks protocol version " + std::to_string(header.version) +
+                                         ", this reducerctl " + std::to_string(protocol::kProtocolVersion) +
+                                         ": workers and reducers must come from the same release");
+    }
+    if (!st.ok()) return st.Prefixed("reducer " + x.name);
+    payload->resize(header.payload_bytes);
+    RS_RETURN_IF_ERROR(ReadExact(fd, *payload, x, awaited));
+    if (header.type == FrameType::kHeartbeat) continue;
+    if (header.type == FrameType::kError) {
+      protocol::ErrorFrame error;
+      RS_RETURN_IF_ERROR(protocol::DecodeError(*payload, &error).Prefixed("reducer " + x.name));
+      return x.Error(error.code, "refused: " + error.message);
+    }
+    *type = header.type;
+    return Status::Ok();
+  }
+}
+
+Status Expect(FrameType got, FrameType want, const Exchange& x) {
+  if (got == want) return Status::Ok();
+  return x.Error(Code::kProtocol, std::string("sent ") + protocol::FrameTypeName(got) + " where " +
+                                      protocol::FrameTypeName(want) + " belongs");
+}
+
+// BYE, then FIN, then read until the reducer closes too: closing with
+// unread input would reset the connection.
+void SayGoodbye(int fd, const Exchange& x) {
+  if (!WriteAll(fd, protocol::EncodeBye(), x).ok()) return;
+  ::shutdown(fd, SHUT_WR);
+  std::array<uint8_t, 256> sink{};
+  for (int reads = 0; reads < 64 && Wait(fd, POLLIN, x); ++reads) {
+    const ssize_t n = ::recv(fd, sink.data(), sink.size(), 0);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return;
+  }
+}
+
+StatusOr<ProbeResult> Handshake(int fd, const ProbeOptions& options, const Exchange& x) {
+  protocol::Hello hello;
+  StatusOr<protocol::Nonce> session = protocol::RandomNonce();
+  StatusOr<protocol::Nonce> nonce = protocol::RandomNonce();
+  if (!session.ok()) return session.status();
+  if (!nonce.ok()) return nonce.status();
+  std::copy_n(session->begin(), hello.session.size(), hello.session.begin());
+  hello.rank = 0;
+  hello.world = 1;
+  hello.client_nonce = *nonce;
+  RS_RETURN_IF_ERROR(WriteAll(fd, protocol::EncodeHello(hello), x));
+
+  FrameType type{};
+  std::vector<uint8_t> payload;
+  RS_RETURN_IF_ERROR(ReadFrame(fd, x, "CHALLENGE (an answer to HELLO)", &type, &payload));
+  RS_RETURN_IF_ERROR(Expect(type, FrameType::kChallenge, x));
+  protocol::Challenge challenge;
+  RS_RETURN_IF_ERROR(protocol::DecodeChallenge(payload, &challenge).Prefixed("reducer " + x.name));
+  if (challenge.token_required && options.job_token.empty()) {
+    return x.Error(Code::kAuth, "requires a job token and the worker has none");
+  }
+  protocol::Auth auth;
+  if (!options.job_token.empty()) {
+    StatusOr<protocol::Mac> mac = protocol::ClientProof(options.job_token, hello, challenge.server_nonce);
+    if (!mac.ok()) return mac.status();
+    auth.mac = *mac;
+  }
+  RS_RETURN_IF_ERROR(WriteAll(fd, protocol::EncodeAuth(auth), x));
+
+  RS_RETURN_IF_ERROR(ReadFrame(fd, x, "WELCOME (an answer to the job token)", &type, &payload));
+  RS_RETURN_IF_ERROR(Expect(type, FrameType::kWelcome, x));
+  protocol::Welcome welcome;
+  RS_RETURN_IF_ERROR(protocol::DecodeWelcome(payload, &welcome).Prefixed("reducer " + x.name));
+  ProbeResult result;
+  result.max_piece_bytes = welcome.max_piece_bytes;
+  if (!options.job_token.empty() && challenge.token_required) {
+    StatusOr<protocol::Mac> expected = protocol::ServerProof(options.job_token, hello, challenge.server_nonce);
+    if (!expected.ok()) return expected.status();
+    if (!protocol::MacEqual(welcome.mac, *expected)) {
+      return x.Error(Code::kAuth, "could not prove it holds this job's token");
+    }
+    result.token_checked = true;
+  }
+  RS_RETURN_IF_ERROR(ReadFrame(fd, x, "READY (a one-rank session starts at once)", &type, &payload));
+  RS_RETURN_IF_ERROR(Expect(type, FrameType::kReady, x));
+  SayGoodbye(fd, x);
+  return result;
+}
+
+}  // namespace
+
+StatusOr<ProbeResult> ProbeReducer(const ProbeOptions& options) {
+  const Clock::time_point start = Clock::now();
+  const Exchange x{options.endpoint.ToString(), start + options.timeout, options.timeout};
+  StatusOr<Socket> socket = Connect(options.endpoint, x);
+  if (!socket.ok()) return socket.status();
+  StatusOr<ProbeResult> result = Handshake(socket->fd(), options, x);
+  if (result.ok()) result->elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  return result;
+}
+
+}  // namespace rs::client
