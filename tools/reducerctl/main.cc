@@ -11,7 +11,7 @@
 
 #include "common/units.h"
 #include "tools/reducerctl/control_client.h"
-#include "tools/reducerctl/doctor.h"
+#include "tools/reducerctl/doctor_cli.h"
 #include "tools/reducerctl/output.h"
 #include "tools/reducerctl/sizing.h"
 
@@ -83,18 +83,9 @@ int main(int argc, char** argv) {
                    "Round trip between workers and reducers (e.g. 300us, 20ms); with it the plan also sizes the "
                    "socket buffers");
 
-  auto* doctor = app.add_subcommand(
-      "doctor",
-      "Run in a training image with the job's environment: will NCCL use the reducers? Checks the plugin, "
-      "NCCL, its settings and every reducer; exit 0 only when the reducers would be used");
-  rs::reducerctl::DoctorOptions doctor_options;
-  std::string reducer_timeout_text = "3s";
-  doctor->add_option("--plugin", doctor_options.plugin_path,
-                     "Check this libnccl-net-reducer.so instead of the one NCCL's search finds");
-  doctor->add_option("--nccl", doctor_options.nccl_path,
-                     "The job's libnccl.so.2 (default: the loader's, else a pip-installed PyTorch's)");
-  doctor->add_option("--reducer-timeout", reducer_timeout_text, "How long each reducer has to answer")
-      ->capture_default_str();
+  auto* doctor = app.add_subcommand("doctor", rs::reducerctl::kDoctorDescription);
+  rs::reducerctl::DoctorCommandLine doctor_line;
+  rs::reducerctl::AddDoctorFlags(*doctor, doctor_line);
 
   try {
     app.parse(argc, argv);
@@ -127,19 +118,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (*doctor) {
-    auto reducer_timeout = rs::ParseDuration(reducer_timeout_text);
-    if (!reducer_timeout.ok() || reducer_timeout->count() <= 0) {
-      std::fprintf(stderr, "reducerctl doctor: --reducer-timeout: '%s' is not a positive duration (e.g. 3s)\n",
-                   reducer_timeout_text.c_str());
-      return kUsage;
-    }
-    doctor_options.reducer_timeout = *reducer_timeout;
-    const rs::reducerctl::DoctorReport report =
-        rs::reducerctl::RunDoctor(doctor_options, [](const char* name) { return std::getenv(name); });
-    std::cout << (json ? rs::reducerctl::DoctorJson(report) : rs::reducerctl::RenderDoctor(report));
-    return report.verdict.will_be_used ? 0 : kFailed;
-  }
+  if (*doctor) return rs::reducerctl::RunDoctorCommand(doctor_line, json, "reducerctl doctor", std::cout);
 
   auto timeout = rs::ParseDuration(timeout_text);
   if (!timeout.ok() || timeout->count() <= 0) {

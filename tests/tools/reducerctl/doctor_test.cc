@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "nccl_plugin/nccl_releases.h"
 #include "tests/support/control_helpers.h"
 
@@ -16,6 +18,8 @@ namespace rs::testing {
 namespace {
 
 const std::string kCtl = std::string(RS_BINARY_DIR) + "/tools/reducerctl/reducerctl";
+// The training images' copy: the same doctor without gRPC (doctor_cli.h).
+const std::string kDoctor = std::string(RS_BINARY_DIR) + "/tools/reducerctl/reducer-doctor";
 constexpr const char* kToken = "doctor-test-token";
 
 class DoctorTest : public ::testing::Test {
@@ -38,12 +42,16 @@ class DoctorTest : public ::testing::Test {
             "REDUCER_JOB_TOKEN_FILE=" + *token_file_, "RS_STAND_IN_NCCL_VERSION=22809"};
   }
 
-  // reducerctl doctor with exactly `env` (env -i), against the stand-in NCCL.
-  static CommandResult Doctor(const std::vector<std::string>& env, std::vector<std::string> args = {}) {
+  // reducerctl doctor with exactly `env` (env -i), against the stand-in NCCL
+  // (reducer-doctor instead with `program` = kDoctor).
+  static CommandResult Doctor(const std::vector<std::string>& env, std::vector<std::string> args = {},
+                              const std::string& program = kCtl) {
     std::vector<std::string> argv = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "HOME=/nonexistent",
                                      "NCCL_CONF_FILE=/nonexistent/nccl.conf"};
     argv.insert(argv.end(), env.begin(), env.end());
-    argv.insert(argv.end(), {kCtl, "doctor", "--nccl", RS_STAND_IN_NCCL});
+    argv.push_back(program);
+    if (program == kCtl) argv.push_back("doctor");
+    argv.insert(argv.end(), {"--nccl", RS_STAND_IN_NCCL});
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv, std::chrono::seconds(30));
   }
@@ -209,6 +217,29 @@ TEST_F(DoctorTest, NoPluginSaysHowToLoadIt) {
       << r.output;
   EXPECT_TRUE(Contains(r, "libnccl-net-no-such-plugin.so: not found")) << r.output;
   EXPECT_TRUE(Contains(r, "fix: export NCCL_NET_PLUGIN=reducer")) << r.output;
+}
+
+// reducer-doctor, the training images' program, is the same doctor: the same
+// report (but for the probes' milliseconds), JSON and exit status, in every
+// verdict; bad flags are usage errors in both.
+TEST_F(DoctorTest, ReducerDoctorGivesReducerctlDoctorsReport) {
+  const std::regex ms(R"(\(\d+ ms\))");
+  const auto same = [&](const std::vector<std::string>& env, const std::vector<std::string>& args) {
+    const CommandResult ctl = Doctor(env, args);
+    const CommandResult doctor = Doctor(env, args, kDoctor);
+    EXPECT_EQ(doctor.code, ctl.code) << doctor.output;
+    EXPECT_EQ(std::regex_replace(doctor.output, ms, "(ms)"), std::regex_replace(ctl.output, ms, "(ms)"));
+    return doctor;
+  };
+  EXPECT_EQ(same(GoodEnv(), {}).code, 0);
+  EXPECT_EQ(same(GoodEnv(), {"--json"}).code, 0);
+  EXPECT_EQ(same(With(GoodEnv(), "NCCL_COLLNET_ENABLE=0"), {}).code, 1);
+  EXPECT_EQ(same(With(GoodEnv(), "REDUCER_ADDRS=127.0.0.1:" + std::to_string(FreePort())), {}).code, 1);
+
+  const CommandResult bad = Doctor(GoodEnv(), {"--reducer-timeout", "0s"}, kDoctor);
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_TRUE(Contains(bad, "reducer-doctor: --reducer-timeout: '0s' is not a positive duration")) << bad.output;
+  EXPECT_EQ(Doctor(GoodEnv(), {"--no-such-flag"}, kDoctor).code, 2);
 }
 
 }  // namespace
