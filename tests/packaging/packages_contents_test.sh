@@ -43,7 +43,7 @@ plugin=$(one_deb libnccl-net-reducer)
 
 expect_files "$server" /etc/default/reducerd /usr/bin/reducerctl /usr/bin/reducerd \
   /usr/lib/systemd/system/reducerd.service
-expect_files "$plugin" "/usr/lib/$multiarch/libnccl-net-reducer.so"
+expect_files "$plugin" "/usr/lib/$multiarch/libnccl-net-reducer.so" /usr/bin/reducer-doctor
 
 ctrl=$(mktemp -d)
 trap 'rm -rf "$ctrl"' EXIT
@@ -62,7 +62,7 @@ done
 plugin_deps=$(depends "$plugin" | sort | tr '\n' ' ')
 # The plugin is loaded into training processes: the C/C++ runtime only
 # (libcrypto is linked in), so that it installs on any base image with
-# glibc 2.34+ (Debian 12, Ubuntu 22.04 and later).
+# glibc 2.34+ (Debian 12, Ubuntu 22.04 and later); so is reducer-doctor.
 [ "$plugin_deps" = "libc6 libgcc-s1 libstdc++6 " ] || fail "libnccl-net-reducer depends on: $plugin_deps"
 
 if [ -n "$want_trainer" ]; then
@@ -95,7 +95,8 @@ fi
 # Stripped: no debug sections in what a user installs.
 dpkg-deb -x "$server" "$ctrl/root"
 dpkg-deb -x "$plugin" "$ctrl/root"
-for bin in "$ctrl/root/usr/bin/reducerd" "$ctrl/root/usr/lib/$multiarch/libnccl-net-reducer.so"; do
+for bin in "$ctrl/root/usr/bin/reducerd" "$ctrl/root/usr/lib/$multiarch/libnccl-net-reducer.so" \
+  "$ctrl/root/usr/bin/reducer-doctor"; do
   if readelf -S "$bin" | grep -q '\.debug_info'; then fail "$(basename "$bin") is not stripped"; fi
 done
 
