@@ -3,13 +3,16 @@
 # into a training image of their own: builds it from this build's .deb
 # (--target plugin-from-debs: the same layout as `plugin`, without compiling
 # the project again in a container), checks that it holds the library,
-# rs-launch and OpenSSL's licence and nothing else, then builds a plain Debian 12 image with
+# rs-launch, reducer-doctor and OpenSSL's licence and nothing else, then builds a plain Debian 12 image with
 # `COPY --from=<plugin image> /opt/reducer /opt/reducer`, as docs/guide/deploying.md
 # tells users to, and loads the plugin there by name as NCCL does
 # (NCCL_NET_PLUGIN=reducer: dlopen("libnccl-net-reducer.so")) with
 # LD_LIBRARY_PATH=/opt/reducer/lib; without it, the name must not resolve
 # (the image has no other copy that the check could have found instead);
-# rs-launch, which deploy/vertex/job.yaml's GPU pools run, is on its PATH.
+# rs-launch, which deploy/vertex/job.yaml's GPU pools run, is on its PATH,
+# and so is reducer-doctor, which runs there (glibc and libstdc++ only) and
+# finds the plugin where NCCL will (doctor_image runs its verdicts against
+# reducers).
 #
 #   plugin_image_test.sh PACKAGE_DIR DLOPEN_TOOL SCRATCH_DIR
 # Exit 77 with the reason where containers cannot run here.
@@ -55,7 +58,7 @@ build() { rs_image_build "$scratch" "$@" || fail "building $1 failed"; }
 start=$(date +%s.%N)
 build "$plugin_image" -f "$root/docker/Dockerfile" --target plugin-from-debs "$context"
 
-# --- what the image holds: the library, rs-launch and the licence, nothing else
+# --- what the image holds: the library, rs-launch, reducer-doctor and the licence, nothing else
 echo "==> the plugin image's files"
 podman create --name "$probe_ct" "$plugin_image" none >/dev/null
 podman export -o "$scratch/plugin-image.tar" "$probe_ct"
@@ -64,13 +67,14 @@ listing=$(tar -tvf "$scratch/plugin-image.tar" | awk '$1 !~ /^d/ { print $1, $6 
 expected=$(sort <<'LISTING'
 -rw-r--r-- opt/reducer/lib/libnccl-net-reducer.so
 -rwxr-xr-x opt/reducer/bin/rs-launch
+-rwxr-xr-x opt/reducer/bin/reducer-doctor
 -rw-r--r-- opt/reducer/share/licenses/openssl/Apache-2.0
 -rw-r--r-- opt/reducer/share/licenses/openssl/copyright
 LISTING
 )
 if [ "$listing" != "$expected" ]; then
   printf 'expected:\n%s\nfound:\n%s\n' "$expected" "$listing" >&2
-  fail "the plugin image should hold exactly the library, rs-launch and OpenSSL's licence"
+  fail "the plugin image should hold exactly the library, rs-launch, reducer-doctor and OpenSSL's licence"
 fi
 tar -xOf "$scratch/plugin-image.tar" opt/reducer/share/licenses/openssl/copyright | grep '^Upstream-Name: OpenSSL' >/dev/null ||
   fail "the licence folder does not hold OpenSSL's copyright record"
@@ -108,6 +112,16 @@ launcher=$(podman run --rm --network none "$user_image" sh -c 'command -v rs-lau
   fail "rs-launch is not on PATH in the user's image (job.yaml's GPU pools: rs-launch: not found)"
 [ "$launcher" = /opt/reducer/bin/rs-launch ] || fail "rs-launch resolves to '$launcher', not /opt/reducer/bin/rs-launch"
 echo "  rs-launch on PATH: $launcher"
+# The self-check, typed as docs/guide/deploying.md says: on PATH, and it runs
+# in plain Debian 12 and finds the plugin through LD_LIBRARY_PATH as NCCL
+# does. (No NCCL and no reducers here: its verdict is "will NOT be used".)
+doctor_out=$(podman run --rm --network none "$user_image" sh -c 'command -v reducer-doctor && reducer-doctor --version && { reducer-doctor; echo "exit $?"; }' 2>&1) ||
+  { echo "$doctor_out" >&2; fail "reducer-doctor does not run in the user's image"; }
+indent <<<"$doctor_out"
+grep -qx /opt/reducer/bin/reducer-doctor <<<"$doctor_out" || fail "reducer-doctor is not /opt/reducer/bin/reducer-doctor on PATH"
+grep -q '^OK    plugin: /opt/reducer/lib/libnccl-net-reducer.so' <<<"$doctor_out" ||
+  fail "reducer-doctor did not find the plugin in /opt/reducer/lib"
+grep -qx 'exit 1' <<<"$doctor_out" || fail "reducer-doctor should exit 1 without NCCL and reducers"
 # The control: the base image has no copy of its own, so LD_LIBRARY_PATH is
 # what made the name resolve above.
 if podman run --rm --network none "$user_image" env -u LD_LIBRARY_PATH rs_dlopen_plugin >/dev/null 2>&1; then
