@@ -2,7 +2,8 @@
 # Runs inside a clean Debian 12 container (packages_install_test.sh): installs
 # the packages from /debs with apt as a user would, checks what they set up,
 # runs reducerd the way reducerd.service does, loads the plugin the way NCCL
-# does, then purges everything and checks it is gone.
+# does, runs reducer-doctor against that reducerd, then purges everything and
+# checks it is gone.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 step() { echo "--- $*"; }
@@ -53,6 +54,16 @@ for _ in $(seq 100); do
 done
 [ -s /run/reducerd/port ] || { echo "reducerd did not start"; cat /run/reducerd/log; exit 1; }
 reducerctl --target "127.0.0.1:$(cat /run/reducerd/grpc-port)" health
+# The plugin package's self-check against it: the plugin where NCCL finds it
+# and the reducer accepting the token; no NCCL here, so its verdict is no.
+code=0
+NCCL_NET_PLUGIN=reducer NCCL_COLLNET_ENABLE=1 REDUCER_ADDRS="127.0.0.1:$(cat /run/reducerd/port)" \
+  REDUCER_JOB_TOKEN_FILE=/etc/reducer/job-token reducer-doctor >/run/reducerd/doctor 2>&1 || code=$?
+cat /run/reducerd/doctor
+[ "$code" = 1 ] || { echo "reducer-doctor exited $code without NCCL, not 1"; exit 1; }
+grep -q '^OK    plugin: ' /run/reducerd/doctor || { echo "reducer-doctor did not find the plugin"; exit 1; }
+grep -q '^OK    reducer 127\.0\.0\.1:[0-9]*: answers and accepts the job token' /run/reducerd/doctor ||
+  { echo "reducer-doctor: the reducer did not accept the token"; exit 1; }
 grep -q 'no job token' /run/reducerd/log && { echo "the token file was not used"; exit 1; }
 kill -TERM "$pid"
 wait "$pid"
@@ -61,7 +72,7 @@ cat /run/reducerd/log
 step "apt-get purge"
 apt-get purge -y -qq reduction-server libnccl-net-reducer \
   $(dpkg-query -W -f '${Package}\n' reduction-server-trainer python3-reduction-server 2>/dev/null) >/dev/null
-for gone in /usr/bin/reducerd /usr/bin/reducerctl /etc/default/reducerd /etc/reducer \
+for gone in /usr/bin/reducerd /usr/bin/reducerctl /usr/bin/reducer-doctor /etc/default/reducerd /etc/reducer \
   /usr/lib/systemd/system/reducerd.service /usr/lib/python3/dist-packages/reduction_server; do
   [ ! -e "$gone" ] || { echo "$gone is still there after purge"; exit 1; }
 done
