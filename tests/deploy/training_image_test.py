@@ -12,6 +12,9 @@ without a container registry:
   deploying guide's words name the NCCL the base really has.
 - The plugin image lends rs-launch too (deploy/vertex/job.yaml's GPU pools
   run it), and the guide's bring-your-own recipes put it on PATH.
+- Every image a job trains in has the self-check, reducer-doctor: the plugin
+  image in /opt/reducer/bin, the training images through the plugin's
+  package, which holds it (packages_contents checks the package).
 
   training_image_test.py [--plugin build/nccl_plugin/libnccl-net-reducer.so]
 
@@ -234,6 +237,19 @@ class PluginImageTest(unittest.TestCase):
             installs = " ".join(rest for word, rest in stages[tree][1] if word in ("RUN", "COPY"))
             self.assertRegex(installs, r"install -m 0755 \S*rs-launch /opt/reducer/bin/rs-launch",
                              f"{target} ({tree}) does not hold /opt/reducer/bin/rs-launch")
+
+    def test_every_training_image_has_reducer_doctor(self):
+        _, stages = dockerfile()
+        for target in ("plugin", "plugin-from-debs"):
+            copies = [rest.split() for word, rest in stages[target][1] if word == "COPY"]
+            tree = next(c[0].split("=", 1)[1] for c in copies if c[0].startswith("--from="))
+            installs = " ".join(rest for word, rest in stages[tree][1] if word == "RUN")
+            self.assertRegex(installs, r"mv /tmp/plugin/usr/bin/reducer-doctor /opt/reducer/bin/",
+                             f"{target} ({tree}) does not hold /opt/reducer/bin/reducer-doctor")
+        for target in ("training", "training-from-debs"):
+            runs = " ".join(rest for word, rest in stages[target][1] if word == "RUN")
+            self.assertRegex(runs, r"apt-get install [^;]*libnccl-net-reducer_\*\.deb",
+                             f"{target} does not install the plugin's package (and so reducer-doctor)")
 
     def test_bring_your_own_recipes_put_rs_launch_on_path(self):
         guide = read("docs", "guide", "deploying.md")
