@@ -7,7 +7,10 @@
 # REDUCER_ADDRS and token, the image's NCCL_* settings), against the two
 # reducer containers of compose.yaml (--target reducer-from-debs) on the
 # cluster's private network.
-# The image has no NCCL of its own (no GPU, Debian's CPU PyTorch at most):
+# Then the all-well case again in a user's image built on the plugin image
+# (docker/Dockerfile --target plugin-from-debs, copied into Debian 12 with
+# the lines of docs/guide/deploying.md), on the same network.
+# The images have no NCCL of their own (no GPU, Debian's CPU PyTorch at most):
 # the tests' stand-in libnccl.so.2 (ncclGetVersion only) is mounted and
 # passed with --nccl, playing NCCL 2.27.5, the default CUDA base's.
 #
@@ -28,6 +31,7 @@ source "$here/../support/containers.sh"
 
 project=rs-doctor-test
 training_image=localhost/rs-test/training-doctor:latest
+user_image=localhost/rs-test/plugin-doctor:latest
 token=doctor-image-test-$$
 override=$scratch/compose.override.yaml
 compose=(docker-compose -p "$project" -f "$root/docker/compose.yaml" -f "$override")
@@ -41,10 +45,12 @@ indent() { sed 's/^/  /'; }
 ls "$debs"/libnccl-net-reducer_*.deb "$debs"/reduction-server_*.deb >/dev/null ||
   fail "no .deb in $debs (the packages_build test makes them)"
 [ -f "$stand_in" ] || fail "no stand-in NCCL at $stand_in"
+[ -f /usr/share/doc/libssl-dev/copyright ] || fail "no /usr/share/doc/libssl-dev/copyright (libssl-dev: the plugin image holds it)"
 rs_ct_init "$scratch"
 
 cleanup() {
   set +e
+  podman rmi -f "$user_image" >/dev/null 2>&1
   if [ -n "$RS_CT_SERVICE_PID" ]; then
     "${compose[@]}" down -t 5 >"$scratch/down.log" 2>&1
     rs_ct_service_stop
@@ -65,6 +71,23 @@ build reduction-server/reducer:latest -f "$root/docker/Dockerfile" --target redu
 # debian:bookworm-slim), from the packages; rs-train is not needed here.
 build "$training_image" -f "$root/docker/Dockerfile" --target training-from-debs \
   --build-arg BASE_IMAGE=debian:bookworm-slim --build-arg RS_TRAIN=0 "$context"
+
+# A user's own image with the plugin image's files, as docs/guide/deploying.md
+# ("Images") gives the lines for NGC's and Vertex AI's images.
+plugin_context=$scratch/plugin-context
+rm -rf "$plugin_context" && mkdir -p "$plugin_context"
+cp "$debs"/libnccl-net-reducer_*.deb "$root/deploy/vertex/rs-launch" "$plugin_context/"
+cp /usr/share/doc/libssl-dev/copyright "$plugin_context/openssl-copyright"
+build localhost/rs-test/plugin:latest -f "$root/docker/Dockerfile" --target plugin-from-debs "$plugin_context"
+build "$user_image" -f - "$plugin_context" <<DOCKERFILE
+FROM debian:bookworm-slim
+COPY --from=localhost/rs-test/plugin:latest /opt/reducer /opt/reducer
+ENV LD_LIBRARY_PATH=/opt/reducer/lib\${LD_LIBRARY_PATH:+:\${LD_LIBRARY_PATH}} \\
+    PATH=/opt/reducer/bin:\${PATH} \\
+    NCCL_NET_PLUGIN=reducer \\
+    NCCL_NET_PLUGIN_REF_COUNT=1 \\
+    NCCL_COLLNET_ENABLE=1
+DOCKERFILE
 
 podman run --rm --network none "$training_image" sh -c 'command -v reducer-doctor' >"$scratch/which.txt" 2>&1 ||
   { cat "$scratch/which.txt" >&2; fail "reducer-doctor is not on PATH in the training image"; }
@@ -152,6 +175,20 @@ doctor no-listener -e REDUCER_ADDRS=reducer-0:7450,reducer-1:7459
 expect no-listener 1 "OK    reducer reducer-0:7450" "FAIL  reducer reducer-1:7459: connection refused" \
   "fix: start reducerd there, or correct REDUCER_ADDRS" "reducers: will NOT be used: reducer reducer-1:7459"
 
+# The same job in a user's image built on the plugin image, on the cluster's
+# network with compose.yaml's hosts: the doctor from /opt/reducer/bin, the
+# plugin from /opt/reducer/lib.
+code=0
+podman run --rm --network "${project}_cluster" --add-host reducer-0:172.28.45.10 --add-host reducer-1:172.28.45.11 \
+  -e REDUCER_ADDRS=reducer-0:7450,reducer-1:7450 -e REDUCER_JOB_TOKEN="$token" -e RS_STAND_IN_NCCL_VERSION=22705 \
+  -v "$scratch/nccl:/opt/nccl-stand-in:ro" "$user_image" \
+  reducer-doctor --nccl /opt/nccl-stand-in/libnccl.so.2 >"$scratch/plugin-image.txt" 2>&1 || code=$?
+echo "==> plugin-image (all well, Debian 12 with /opt/reducer): exit $code"
+indent <"$scratch/plugin-image.txt"
+expect plugin-image 0 "OK    plugin: /opt/reducer/lib/libnccl-net-reducer.so" \
+  "OK    reducer reducer-0:7450: answers and accepts the job token" \
+  "OK    reducer reducer-1:7450: answers and accepts the job token" "reducers: WILL be used"
+
 # A reducer that is down: its container stopped, its address silent.
 podman stop -t 5 "${project}_reducer-1_1" >"$scratch/stop.log" 2>&1 || { cat "$scratch/stop.log" >&2; fail "stopping reducer-1 failed"; }
 doctor reducer-down
@@ -159,5 +196,5 @@ expect reducer-down 1 "OK    reducer reducer-0:7450" "FAIL  reducer reducer-1:74
   "reducers: will NOT be used: reducer reducer-1:7450"
 
 end=$(date +%s.%N)
-echo "doctor in the compose worker image: 5 verdicts right in $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s (images included)"
+echo "doctor in the compose worker image and a plugin-image user image: 6 verdicts right in $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s (images included)"
 echo "doctor image test passed"
