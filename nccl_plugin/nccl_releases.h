@@ -29,7 +29,8 @@ NcclVersion NcclVersionFromCode(int code);
 // Where NCCL looks for a tuner.
 enum class TunerSearch {
   kNone,  // no tuner interface (before 2.19): CollNet only when NCCL_ALGO forces it
-  // NCCL_TUNER_PLUGIN's library as given, else libnccl-tuner.so (2.19 - 2.20).
+  // Only NCCL_TUNER_PLUGIN's library, as given; unset, none (2.19 - 2.20,
+  // misc/tuner.cc at v2.19.3-1 and v2.20.5-1).
   kTunerLibraryOnly,
   // NCCL_TUNER_PLUGIN's library ("none": no tuner; a short name also as
   // libnccl-tuner-<name>.so), else libnccl-tuner.so, else the library the

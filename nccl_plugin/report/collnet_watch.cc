@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "nccl_plugin/nccl_releases.h"
 #include "nccl_plugin/report/nccl_version.h"
 #include "nccl_plugin/report/report.h"
 
@@ -95,22 +96,27 @@ std::string CollNetWatch::ForcedLine() const {
 
 std::string CollNetWatch::NoTunerFix() const {
   const int v = setup_.nccl_version;
-  const NcclTunerLookup lookup = TunerLookupOf(v);
+  const NcclRelease* release = v > 0 ? FindNcclRelease(NcclVersionFromCode(v)) : nullptr;
   const std::string nccl = NcclVersionText(v);
+  // The NCCL_ALGO value that forces CollNet on this release (both forms when unknown).
+  const std::string force = release != nullptr
+                                ? "NCCL_ALGO=" + release->force_collnet
+                                : "NCCL_ALGO=allreduce:collnetchain (NCCL 2.24+; NCCL_ALGO=CollNetChain before)";
   if (!setup_.nccl.tuner_plugin.empty() && setup_.nccl.tuner_plugin.find("nccl-net-reducer") == std::string::npos) {
     return "NCCL_TUNER_PLUGIN=" + setup_.nccl.tuner_plugin +
            " gives NCCL another tuner, which does not choose CollNet. Fix: unset it (or set "
-           "NCCL_TUNER_PLUGIN=libnccl-net-reducer.so), or force CollNet with NCCL_ALGO=allreduce:collnetchain "
-           "(NCCL 2.24+; NCCL_ALGO=CollNetChain,Ring,Tree before).";
+           "NCCL_TUNER_PLUGIN=libnccl-net-reducer.so), or force CollNet with " + force + ".";
   }
-  if (v > 0 && !lookup.in_net_library) {
+  if (release != nullptr && release->tuner_search == TunerSearch::kNone) {
+    return nccl + " has no tuner interface. Fix: " + force + ".";
+  }
+  if (release != nullptr && release->tuner_search == TunerSearch::kTunerLibraryOnly) {
     return nccl + " takes a tuner only from the library NCCL_TUNER_PLUGIN names. Fix: "
-                  "NCCL_TUNER_PLUGIN=libnccl-net-reducer.so (LD_PRELOAD of the plugin sets it for you), or "
-                  "NCCL_ALGO=CollNetChain,Ring,Tree.";
+                  "NCCL_TUNER_PLUGIN=libnccl-net-reducer.so (LD_PRELOAD of the plugin sets it for you), or " +
+           force + ".";
   }
   return nccl + " loaded no tuner from the plugin (is NCCL_NET_PLUGIN naming it, or a libnccl-tuner.so "
-                "found first?). Fix: NCCL_TUNER_PLUGIN=libnccl-net-reducer.so, or force CollNet with "
-                "NCCL_ALGO=allreduce:collnetchain (NCCL 2.24+; NCCL_ALGO=CollNetChain,Ring,Tree before).";
+                "found first?). Fix: NCCL_TUNER_PLUGIN=libnccl-net-reducer.so, or force CollNet with " + force + ".";
 }
 
 void CollNetWatch::FirstTransfer() {

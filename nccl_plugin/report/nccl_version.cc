@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "nccl_plugin/nccl_releases.h"
+
 namespace rs::plugin {
 namespace {
 
@@ -29,21 +31,7 @@ int FindNcclVersion(const void* in_library_of) {
 }
 
 std::string NcclVersionText(int code) {
-  if (code <= 0) return "an unknown NCCL";
-  return "NCCL " + std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
-         std::to_string(code % 100);
-}
-
-NcclTunerLookup TunerLookupOf(int code) {
-  const int minor = code >= 20000 && code < 30000 ? code / 100 % 100 : 0;
-  if (code >= 30000) return {6, true};
-  if (minor >= 30) return {6, true};
-  if (minor >= 28) return {5, true};
-  if (minor >= 24) return {4, true};
-  if (minor >= 22) return {3, true};
-  if (minor == 21) return {2, true};
-  if (minor >= 19) return {1, false};
-  return {0, false};
+  return code > 0 ? "NCCL " + NcclVersionFromCode(code).ToString() : "an unknown NCCL";
 }
 
 }  // namespace rs::plugin

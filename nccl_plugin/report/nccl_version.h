@@ -16,16 +16,7 @@ namespace rs::plugin {
 // first (NCCL's logger); may be nullptr.
 int FindNcclVersion(const void* in_library_of);
 
-// "2.27.5"; "an unknown NCCL" for 0.
+// "NCCL 2.27.5"; "an unknown NCCL" for 0.
 std::string NcclVersionText(int code);
-
-// The tuner versions an NCCL release looks up, newest first, and whether it
-// looks in the net plugin's library (2.21+) or only in NCCL_TUNER_PLUGIN's
-// (2.19 - 2.20). Read in NCCL's sources (misc/tuner.cc, plugin/tuner.cc).
-struct NcclTunerLookup {
-  int newest = 0;   // the first version looked up; 0: no tuner interface
-  bool in_net_library = false;
-};
-NcclTunerLookup TunerLookupOf(int code);
 
 }  // namespace rs::plugin

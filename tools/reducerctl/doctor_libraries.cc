@@ -204,7 +204,8 @@ TunerLookup FindTuner(const plugin::NcclRelease& release, const std::optional<st
     }
     names.push_back(*nccl_tuner_plugin);
     if (then_net && IsShortName(*nccl_tuner_plugin)) names.push_back("libnccl-tuner-" + *nccl_tuner_plugin + ".so");
-  } else {
+  } else if (then_net) {
+    // 2.19 - 2.20 open nothing when NCCL_TUNER_PLUGIN is unset (misc/tuner.cc).
     names.push_back("libnccl-tuner.so");
   }
   std::unique_ptr<Library> own;
@@ -224,7 +225,8 @@ TunerLookup FindTuner(const plugin::NcclRelease& release, const std::optional<st
   if (library == nullptr) {
     std::string tried;
     for (const std::string& name : out.tried) tried += (tried.empty() ? "" : ", ") + name;
-    out.problem = "no tuner library (tried " + tried + ")";
+    out.problem = tried.empty() ? "NCCL_TUNER_PLUGIN is unset, and this NCCL takes a tuner from no other library"
+                                : "no tuner library (tried " + tried + ")";
     return out;
   }
   out.library = library->path();
