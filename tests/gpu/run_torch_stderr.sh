@@ -141,52 +141,58 @@ for c in $configs; do
     fi
   else
     # torch_allreduce.py exits 1 on a wrong element; its RS_CHECK lines say how many.
-    wrong=$(cat "$logs/$c"-rank*.out | awk '/^RS_CHECK / { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "wrong") s += kv[2] } n++ }
-                                          END { print (n == 0 ? "no results" : s) }')
+    wrong=$(cat "$logs/$c"-rank*.out | awk '
+      /^RS_CHECK / { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "wrong") s += kv[2] } n++ }
+      END { print (n == 0 ? "no results" : s) }')
     [ "$wrong" = 0 ] || why+=("wrong elements: $wrong")
   fi
   n=$(cat "$logs/$c"-rank*.log "$logs/$c"-rank*.out | grep -c "NCCL INFO\|NCCL WARN" || true)
   [ "$n" = 0 ] || why+=("NCCL printed $n lines although NCCL_DEBUG is unset")
   using=$(ranks_matching "$c" "$using_re")
   warned=$(ranks_matching "$c" "$warning_re")
+  # want: the line every rank must print (ERE after the prefix); said: the same for a person.
+  shape="$world node\\(s\\), $world rank\\(s\\)"
   case $c in
     used)
-      want="${prefix}using $world reducers \\(127\\.0\\.0\\.1:[0-9]+.*\\), float32 sums sent as float32; communicator [0-9a-f]+: $world node\\(s\\), $world rank\\(s\\), $world reducer\\(s\\), .*: all-reduce through the reducers at every size"
-      n=$(ranks_matching "$c" "$want")
-      [ "$n" = "$world" ] || why+=("$n of $world ranks printed 'using $world reducers (...), float32 sums sent as float32; ... all-reduce through the reducers at every size'")
-      [ "$warned" = 0 ] || why+=("$warned rank(s) printed a WARNING")
-      if ((finished)); then
-        # The reducers log a session's end once its ranks have gone.
-        for _ in $(seq 20); do
-          after=$(sessions_with_data)
-          more=0
-          read -ra b <<<"$before"
-          read -ra a <<<"$after"
-          for i in "${!a[@]}"; do if ((a[i] > b[i])); then more=$((more + 1)); fi; done
-          ((more < world)) || break
-          sleep 0.5
-        done
-        ((more == world)) || why+=("$more of $world reducers ended a session that carried data (sessions per reducer before: $before, after: $after)")
-      fi
+      want="using $world reducers \\(127\\.0\\.0\\.1:[0-9]+.*\\), float32 sums sent as float32; communicator [0-9a-f]+: $shape,"
+      want+=" $world reducer\\(s\\), .*: all-reduce through the reducers at every size"
+      said="using $world reducers (...), float32 sums sent as float32; ... all-reduce through the reducers at every size"
       ;;
     few)
-      want="${warning_re}communicator [0-9a-f]+: $world node\\(s\\), $world rank\\(s\\), $few reducer\\(s\\), .*: all-reduce through the reducers below .*, NCCL's own algorithms otherwise\\. Fix: [0-9]+ reducers"
-      n=$(ranks_matching "$c" "$want")
-      [ "$n" = "$world" ] || why+=("$n of $world ranks printed 'WARNING: communicator ...: $world node(s), $world rank(s), $few reducer(s), ...: all-reduce through the reducers below <size>, NCCL's own algorithms otherwise. Fix: N reducers'")
-      [ "$using" = 0 ] || why+=("$using rank(s) printed the 'using' line")
+      want="WARNING: communicator [0-9a-f]+: $shape, $few reducer\\(s\\), .*: all-reduce through the reducers below .*,"
+      want+=" NCCL's own algorithms otherwise\\. Fix: [0-9]+ reducers"
+      said="WARNING: communicator ...: ..., $few reducer(s), ...: ... below <size>, NCCL's own algorithms otherwise. Fix: N reducers"
       ;;
     unreachable)
-      want="${warning_re}CollNet could not connect to the reducers \\(.*127\\.0\\.0\\.1:${dead_port}[^0-9]"
-      n=$(ranks_matching "$c" "$want")
-      [ "$n" = "$world" ] || why+=("$n of $world ranks printed 'WARNING: CollNet could not connect to the reducers (...$dead...)'")
-      [ "$using" = 0 ] || why+=("$using rank(s) printed the 'using' line")
+      want="WARNING: CollNet could not connect to the reducers \\(.*127\\.0\\.0\\.1:${dead_port}[^0-9]"
+      said="WARNING: CollNet could not connect to the reducers (...$dead...)"
       ;;
     collnet-off)
-      n=$(ranks_matching "$c" "${warning_re}NCCL_COLLNET_ENABLE is '0', not 1: NCCL leaves CollNet off")
-      [ "$n" = "$world" ] || why+=("$n of $world ranks printed 'WARNING: NCCL_COLLNET_ENABLE is '0', not 1: NCCL leaves CollNet off ...'")
-      [ "$using" = 0 ] || why+=("$using rank(s) printed the 'using' line")
+      want="WARNING: NCCL_COLLNET_ENABLE is '0', not 1: NCCL leaves CollNet off"
+      said="$want ..."
       ;;
   esac
+  n=$(ranks_matching "$c" "$prefix$want")
+  [ "$n" = "$world" ] || why+=("$n of $world ranks printed '$said'")
+  if [ "$c" != used ]; then
+    [ "$using" = 0 ] || why+=("$using rank(s) printed the 'using' line")
+  else
+    [ "$warned" = 0 ] || why+=("$warned rank(s) printed a WARNING")
+    if ((finished)); then
+      # The reducers log a session's end once its ranks have gone.
+      for _ in $(seq 20); do
+        after=$(sessions_with_data)
+        more=0
+        read -ra b <<<"$before"
+        read -ra a <<<"$after"
+        for i in "${!a[@]}"; do if ((a[i] > b[i])); then more=$((more + 1)); fi; done
+        ((more < world)) || break
+        sleep 0.5
+      done
+      ((more == world)) ||
+        why+=("$more of $world reducers ended a session that carried data (per reducer, before: $before, after: $after)")
+    fi
+  fi
   first=$(grep -m1 -E "$prefix" "$logs/$c-rank0.log" | sed -E 's/^reduction_server\[[^]]*\]/reduction_server[...]/' || true)
   if ((${#why[@]})); then
     msg=$(printf '%s; ' "${why[@]}")
