@@ -101,6 +101,9 @@ for run in socket plugin plugin-again; do
     ! grep -qE "$using_re" "$logs/$run"-rank*.log || rs_fail "$run: the plugin spoke in a run without it"
     continue
   fi
+  echo "what the plugin wrote to stderr (distinct lines, [host:pid] as [...], how many ranks):"
+  cat "$logs/$run"-rank*.log | grep "^reduction_server\[" | sed -E 's/^reduction_server\[[^]]*\]/reduction_server[...]/' |
+    sort | uniq -c | sed 's/^ */  /' | cut -c1-400 || echo "  (none)"
   grep -q "Using network Reducer" "$logs/$run-rank0.log" || rs_fail "$run: NCCL did not use the plugin (no 'Using network Reducer')"
   for r in $(seq 0 $((world - 1))); do
     grep -qE "$using_re" "$logs/$run-rank$r.log" ||
