@@ -199,7 +199,7 @@ write_summary() {
     sed -n '/^--- all-reduce, float32/,/^OK: \|^FAILED: /p' "$work/perf/step.log" | grep -v "^OK: \|^FAILED: " |
       sed 's/^--- /perf step: /'
   fi
-  local lines
+  local lines s
   lines=$(grep "^config \|^  rank 0 said: " "$work/stderr/step.log" 2>/dev/null | cut -c1-220)
   if [ -n "$lines" ]; then
     echo "stderr step (NCCL_DEBUG unset, LD_PRELOAD only): each configuration, and rank 0's first line from the plugin:"
