@@ -106,15 +106,40 @@ rs_launch() {
   rs_rank_log[$!]=$log
 }
 
+# rs_launch_apart OUT ERR COMMAND...: the same with stdout to OUT and stderr
+# to ERR, for checks of what a rank writes to stderr. ERR is the rank's log
+# for rs_wait_ranks and rs_rank_failure (Python's traceback is there).
+rs_launch_apart() {
+  local out=$1 err=$2
+  shift 2
+  "$@" >"$out" 2>"$err" &
+  rs_pids+=($!)
+  rs_ranks+=($!)
+  rs_rank_log[$!]=$err
+}
+
 # rs_wait_ranks: waits for the ranks launched since the last call; 0 when all
 # exited 0, else RS_FAILED_LOG is the log of the first that failed. When one
 # fails, the others get 20 s to fail with it (usually naming the cause), then
 # are stopped: a rank whose peer died would otherwise wait in NCCL until the
 # step's timeout and turn a clear FAIL into a TIMEOUT.
+# rs_wait_ranks_within SECONDS: the same, but ranks still running SECONDS
+# after the call are stopped and count as failed, with RS_WAIT_HUNG=1: one
+# run of a step that runs several can hang without taking the step's whole
+# timeout.
+rs_wait_limit=
+rs_wait_ranks_within() {
+  rs_wait_limit=$1
+  rs_wait_ranks
+}
+# shellcheck disable=SC2034  # RS_WAIT_HUNG is for the steps
 rs_wait_ranks() {
-  local left=("${rs_ranks[@]}") still p status=0 deadline=
+  local left=("${rs_ranks[@]}") still p status=0 deadline='' limit='' secs=$rs_wait_limit
+  rs_wait_limit=
+  [ -z "$secs" ] || limit=$((SECONDS + secs))
   rs_ranks=()
   RS_FAILED_LOG=
+  RS_WAIT_HUNG=0
   while ((${#left[@]})); do
     still=()
     for p in "${left[@]}"; do
@@ -129,6 +154,14 @@ rs_wait_ranks() {
     if ((status)) && [ -z "$deadline" ]; then deadline=$((SECONDS + 20)); fi
     if [ -n "$deadline" ] && ((SECONDS >= deadline)) && ((${#left[@]})); then
       echo "stopping ${#left[@]} rank(s) still running 20 s after $(basename "$RS_FAILED_LOG" .log) failed" >&2
+      rs_stop "${left[@]}"
+      left=()
+    fi
+    if [ -n "$limit" ] && ((SECONDS >= limit)) && ((${#left[@]})); then
+      echo "stopping ${#left[@]} rank(s) still running after $secs s" >&2
+      RS_FAILED_LOG=${RS_FAILED_LOG:-${rs_rank_log[${left[0]}]}}
+      RS_WAIT_HUNG=1
+      status=1
       rs_stop "${left[@]}"
       left=()
     fi

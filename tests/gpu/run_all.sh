@@ -36,6 +36,22 @@ Steps:
            CollNet with the bfloat16 wire, under MPS where it can start one
            (ranks share the GPU: a comparison of transports on loopback,
            not a network figure)
+  stderr   with NCCL_DEBUG unset and only LD_PRELOAD, what every rank writes
+           to stderr in a small all-reduce job, four ways: WORLD reducers
+           ("using N reducers ..." and no WARNING), WORLD/2 reducers (the
+           too-few-reducers WARNING), a reducer address nothing listens on
+           ("CollNet could not connect", and the job still finishes), and
+           NCCL_COLLNET_ENABLE=0 (its WARNING)
+  model    one step of an unmodified DDP ResNet-18 (torchvision, random
+           weights) over NCCL's own sockets, then twice through the plugin
+           (LD_PRELOAD only): within a rounding bound of the socket run
+           (tests/gpu/model_compare.py says which and why) and bit for bit
+           the same twice; every reducer must carry data
+  fsdp     the same with FSDP (reduce-scatter and all-gather over the
+           plugin's point-to-point transport)
+The steps stderr, model and fsdp have not yet run on a GPU. Together they
+should take about 3 minutes, which the default list's BUDGET allows; alone:
+RUN_ALL_STEPS="probe stderr model fsdp".
 
 From a bundle (scripts/gpu_bundle.sh: out/gpu-bundle/tests/gpu/run_all.sh)
 it sources the bundle's env.sh; from the repo it takes the programs from
@@ -53,7 +69,7 @@ Environment:
                 15 s reserve, else it is SKIPPED, and gets what is left
   MAX_BYTES, PRELOAD_MAX_BYTES, TRAIN_STEPS   sizes, as above
   RUN_ALL_STEPS steps to run, in order (default: probe torch preload train
-                wire failover rankloss perf)
+                wire failover rankloss perf stderr model fsdp)
 For tests: a step named sleep:N sleeps N seconds (in a child process whose
 pid it writes to sleep.pid in its logs) and passes.
 
@@ -76,7 +92,7 @@ trap - EXIT  # gpu_env.sh's trap is for steps; here the steps' groups are stoppe
 STEP_TIMEOUT=${STEP_TIMEOUT:-240}
 BUDGET=${BUDGET:-540}
 STEP_MIN=${STEP_MIN:-$((STEP_TIMEOUT < 60 ? STEP_TIMEOUT : 60))}
-steps=${RUN_ALL_STEPS:-probe torch preload train wire failover rankloss perf}
+steps=${RUN_ALL_STEPS:-probe torch preload train wire failover rankloss perf stderr model fsdp}
 if [ -z "${OUT:-}" ]; then OUT=$(mktemp -d /tmp/rs-gpu-XXXXXX); fi
 mkdir -p "$OUT" || exit 64
 OUT=$(cd "$OUT" && pwd)
@@ -111,13 +127,16 @@ run_step() {
     failover) bash "$RS_GPU_HERE/run_torch_faults.sh" reducer ;;
     rankloss) bash "$RS_GPU_HERE/run_torch_faults.sh" rank ;;
     perf) bash "$RS_GPU_HERE/run_torch_perf.sh" ;;
+    stderr) bash "$RS_GPU_HERE/run_torch_stderr.sh" ;;
+    model) bash "$RS_GPU_HERE/run_torch_model.sh" ddp ;;
+    fsdp) bash "$RS_GPU_HERE/run_torch_model.sh" fsdp ;;
     sleep:*) sleep "${1#sleep:}" & echo $! >"$LOGS/sleep.pid"; wait ;;
   esac
 }
 export -f run_step
 export RS_GPU_HERE=$here
 for s in $steps; do
-  case $s in probe | torch | preload | train | wire | failover | rankloss | perf | sleep:[0-9]*) ;; *) echo "run_all: unknown step '$s'" >&2; exit 64 ;; esac
+  case $s in probe | torch | preload | train | wire | failover | rankloss | perf | stderr | model | fsdp | sleep:[0-9]*) ;; *) echo "run_all: unknown step '$s'" >&2; exit 64 ;; esac
 done
 
 names=() results=() secs=() reasons=()

@@ -6,7 +6,8 @@
 #     later steps SKIPPED, and at most 8 files in OUT, none deeper than 2.
 #   - A step past STEP_TIMEOUT is TIMEOUT, its processes are gone, and the
 #     next step still runs; a step that no longer fits the BUDGET is SKIPPED.
-#   - A missing program fails its step by name.
+#   - A missing program fails its step by name (torch, stderr, model, fsdp).
+#   - The default list holds the steps stderr, model and fsdp.
 #
 #   tests/gpu/run_all_test.sh BUILD_DIR PYTHON
 #
@@ -72,6 +73,8 @@ check "no CUDA: first line says it stopped" has "$scratch/nocuda.stdout" "^GPU C
 check "no CUDA: the summary names the reason ($reason)" has "$out/summary.txt" "probe +FAIL .*$reason"
 check "no CUDA: the GPU steps are SKIPPED, saying why" \
   bash -c "[ \$(grep -cE '^  (torch|preload|train) +SKIPPED .*the probe failed' '$out/summary.txt') -eq 3 ]"
+check "no CUDA: the default list ends with stderr, model and fsdp, SKIPPED" \
+  bash -c "[ \$(grep -cE '^  (stderr|model|fsdp) +SKIPPED .*the probe failed' '$out/summary.txt') -eq 3 ]"
 check "no CUDA: the summary shows the Python it used" has "$out/summary.txt" "^python: .*$python"
 check "no CUDA: OUT holds summary, details and the logs, at most 8 files, 2 levels" files_ok "$out"
 check "no CUDA: the probe's log is in logs.tar.gz" bash -c "tar -tzf '$out/logs.tar.gz' | grep -q probe/step.log"
@@ -90,8 +93,10 @@ run budget RUN_ALL_STEPS="sleep:120 sleep:0" BUDGET=20 STEP_TIMEOUT=3
 check "budget: a step that cannot fit is SKIPPED, saying why" has "$out/summary.txt" "^  sleep:0 +SKIPPED .*left of BUDGET 20 s"
 check "budget: exit 1" [ "$rc" -eq 1 ]
 
-run missing RUN_ALL_STEPS=torch BUILD_DIR=/nonexistent BUDGET=60 STEP_TIMEOUT=30
-check "missing program: the step FAILs naming it" has "$out/summary.txt" "^  torch +FAIL .*no /nonexistent/server/reducerd"
+run missing RUN_ALL_STEPS="torch stderr model fsdp" BUILD_DIR=/nonexistent BUDGET=100 STEP_TIMEOUT=20 STEP_MIN=10
+for s in torch stderr model fsdp; do
+  check "missing program: the $s step FAILs naming it" has "$out/summary.txt" "^  $s +FAIL .*no /nonexistent/server/reducerd"
+done
 
 if ((failures)); then
   echo "$failures check(s) failed; stderr of the runs:" >&2

@@ -199,6 +199,19 @@ write_summary() {
     sed -n '/^--- all-reduce, float32/,/^OK: \|^FAILED: /p' "$work/perf/step.log" | grep -v "^OK: \|^FAILED: " |
       sed 's/^--- /perf step: /'
   fi
+  local lines s
+  lines=$(grep "^config \|^  rank 0 said: " "$work/stderr/step.log" 2>/dev/null | cut -c1-220)
+  if [ -n "$lines" ]; then
+    echo "stderr step (NCCL_DEBUG unset, LD_PRELOAD only): each configuration, and rank 0's first line from the plugin:"
+    echo "$lines" | sed 's/^config /  /; s/^  rank 0 said: /    rank 0: /'
+  fi
+  for s in model fsdp; do
+    lines=$( (grep "^reducers \|^compare " "$work/$s/step.log" 2>/dev/null
+      grep -h "^gradients: " "$work/$s/compare-socket-plugin.txt" 2>/dev/null | sed 's/^/socket -> plugin, /') | cut -c1-218 | sed 's/^/  /')
+    [ -n "$lines" ] || continue
+    echo "$s step (ResNet-18, one step: NCCL's sockets, then the plugin twice):"
+    echo "$lines"
+  done
   echo "files: summary.txt, details.txt, logs.tar.gz (every rank's and reducer's log) in $OUT"
 }
 
