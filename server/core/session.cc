@@ -109,7 +109,7 @@ Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams
       watermarks_(world),
       coordinator_(world),
       wants_watermark_(world, 0),
-      departed_(world, -1),
+      departed_(world),
       last_arrivals_(new std::atomic<uint64_t>[world]()) {}
 
 Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member) {
@@ -194,7 +194,7 @@ bool Session::Leave(uint32_t rank, uint16_t stream, Departure how, const Status&
             break;
           }
         }
-        if (failed.ok() && departed_[rank] < 0) departed_[rank] = static_cast<int>(how);
+        if (failed.ok() && !departed_[rank]) departed_[rank] = Left{how, why.message()};
       }
       if (!failed.ok()) notify = FailLocked(failed);
     }
@@ -209,7 +209,7 @@ std::string Session::ClosedWithoutGoodbye() const {
   std::string ranks;
   size_t count = 0;
   for (uint32_t r = 0; r < world_; ++r) {
-    if (departed_[r] != static_cast<int>(Departure::kClosed)) continue;
+    if (!departed_[r] || departed_[r]->how != Departure::kClosed) continue;
     ranks += (count++ ? ", " : "") + std::to_string(r);
   }
   return count == 0 ? "" : (count == 1 ? "rank " : "ranks ") + ranks;
@@ -217,7 +217,7 @@ std::string Session::ClosedWithoutGoodbye() const {
 
 std::optional<uint32_t> Session::DepartedFromLocked(uint32_t rank, const Piece* piece) const {
   for (uint32_t r = 0; r < world_; ++r) {
-    if (r != rank && departed_[r] >= 0 && (piece == nullptr || !piece->ended_[r])) return r;
+    if (r != rank && departed_[r] && (piece == nullptr || !piece->ended_[r])) return r;
   }
   return std::nullopt;
 }
@@ -298,11 +298,14 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
   auto it = pending_.find(key);
   if (const auto gone = DepartedFromLocked(rank, it == pending_.end() ? nullptr : it->second.get())) {
     // The other ranks learn that a rank has left when they need it.
-    const bool bye = departed_[*gone] == static_cast<int>(Departure::kGoodbye);
-    result.status = Status(Code::kPeerFailed, "rank " + std::to_string(*gone) + " left the session (" +
-                                                  (bye ? "it closed its client" : "its connection closed") +
-                                                  " after its last operation) before operation " +
-                                                  std::to_string(header.seq));
+    const Left& left = *departed_[*gone];
+    const std::string who = "rank " + std::to_string(*gone);
+    const std::string before = "before operation " + std::to_string(header.seq);
+    result.status = Status(Code::kPeerFailed,
+                           left.how == Departure::kGoodbye
+                               ? who + " left the session (it closed its client after its last operation) " + before
+                               : who + " disconnected from the reducer (" + left.why + ") after its last operation, " +
+                                     before);
     *notify = FailLocked(result.status);
     return result;
   }

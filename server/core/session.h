@@ -348,8 +348,12 @@ class Session {
   WatermarkTracker watermarks_;               // guarded by mu_
   FailoverCoordinator coordinator_;           // guarded by mu_
   std::vector<uint8_t> wants_watermark_;      // guarded by mu_; per rank
-  // Per rank: how it left cleanly (a Departure, as int; -1 while it is in).
-  std::vector<int> departed_;                 // guarded by mu_
+  // Per rank, once it has left cleanly: how, and the connection's last word.
+  struct Left {
+    Departure how;
+    std::string why;
+  };
+  std::vector<std::optional<Left>> departed_;  // guarded by mu_
   bool evicted_ = false;                      // guarded by mu_
   bool all_take_parts_ = true;                // guarded by mu_: every HELLO so far asked for parts
   bool paths_short_ = false;                  // guarded by mu_: every stream's round trip is known and short

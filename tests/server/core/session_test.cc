@@ -416,8 +416,8 @@ TEST_F(SessionTest, ARankThatLeftIsNamedWhenAnotherStartsAnOperation) {
     const std::string expect = how == Departure::kGoodbye
                                    ? "rank 0 left the session (it closed its client after its last operation) "
                                      "before operation 1"
-                                   : "rank 0 left the session (its connection closed after its last operation) "
-                                     "before operation 1";
+                                   : "rank 0 disconnected from the reducer (connection closed by the worker) "
+                                     "after its last operation, before operation 1";
     EXPECT_EQ(c.status.message(), expect);
     for (uint32_t r : {1u, 2u}) {
       ASSERT_EQ(members_[r]->errors.size(), 1u) << "rank " << r;
