@@ -130,5 +130,51 @@ TEST(ClientConnect, TheDefaultGraceIsAThirdOfTheConnectTimeout) {
       << client.status().message();
 }
 
+// A listener whose accept queue is full: Linux drops further SYNs, so a
+// connect gets no answer at all, as from a host that is down or behind a
+// firewall that drops.
+class SilentPort {
+ public:
+  SilentPort() : acceptor_(io_), filler_(io_) {
+    acceptor_.open(asio::ip::tcp::v4());
+    acceptor_.bind({asio::ip::make_address("127.0.0.1"), 0});
+    acceptor_.listen(0);  // room for one connection not yet accepted
+    filler_.connect(acceptor_.local_endpoint());  // completes in the kernel, never accepted
+  }
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  asio::ip::tcp::socket filler_;
+};
+
+// No answer is said after kNoAnswerWarning (3 s) and waited for until the
+// connect timeout, whose error then names the reducer and why.
+TEST(ClientConnect, AReducerThatDoesNotAnswerIsNamedEarlyAndWaitedFor) {
+  SilentPort silent;
+  ClientOptions o;
+  o.reducers = {{"127.0.0.1", silent.port()}};
+  o.connect_timeout = milliseconds(4000);
+  auto logged = std::make_shared<Logged>();
+  o.log = [logged](LogLevel level, const std::string& message) {
+    std::lock_guard<std::mutex> lock(logged->mu);
+    if (level == LogLevel::kWarn) logged->warnings.push_back(message);
+  };
+  StatusOr<std::unique_ptr<Client>> client = Client::Create(o);
+  ASSERT_FALSE(client.ok());
+  const std::string addr = "127.0.0.1:" + std::to_string(silent.port());
+  EXPECT_EQ(client.status().code(), Code::kTimeout) << client.status().ToString();
+  EXPECT_NE(client.status().message().find("session not ready after 4000 ms: cannot connect to reducer " + addr +
+                                           " (no answer to connect: a host down or not up yet"),
+            std::string::npos)
+      << client.status().message();
+  std::lock_guard<std::mutex> lock(logged->mu);
+  ASSERT_EQ(logged->warnings.size(), 1u);
+  EXPECT_EQ(logged->warnings[0], "rank 0: reducer " + addr + " has not answered a connect in 3.0 s (a host down or "
+                                 "not up yet, or a firewall dropping packets); trying until the connect timeout "
+                                 "(4.0 s)");
+}
+
 }  // namespace
 }  // namespace rs::client
