@@ -66,6 +66,17 @@ struct ClientOptions {
   size_t min_piece_bytes = 64 << 10;
   // Connecting, authenticating and waiting for every rank to join.
   std::chrono::milliseconds connect_timeout{60'000};
+  // The start-up grace: a reducer that refuses the connection (nothing
+  // listens there) or cannot be routed to is tried again only this long
+  // after Create, then Create fails naming every reducer it could not reach
+  // (client/connect_retry.h). The first failure is logged at once. Unset: a
+  // third of connect_timeout (20 s of the default 60 s): reducers started
+  // with the job listen within seconds of their container starting, so
+  // past that the address is wrong or reducerd is not running; a slow fleet
+  // gets more with a longer connect timeout. A reducer that does not answer
+  // at all, or whose name does not resolve yet, is waited for until
+  // connect_timeout (logged once after 3 s).
+  std::optional<std::chrono::milliseconds> connect_grace;
   // An operation with no answer from a reducer for this long fails locally,
   // naming the reducer. Keep it above the reducers' --op-timeout so their
   // error (which names the missing ranks) arrives first.

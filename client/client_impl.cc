@@ -5,6 +5,7 @@
 
 #include "client/transport_plan.h"
 #include "common/io_context.h"
+#include "protocol/liveness.h"
 
 namespace rs::client {
 namespace {
@@ -73,10 +74,13 @@ Status ClientImpl::Connect() {
     contexts_.push_back(MakeIoContext());
     guards_.push_back(asio::make_work_guard(*contexts_.back()));
   }
-  const auto deadline = Clock::now() + opts_.connect_timeout;
+  const auto start = Clock::now();
+  const auto deadline = start + opts_.connect_timeout;
   size_t total_streams = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    grace_end_ = start + Grace();
+    reach_.resize(opts_.reducers.size());
     slots_.resize(opts_.reducers.size());
     for (uint32_t r = 0; r < slots_.size(); ++r) {
       OpenStreamsLocked(r, deadline);
@@ -87,16 +91,30 @@ Status ClientImpl::Connect() {
   for (auto& ctx : contexts_) threads_.emplace_back([this, c = ctx.get()] { RunIoLoop(*c); });
 
   std::unique_lock<std::mutex> lock(mu_);
-  const bool settled = cv_.wait_until(lock, deadline + std::chrono::milliseconds(500), [&] {
-    return !health_.ok() || ready_streams_ == total_streams;
-  });
+  const auto settled_now = [&] { return !health_.ok() || ready_streams_ == total_streams; };
+  bool settled = false;
+  if (start + kNoAnswerWarning < deadline) {
+    settled = cv_.wait_until(lock, start + kNoAnswerWarning, settled_now);
+    if (!settled) {
+      // A connect with no answer yet is said early too, and waited for.
+      WarnUnansweredLocked();
+      lock.unlock();
+      FlushLogs();
+      lock.lock();
+    }
+  }
+  if (!settled) settled = cv_.wait_until(lock, deadline + std::chrono::milliseconds(500), settled_now);
   if (!health_.ok()) return health_;
   if (!settled) {
+    const std::string unreachable = UnreachableLocked();
     lock.unlock();
+    const std::string waited = "session not ready after " + std::to_string(opts_.connect_timeout.count()) + " ms: ";
     Status st(Code::kTimeout,
-              "session not ready after " + std::to_string(opts_.connect_timeout.count()) +
-                  " ms: not every rank has joined every reducer (" + List(names_) +
-                  "); check that all ranks started with the same world size and reducer list");
+              unreachable.empty()
+                  ? waited + "not every rank has joined every reducer (" + List(names_) +
+                        "); check that all ranks started with the same world size and reducer list"
+                  : waited + "cannot connect to " + unreachable + "; check the reducers' addresses and that " +
+                        "reducerd runs there (REDUCER_CONNECT_TIMEOUT bounds the wait)");
     Fail(st);
     return st;
   }
@@ -129,6 +147,8 @@ void ClientImpl::OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline)
     params.wire_fallbacks = &wire_fallbacks_;
     params.token = opts_.job_token;
     params.connect_deadline = deadline;
+    // A reducer being taken back (failover) may refuse until its deadline.
+    params.connect_grace_end = connected_ ? deadline : std::min(grace_end_, deadline);
     params.send_window_bytes = opts_.send_window_bytes;
     params.piece_bytes = piece_request_;
     params.liveness_timeout = opts_.liveness_timeout;
@@ -396,7 +416,14 @@ void ClientImpl::OnStreamLost(StreamId id, const Status& status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!Current(id)) return;
-    if (!connected_ || !membership_) {
+    if (!connected_ && !reach_[id.reducer].connected && reach_[id.reducer].failure) {
+      // It gave up connecting: name every reducer not reached, not just it.
+      const std::string tried = EndsAfterGrace(*reach_[id.reducer].failure)
+                                    ? "the " + protocol::FormatSeconds(Grace()) + " start-up grace"
+                                    : "the " + protocol::FormatSeconds(opts_.connect_timeout) + " connect timeout";
+      fail = Status(Code::kIo, "cannot connect to " + UnreachableLocked() + " within " + tried +
+                                   ": check the reducers' addresses and that reducerd runs there");
+    } else if (!connected_ || !membership_) {
       fail = status;
     } else {
       LostLocked(id.reducer, status, Clock::now(), &fail);
@@ -421,6 +448,65 @@ void ClientImpl::OnStreamFailed(StreamId id, const Status& status) {
   }
   FlushLogs();
   if (!fail.ok()) Fail(fail);
+}
+
+std::chrono::milliseconds ClientImpl::Grace() const {
+  return std::clamp(opts_.connect_grace.value_or(opts_.connect_timeout / 3), std::chrono::milliseconds(0),
+                    opts_.connect_timeout);
+}
+
+void ClientImpl::OnConnectAttempt(StreamId id, std::optional<ConnectFailure> failure, const std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (connected_ || !Current(id)) return;  // a reducer being taken back is not news
+    Reach& reach = reach_[id.reducer];
+    if (!failure) {
+      reach.connected = true;
+      reach.failure.reset();
+      return;
+    }
+    if (reach.connected) return;
+    reach.failure = failure;
+    reach.error = error;
+    if (reach.warned == failure) return;
+    reach.warned = failure;
+    // At the first failure, so that a wrong address is seen at once and not
+    // when the job gives up.
+    const std::string what = "cannot connect to reducer " + names_[id.reducer] + ": " + error + " (" +
+                             ConnectFailureHint(*failure) + "); ";
+    LogLocked(LogLevel::kWarn,
+              EndsAfterGrace(*failure)
+                  ? what + "trying again for up to " + protocol::FormatSeconds(Grace()) +
+                        " from the start in case it is still starting, then failing"
+                  : what + "trying again until the connect timeout (" +
+                        protocol::FormatSeconds(opts_.connect_timeout) + ")");
+  }
+  FlushLogs();
+}
+
+void ClientImpl::WarnUnansweredLocked() {
+  for (uint32_t r = 0; r < reach_.size(); ++r) {
+    Reach& reach = reach_[r];
+    if (reach.connected || reach.failure) continue;
+    reach.failure = reach.warned = ConnectFailure::kNoAnswer;
+    reach.error = "no answer to connect";
+    LogLocked(LogLevel::kWarn, "reducer " + names_[r] + " has not answered a connect in " +
+                                   protocol::FormatSeconds(kNoAnswerWarning) + " (" +
+                                   ConnectFailureHint(ConnectFailure::kNoAnswer) +
+                                   "); trying until the connect timeout (" +
+                                   protocol::FormatSeconds(opts_.connect_timeout) + ")");
+  }
+}
+
+std::string ClientImpl::UnreachableLocked() const {
+  std::vector<std::string> items;
+  for (uint32_t r = 0; r < reach_.size(); ++r) {
+    const Reach& reach = reach_[r];
+    if (reach.connected || !reach.failure) continue;
+    items.push_back(names_[r] + " (" + reach.error + ": " + ConnectFailureHint(*reach.failure) + ")");
+  }
+  if (items.empty()) return "";
+  return (items.size() == 1 ? "reducer " : "reducers ") + List(items);
 }
 
 void ClientImpl::OnStreamClosed() {

@@ -50,6 +50,7 @@ class ClientImpl final : public Client, public StreamOwner {
   void OnStreamLost(StreamId id, const Status& status) override;
   void OnStreamFailed(StreamId id, const Status& status) override;
   void OnStreamClosed() override;
+  void OnConnectAttempt(StreamId id, std::optional<ConnectFailure> failure, const std::string& error) override;
   void OnHeartbeat(StreamId id, const protocol::Heartbeat& heartbeat) override;
   void OnMembership(StreamId id, const protocol::MembershipFrame& frame) override;
   void OnWatermark(StreamId id, uint32_t epoch, uint64_t watermark) override;
@@ -93,6 +94,11 @@ class ClientImpl final : public Client, public StreamOwner {
   void RunIoLoop(asio::io_context& io);
   void ArmSweep();
   bool Current(StreamId id) const;  // mu_ held: the callback is from the slot's current streams
+  // Connecting (mu_ held): what each reducer not reached yet answered, for
+  // the warnings and for the error that names every one of them.
+  std::chrono::milliseconds Grace() const;  // ClientOptions::connect_grace, resolved
+  std::string UnreachableLocked() const;  // "10.0.0.5:7450 (Connection refused: ...), ..."; "" if none
+  void WarnUnansweredLocked();            // reducers with no answer after kNoAnswerWarning
 
   // Data path (mu_ held).
   void OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline);
@@ -129,6 +135,15 @@ class ClientImpl final : public Client, public StreamOwner {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool connected_ = false;                  // guarded by mu_: Connect() succeeded
+  // What connecting to each reducer met, during Connect() (guarded by mu_).
+  struct Reach {
+    bool connected = false;                 // a stream got through to it
+    std::optional<ConnectFailure> failure;  // the last failed attempt's, while not connected
+    std::string error;                      // the OS's message for it
+    std::optional<ConnectFailure> warned;   // logged already (again when the kind changes)
+  };
+  std::vector<Reach> reach_;
+  Clock::time_point grace_end_{};  // set by Connect before any stream starts
   size_t ready_streams_ = 0;                // guarded by mu_: during Connect()
   size_t open_streams_ = 0;                 // guarded by mu_: created and not yet closed
   uint64_t max_piece_bytes_ = UINT64_MAX;   // guarded by mu_

@@ -130,7 +130,9 @@ const std::vector<ClientSetting>& ClientSettings() {
         {}, {{"REDUCER_OP_TIMEOUT_MS", "ms"}}},
        OpTimeout},
       {{"--connect-timeout", "REDUCER_CONNECT_TIMEOUT", "DUR", "60s", "",
-        "Bound on joining the reducers: connecting, and every rank joining the session", {},
+        "Bound on joining the reducers: connecting, and every rank joining the session. A reducer that refuses "
+        "the connection or cannot be routed to is tried for a third of it (the start-up grace), then the join "
+        "fails naming it; the first failure is logged at once", {},
         {{"REDUCER_CONNECT_TIMEOUT_MS", "ms"}}},
        ConnectTimeout},
       {{"--liveness-timeout", "REDUCER_LIVENESS_TIMEOUT", "DUR", "5s", "",

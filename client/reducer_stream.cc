@@ -21,6 +21,7 @@ ReducerStream::ReducerStream(asio::io_context& io, StreamParams params, StreamOw
       liveness_timer_(io),
       params_(std::move(params)),
       owner_(owner),
+      connect_retry_(params_.connect_grace_end, params_.connect_deadline),
       window_(params_.send_window_bytes, params_.piece_bytes),
       liveness_(params_.liveness_timeout) {
   params_.hello.liveness_ms = static_cast<uint32_t>(params_.liveness_timeout.count());
@@ -42,10 +43,11 @@ void ReducerStream::Connect() {
       [self = shared_from_this()](const asio::error_code& ec, asio::ip::tcp::resolver::results_type results) {
         if (self->state_ == State::kClosed) return;
         if (ec) {
-          self->RetryConnect("cannot resolve '" + self->params_.endpoint.host + "': " + ec.message());
+          self->RetryConnect(ConnectFailure::kUnresolved,
+                             "cannot resolve '" + self->params_.endpoint.host + "': " + ec.message());
           return;
         }
-        self->ConnectTo({results.begin(), results.end()}, 0, "no address");
+        self->ConnectTo({results.begin(), results.end()}, 0, asio::error::host_not_found);
       });
 }
 
@@ -53,9 +55,10 @@ void ReducerStream::Connect() {
 // with the socket opened and tuned before it connects: a connection that
 // starts on the host's bbr keeps bbr's pacing after a switch to cubic
 // (common/tcp_tuning.h), so the choice must come first.
-void ReducerStream::ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, size_t next, std::string last_error) {
+void ReducerStream::ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, size_t next,
+                              asio::error_code last_error) {
   if (next >= endpoints.size()) {
-    RetryConnect(last_error);
+    RetryConnect(ClassifyConnectError(last_error), last_error.message());
     return;
   }
   const asio::ip::tcp::endpoint peer = endpoints[next];
@@ -63,7 +66,7 @@ void ReducerStream::ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, si
   socket_.close(ec);
   socket_.open(peer.protocol(), ec);
   if (ec) {
-    ConnectTo(std::move(endpoints), next + 1, ec.message());
+    ConnectTo(std::move(endpoints), next + 1, ec);
     return;
   }
   const TcpTuningResult tcp = ApplyTcpTuning(socket_.native_handle(), params_.tcp);
@@ -71,7 +74,7 @@ void ReducerStream::ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, si
                                tcp](const asio::error_code& ec2) mutable {
     if (self->state_ == State::kClosed) return;
     if (ec2) {
-      self->ConnectTo(std::move(endpoints), next + 1, ec2.message());
+      self->ConnectTo(std::move(endpoints), next + 1, ec2);
       return;
     }
     self->Connected(tcp);
@@ -79,6 +82,7 @@ void ReducerStream::ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, si
 }
 
 void ReducerStream::Connected(const TcpTuningResult& tcp) {
+  owner_->OnConnectAttempt(params_.id, std::nullopt, "");
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   if (auto line = TcpTuningLineOnce(tcp)) owner_->Log(tcp.refused ? LogLevel::kWarn : LogLevel::kInfo, *line);
@@ -100,16 +104,16 @@ void ReducerStream::Connected(const TcpTuningResult& tcp) {
   ReadFrame();
 }
 
-void ReducerStream::RetryConnect(const std::string& why) {
-  last_connect_error_ = why;
-  if (Clock::now() + backoff_ >= params_.connect_deadline) {
-    Lose(Status(Code::kIo, "cannot connect to " + Name() + ": " + why));
+void ReducerStream::RetryConnect(ConnectFailure failure, const std::string& why) {
+  owner_->OnConnectAttempt(params_.id, failure, why);
+  const std::optional<std::chrono::milliseconds> wait = connect_retry_.After(failure, Clock::now());
+  if (!wait) {
+    Lose(Status(Code::kIo, "cannot connect to " + Name() + ": " + why + " (" + ConnectFailureHint(failure) + ")"));
     return;
   }
   asio::error_code ignored;
   socket_.close(ignored);
-  retry_timer_.expires_after(backoff_);
-  backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(1000));
+  retry_timer_.expires_after(*wait);
   retry_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
     if (!ec) self->Connect();
   });

@@ -32,6 +32,7 @@
 #include <asio.hpp>
 
 #include "client/client.h"
+#include "client/connect_retry.h"
 #include "client/operation.h"
 #include "client/transport_plan.h"
 #include "common/socket_options.h"
@@ -60,6 +61,9 @@ class StreamOwner {
   // The reducer failed the session, or the stream broke the protocol.
   virtual void OnStreamFailed(StreamId id, const Status& status) = 0;
   virtual void OnStreamClosed() = 0;
+  // A connect attempt ended: `failure` says why it failed (`error` is the
+  // OS's message), nullopt when it connected. Before any other callback.
+  virtual void OnConnectAttempt(StreamId id, std::optional<ConnectFailure> failure, const std::string& error) = 0;
   virtual void OnHeartbeat(StreamId id, const protocol::Heartbeat& heartbeat) = 0;
   virtual void OnMembership(StreamId id, const protocol::MembershipFrame& frame) = 0;
   // A RESULT carried the session's watermark for `epoch`.
@@ -77,6 +81,8 @@ struct StreamParams {
   protocol::Hello hello;  // session, rank, world, stream, streams, flags
   std::string token;
   Clock::time_point connect_deadline;
+  // Refused or unroutable connects are retried until then (connect_retry.h).
+  Clock::time_point connect_grace_end;
   std::optional<size_t> send_window_bytes;  // ClientOptions::send_window_bytes (nullopt: automatic)
   size_t piece_bytes = 0;                   // the session's piece size, for the automatic window
   std::chrono::milliseconds liveness_timeout{0};  // 0: off
@@ -146,9 +152,9 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   enum class State { kConnecting, kAwaitChallenge, kAwaitWelcome, kAwaitReady, kReady, kClosed };
 
   void Connect();
-  void ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, size_t next, std::string last_error);
+  void ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, size_t next, asio::error_code last_error);
   void Connected(const TcpTuningResult& tcp);
-  void RetryConnect(const std::string& why);
+  void RetryConnect(ConnectFailure failure, const std::string& why);
   template <typename Handler>
   void Read(asio::mutable_buffer buffer, Handler&& handler);
   void ReadFrame();
@@ -201,8 +207,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   StreamParams params_;  // hello.client_nonce is set per connection attempt
   StreamOwner* const owner_;
   State state_ = State::kConnecting;
-  std::chrono::milliseconds backoff_{50};
-  std::string last_connect_error_;
+  ConnectRetry connect_retry_;
 
   std::array<uint8_t, protocol::kHeaderBytes> header_buf_{};
   protocol::FrameHeader header_;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "nccl_plugin/log.h"
+#include "nccl_plugin/report/report.h"
 #include "protocol/auth.h"
 
 namespace rs::plugin {
@@ -127,7 +128,7 @@ StatusOr<std::unique_ptr<CollComm>> CollNet::Connect(void* const* handles, int n
   o.world = static_cast<uint32_t>(nranks);
   o.log = [](client::LogLevel level, const std::string& message) {
     if (level >= client::LogLevel::kWarn) {
-      RS_PLOG_WARN("%s", message.c_str());
+      ReportWarn(message);  // e.g. a reducer refusing connections: on stderr at once, not only in NCCL's log
     } else if (level == client::LogLevel::kInfo) {
       RS_PLOG_INFO("%s", message.c_str());
     }

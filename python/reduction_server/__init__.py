@@ -14,7 +14,9 @@ an argument wins over the environment. ``reduction_server.variables()`` lists th
 
 For PyTorch DDP, see reduction_server.torch (a comm hook).
 """
+import atexit as _atexit
 import datetime as _datetime
+import weakref as _weakref
 
 from ._errors import ReducerError, SettingsError
 from . import _core
@@ -70,16 +72,31 @@ def _settings(kwargs):
     return given
 
 
+# Clients not closed yet: closed at interpreter exit, so that each rank says
+# goodbye to the reducers (which then end the session well) instead of
+# leaving it to the process's end. Weakly held: a Client dropped earlier
+# closes through its destructor.
+_open_clients = _weakref.WeakSet()
+
+
+@_atexit.register
+def _close_open_clients():
+    for client in list(_open_clients):
+        client.close()
+
+
 class Client:
     """One rank's connection to the reducers for one session.
 
     Blocks until every rank (WORLD_SIZE of them, with the same session) has joined,
     within REDUCER_CONNECT_TIMEOUT. ``all_reduce`` is to be called from one thread at
     a time, in the same order on every rank; handles may be waited on from any thread.
+    Closed by ``close()``, at the end of a ``with`` block, or at interpreter exit.
     """
 
     def __init__(self, **settings):
         self._core = _core.Client(_settings(settings))
+        _open_clients.add(self)
 
     def all_reduce(self, buf, op="sum"):
         """Starts an all-reduce of ``buf`` in place and returns a Handle (``wait()``, ``done()``).
@@ -113,7 +130,9 @@ class Client:
         return self._core.stats()
 
     def close(self):
-        """Waits for the all-reduces in flight (bounded by the client's timeouts), then disconnects."""
+        """Waits for the all-reduces in flight (bounded by the client's timeouts), then says
+        goodbye to the reducers and disconnects."""
+        _open_clients.discard(self)
         self._core.close()
 
     @property

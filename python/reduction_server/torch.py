@@ -18,10 +18,18 @@ stream, reduced there, and copied back; buckets overlap one another and backward
 A failure (a lost reducer with failover off, a timeout) completes the bucket's future with
 a ReducerError; DDP raises it from ``backward()`` (as a RuntimeError carrying the message
 on torch versions that wrap it); ``state.check()`` raises the ReducerError itself.
+
+A job that ends ends its session: every open ReducerState is closed at
+``torch.distributed.destroy_process_group()`` (of its group, or of all) and at interpreter
+exit, so each rank says goodbye to the reducers after its last all-reduce and no rank
+reports the others' exit as a failure. ``close()`` does it earlier.
 """
+import atexit
+import functools
 import queue
 import threading
 import uuid
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -36,7 +44,7 @@ class ReducerState:
 
     ``process_group``: the group whose ranks share the session (default: the whole job).
     ``settings``: the Client's keyword arguments (addrs, job_token, failover, ...).
-    Call ``close()`` when done (also at exit, through the Client's destructor)."""
+    Closed at ``destroy_process_group`` and at exit, or earlier with ``close()``."""
 
     def __init__(self, process_group=None, **settings):
         group = process_group if process_group is not None else dist.group.WORLD
@@ -48,6 +56,8 @@ class ReducerState:
         self.world_size = int(settings["world_size"])
         self.client = Client(**settings)
         self._closed = False
+        self._group = group
+        _close_at_end(self)
         # Futures complete in the order the buckets went out (the reducers
         # finish them in that order too).
         self._to_complete = queue.Queue()
@@ -60,9 +70,12 @@ class ReducerState:
         self.client.check()
 
     def close(self):
+        """Ends this rank's part in the session after its last all-reduce (waiting for
+        those in flight): the reducers end the session well once every rank has."""
         if self._closed:
             return
         self._closed = True
+        _open_states.discard(self)
         if self._cuda is not None:
             self._cuda.close()
         self._to_complete.put(None)
@@ -90,6 +103,47 @@ class ReducerState:
     # complete(): sets fut's result.
     def _submit(self, wait, complete, fut):
         self._to_complete.put((wait, complete, fut))
+
+
+# The states not closed yet, closed when the job ends (weakly held: a state
+# dropped earlier closes through its Client's destructor).
+_open_states = weakref.WeakSet()
+_exit_hooks_installed = False
+
+
+def _close_at_end(state):
+    global _exit_hooks_installed
+    _open_states.add(state)
+    if _exit_hooks_installed:
+        return
+    _exit_hooks_installed = True
+    atexit.register(_close_states, None)
+    # destroy_process_group is where a job says it is done with its ranks; torch
+    # offers no hook there, so it is wrapped (once; what it does is unchanged).
+    # A caller that bound the function before this ran still closes at exit.
+    original = dist.destroy_process_group
+    if getattr(original, "_reduction_server_closes_states", False):
+        return
+
+    @functools.wraps(original)
+    def destroy_process_group(group=None, *args, **kwargs):
+        _close_states(group)
+        return original(group, *args, **kwargs)
+
+    destroy_process_group._reduction_server_closes_states = True
+    dist.destroy_process_group = destroy_process_group
+    c10d = getattr(dist, "distributed_c10d", None)
+    if c10d is not None and getattr(c10d, "destroy_process_group", None) is original:
+        c10d.destroy_process_group = destroy_process_group
+
+
+def _close_states(group):
+    """Closes the open states of `group` (None or WORLD: every state), each once."""
+    everything = group is None or group is dist.group.WORLD
+    for state in list(_open_states):
+        if everything or state._group is group:
+            _open_states.discard(state)
+            state.close()
 
 
 def _agree_on_session(group, rank):

@@ -109,6 +109,7 @@ Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams
       watermarks_(world),
       coordinator_(world),
       wants_watermark_(world, 0),
+      departed_(world),
       last_arrivals_(new std::atomic<uint64_t>[world]()) {}
 
 Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member) {
@@ -168,7 +169,7 @@ Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember
   return Status::Ok();
 }
 
-bool Session::Leave(uint32_t rank, uint16_t stream, bool clean, const Status& why) {
+bool Session::Leave(uint32_t rank, uint16_t stream, Departure how, const Status& why) {
   std::vector<std::shared_ptr<SessionMember>> notify;
   Status failed;
   bool empty = false;
@@ -179,7 +180,9 @@ bool Session::Leave(uint32_t rank, uint16_t stream, bool clean, const Status& wh
     slot.member.reset();
     --joined_;
     if (failure_.ok()) {
-      if (!clean) {
+      // Closed with a piece pending, or before the session was ready: it
+      // ended in the middle of an operation, or of joining.
+      if (how == Departure::kLost || (how == Departure::kClosed && (!pending_.empty() || !ready_))) {
         failed = Status(Code::kPeerFailed, "rank " + std::to_string(rank) + " disconnected from the reducer (" +
                                                why.message() + ")");
       } else {
@@ -191,6 +194,7 @@ bool Session::Leave(uint32_t rank, uint16_t stream, bool clean, const Status& wh
             break;
           }
         }
+        if (failed.ok() && !departed_[rank]) departed_[rank] = Left{how, why.message()};
       }
       if (!failed.ok()) notify = FailLocked(failed);
     }
@@ -198,6 +202,24 @@ bool Session::Leave(uint32_t rank, uint16_t stream, bool clean, const Status& wh
   }
   for (auto& m : notify) m->SendErrorAndClose(failed);
   return empty;
+}
+
+std::string Session::ClosedWithoutGoodbye() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string ranks;
+  size_t count = 0;
+  for (uint32_t r = 0; r < world_; ++r) {
+    if (!departed_[r] || departed_[r]->how != Departure::kClosed) continue;
+    ranks += (count++ ? ", " : "") + std::to_string(r);
+  }
+  return count == 0 ? "" : (count == 1 ? "rank " : "ranks ") + ranks;
+}
+
+std::optional<uint32_t> Session::DepartedFromLocked(uint32_t rank, const Piece* piece) const {
+  for (uint32_t r = 0; r < world_; ++r) {
+    if (r != rank && departed_[r] && (piece == nullptr || !piece->ended_[r])) return r;
+  }
+  return std::nullopt;
 }
 
 Contribution Session::BeginContribution(uint32_t rank, const std::shared_ptr<SessionMember>& member,
@@ -274,6 +296,19 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
   }
   const PieceKey key{header.seq, header.piece};
   auto it = pending_.find(key);
+  if (const auto gone = DepartedFromLocked(rank, it == pending_.end() ? nullptr : it->second.get())) {
+    // The other ranks learn that a rank has left when they need it.
+    const Left& left = *departed_[*gone];
+    const std::string who = "rank " + std::to_string(*gone);
+    const std::string before = "before operation " + std::to_string(header.seq);
+    result.status = Status(Code::kPeerFailed,
+                           left.how == Departure::kGoodbye
+                               ? who + " left the session (it closed its client after its last operation) " + before
+                               : who + " disconnected from the reducer (" + left.why + ") after its last operation, " +
+                                     before);
+    *notify = FailLocked(result.status);
+    return result;
+  }
   if (it == pending_.end()) {
     // A wide sum's slots fit either type, and two more hold its result.
     const size_t payload = wide ? header.count * sizeof(float) : header.PayloadBytes();

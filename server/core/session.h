@@ -65,6 +65,19 @@ namespace rs::server {
 
 class Piece;
 
+// How a stream left its session (Session::Leave).
+enum class Departure {
+  // The rank said BYE: its client closed after its last operation.
+  kGoodbye,
+  // The connection ended (EOF) at a frame boundary, without BYE, in a ready
+  // session with no piece pending on this reducer: the rank's process ended
+  // between operations without closing its client (no atexit, os._exit). A
+  // clean end too, unless another rank goes on; otherwise as kLost.
+  kClosed,
+  // Anything else: a reset, a broken frame, a silent rank, an ERROR from it.
+  kLost,
+};
+
 // A reduced run of a piece's elements, sent as one RESULT frame: the whole
 // piece, or one of its parts when the ranks take results in parts.
 struct ResultPart {
@@ -228,10 +241,16 @@ class Session {
   // except a world or stream-count disagreement, which fails the session.
   Status Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member);
 
-  // A stream ended. `clean` when the rank said BYE. A rank lost without BYE
-  // fails the session. Returns true when no member is left (the session can
-  // be dropped).
-  bool Leave(uint32_t rank, uint16_t stream, bool clean, const Status& why);
+  // A stream ended. A rank lost (Departure::kLost) fails the session, and so
+  // does one closed (kClosed) while a piece is pending here. A rank that
+  // leaves cleanly (kGoodbye, or kClosed with nothing pending) ends its
+  // membership: the session fails only if an operation is waiting for it,
+  // now or later (a piece it will never send), with an error naming it;
+  // when every rank has left that way the session has ended well. Returns
+  // true when no member is left (the session can be dropped).
+  bool Leave(uint32_t rank, uint16_t stream, Departure how, const Status& why);
+  // "ranks 0, 2" that left without goodbye (Departure::kClosed); "" if none.
+  std::string ClosedWithoutGoodbye() const;
 
   // A DATA frame's header arrived from (rank, member). On kWaitForMemory
   // `wake` has been registered with the budget; call again when it fires.
@@ -292,6 +311,9 @@ class Session {
                            const protocol::PieceHeader& header, std::function<void()> wake, Clock::time_point now,
                            std::vector<std::shared_ptr<SessionMember>>* notify, Outbox* outbox);
   std::string MissingRanksLocked() const;
+  // A rank that left cleanly and has not sent its part of `piece` (nullptr:
+  // a piece nobody has sent yet), other than `rank`: it never will.
+  std::optional<uint32_t> DepartedFromLocked(uint32_t rank, const Piece* piece) const;
   // `rank` has delivered `elements` of the piece: reduces the run every
   // rank has delivered since the last claim when it is a part's worth (or
   // the rest), then sends the reduced parts that are next in order.
@@ -326,6 +348,12 @@ class Session {
   WatermarkTracker watermarks_;               // guarded by mu_
   FailoverCoordinator coordinator_;           // guarded by mu_
   std::vector<uint8_t> wants_watermark_;      // guarded by mu_; per rank
+  // Per rank, once it has left cleanly: how, and the connection's last word.
+  struct Left {
+    Departure how;
+    std::string why;
+  };
+  std::vector<std::optional<Left>> departed_;  // guarded by mu_
   bool evicted_ = false;                      // guarded by mu_
   bool all_take_parts_ = true;                // guarded by mu_: every HELLO so far asked for parts
   bool paths_short_ = false;                  // guarded by mu_: every stream's round trip is known and short

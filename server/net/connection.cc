@@ -169,7 +169,11 @@ void Connection::ReadHeader() {
 
 void Connection::OnHeader(const asio::error_code& ec) {
   if (ec) {
-    CloseNow(Status(Code::kIo, ec == asio::error::eof ? "connection closed by the worker" : ec.message()));
+    const Status why(Code::kIo, ec == asio::error::eof ? "connection closed by the worker" : ec.message());
+    // Between frames, a joined rank whose process ended without closing its
+    // client: the session decides whether that was its end (Departure).
+    if (ec == asio::error::eof && state_ == State::kJoined) LeaveSession(Departure::kClosed, why);
+    CloseNow(why);
     return;
   }
   if (state_ == State::kHandshake) {
@@ -228,7 +232,7 @@ void Connection::OnJoinedFrame() {
   using protocol::FrameType;
   switch (header_.type) {
     case FrameType::kBye:
-      LeaveSession(/*clean=*/true, Status(Code::kOk, "goodbye"));
+      LeaveSession(Departure::kGoodbye, Status(Code::kOk, "goodbye"));
       state_ = State::kClosing;
       CloseSocket();
       return;
@@ -527,7 +531,7 @@ void Connection::SendControl(std::vector<uint8_t> frame) {
 void Connection::CloseQuietly() {
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     if (self->state_ == State::kClosing) return;
-    self->LeaveSession(/*clean=*/true, Status(Code::kCancelled, "dropped by the ranks"));
+    self->LeaveSession(Departure::kGoodbye, Status(Code::kCancelled, "dropped by the ranks"));
     self->state_ = State::kClosing;
     self->CloseSocket();
   });
@@ -580,7 +584,7 @@ void Connection::TakeResults() {
 void Connection::SendErrorAndClose(const Status& status) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), status] {
     // The session already knows: leaving must not fail it a second time.
-    self->LeaveSession(/*clean=*/true, status);
+    self->LeaveSession(Departure::kGoodbye, status);
     self->Reject(status);
   });
 }
@@ -657,7 +661,7 @@ void Connection::Reject(const Status& status) {
   // A failed session counted its error once; this stream's own errors
   // (handshake, protocol) are counted here.
   if (!session_ || session_->failure().ok()) server_.reducer_stats().CountError(status.code());
-  LeaveSession(/*clean=*/false, status);
+  LeaveSession(Departure::kLost, status);
   state_ = State::kClosing;
   // Drop results not yet sent; the error goes out after what is being written.
   while (write_queue_.size() > in_flight_) write_queue_.pop_back();
@@ -678,17 +682,17 @@ void Connection::Reject(const Status& status) {
 void Connection::CloseNow(const Status& why) {
   EndHandshake(HandshakeEnd::kAbandoned, why);
   if (state_ != State::kClosing) spdlog::debug("{}: closed: {}", peer_, why.ToString());
-  LeaveSession(/*clean=*/false, why);
+  LeaveSession(Departure::kLost, why);
   state_ = State::kClosing;
   CloseSocket();
 }
 
-void Connection::LeaveSession(bool clean, const Status& why) {
+void Connection::LeaveSession(Departure how, const Status& why) {
   if (left_ || !session_) return;
   left_ = true;
   // The TCP times since the last sample count too (the socket is still open).
   if (state_ == State::kJoined) SampleTcpTimes();
-  server_.LeaveSession(session_, hello_.rank, hello_.stream, clean, why);
+  server_.LeaveSession(session_, hello_.rank, hello_.stream, how, why);
 }
 
 }  // namespace rs::server

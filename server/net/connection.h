@@ -140,7 +140,7 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void WriteNext();
   void Reject(const Status& status);   // send ERROR, then close
   void CloseNow(const Status& why);
-  void LeaveSession(bool clean, const Status& why);
+  void LeaveSession(Departure how, const Status& why);
 
   ReducerServer& server_;
   asio::ip::tcp::socket socket_;

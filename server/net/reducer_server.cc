@@ -210,9 +210,9 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
 }
 
 void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32_t rank, uint16_t stream,
-                                 bool clean, const Status& why) {
+                                 Departure how, const Status& why) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!session->Leave(rank, stream, clean, why)) return;
+  if (!session->Leave(rank, stream, how, why)) return;
   auto it = sessions_.find(session->id());
   if (it == sessions_.end() || it->second != session) return;
   sessions_.erase(it);
@@ -234,9 +234,11 @@ void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32
                                  ? ""
                                  : fmt::format(", float32 sums as {} on the wire",
                                                protocol::WireTypeName(session->wire()));
-    spdlog::info("session {} ended: {} operations, {} pieces, {} bytes in, {} bytes out{}{}",
+    const std::string closed = session->ClosedWithoutGoodbye();
+    const std::string unclosed = closed.empty() ? "" : fmt::format(" ({} closed without goodbye)", closed);
+    spdlog::info("session {} ended: {} operations, {} pieces, {} bytes in, {} bytes out{}{}{}",
                  protocol::SessionIdToString(session->id()), st.operations_completed, st.pieces_completed,
-                 st.bytes_received, st.bytes_sent, straggler, wire);
+                 st.bytes_received, st.bytes_sent, straggler, wire, unclosed);
   } else {
     ++sessions_failed_;
     spdlog::warn("session {} failed: {}", protocol::SessionIdToString(session->id()), failure.ToString());

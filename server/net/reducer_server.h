@@ -94,7 +94,7 @@ class ReducerServer {
   // that source's pending sessions until every rank has joined.
   StatusOr<std::shared_ptr<Session>> JoinSession(const protocol::Hello& hello,
                                                  std::shared_ptr<SessionMember> member, const std::string& source);
-  void LeaveSession(const std::shared_ptr<Session>& session, uint32_t rank, uint16_t stream, bool clean,
+  void LeaveSession(const std::shared_ptr<Session>& session, uint32_t rank, uint16_t stream, Departure how,
                     const Status& why);
   asio::io_context& NextContext();
   ReducerStats& reducer_stats() { return *reducer_stats_; }

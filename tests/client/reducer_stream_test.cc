@@ -26,6 +26,7 @@ class RecordingOwner : public StreamOwner {
   void OnStreamLost(StreamId, const Status& status) override { Record(status); }
   void OnStreamFailed(StreamId, const Status& status) override { Record(status); }
   void OnStreamClosed() override {}
+  void OnConnectAttempt(StreamId, std::optional<ConnectFailure>, const std::string&) override {}
   void OnHeartbeat(StreamId, const protocol::Heartbeat&) override {}
   void OnMembership(StreamId, const protocol::MembershipFrame&) override {}
   void OnWatermark(StreamId, uint32_t, uint64_t) override {}

@@ -12,7 +12,9 @@ Scenarios (each with fresh reducers and ranks):
                 input, each a clear exception that leaves the training session and the
                 reducers working: a non-contiguous tensor, ranks passing different sizes, then
                 different dtypes (each in a session of its own), a wrong job token, no
-                REDUCER_ADDRS.
+                REDUCER_ADDRS. Then the job ends without close(), rank after rank (at exit,
+                at destroy_process_group): no rank prints a failure, and both reducers log
+                the training session as ended.
   failover      a reducer killed (SIGKILL) mid-run, failover on: training goes on with the
                 other and ends with the same bits as the reference.
   failover_off  the same with REDUCER_FAILOVER=0 and REDUCER_LIVENESS_TIMEOUT=1s: every
@@ -183,8 +185,28 @@ def worker(args):
 
     if args.scenario == "train":
         bad_input(torch, dist, rs, state, rank, check)
+        end_as_jobs_do(dist, state, rank, check)
     state.close()
     return finish(failures, rank)
+
+
+def end_as_jobs_do(dist, state, rank, check):
+    """An unmodified job never calls state.close(): the package closes it at interpreter
+    exit and at destroy_process_group. One rank after the other, while the others are
+    still connected (and idle): ranks 0-2 at exit (its atexit hooks, run here since the
+    worker leaves with os._exit), rank 3 at destroy_process_group(). None may see a
+    failure (the driver reads their stderr), and the reducers log the session as ended."""
+    import atexit
+    for r in range(WORLD):
+        if rank == r:
+            if r < WORLD - 1:
+                atexit._run_exitfuncs()
+            else:
+                dist.destroy_process_group()
+            check(state._closed, "the state was not closed by %s"
+                  % ("the atexit hook" if r < WORLD - 1 else "destroy_process_group()"))
+        if r < WORLD - 1:
+            dist.barrier()
 
 
 def reference(torch, make_model, sgd, batch, use_extra):
@@ -343,6 +365,26 @@ def run_scenario(args, name, logdir):
             for line in f.read().splitlines():
                 if line.startswith("rank") or "Error" in line or "FAIL" in line:
                     print("  [%s] %s" % (name, line))
+                if name == "train" and "peer failed" in line:
+                    problems.append("%s: %s" % (os.path.basename(log.name), line))
+    if name == "train":
+        problems += training_session_ended(reducers.logs)
+    return problems
+
+
+def training_session_ended(reducer_logs):
+    """Each reducer logged the training session (the only one that can end well: the
+    bad-input ones fail by design) as ended at INFO, with no rank lost or left."""
+    import re
+    problems = []
+    for path in reducer_logs:
+        with open(path) as f:
+            text = f.read()
+        if not re.search(r"info reducerd: session [0-9a-f]+ ended: [1-9][0-9]* operations", text):
+            problems.append("%s: the training session was not logged as ended" % path)
+        for words in ("disconnected from the reducer", "left the session", "without goodbye"):
+            if words in text:
+                problems.append("%s: %s" % (path, [l for l in text.splitlines() if words in l]))
     return problems
 
 

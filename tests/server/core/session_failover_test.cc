@@ -157,7 +157,7 @@ TEST_F(SessionFailoverTest, EvictionClosesEveryStreamWithoutAnError) {
   EXPECT_EQ(session_->failure().code(), Code::kCancelled);
   EXPECT_EQ(budget_->in_use(), 0u);
   // Streams leaving afterwards do not turn it into an error either.
-  session_->Leave(0, 0, /*clean=*/false, Status(Code::kIo, "reset"));
+  session_->Leave(0, 0, Departure::kLost, Status(Code::kIo, "reset"));
   for (auto& m : members_) EXPECT_TRUE(m->errors.empty());
 }
 

@@ -381,7 +381,7 @@ TEST_F(SessionTest, JoinTimeoutNamesTheMissingRanks) {
 
 TEST_F(SessionTest, LostRankFailsTheOthersAtOnce) {
   JoinAll();
-  session_->Leave(2, 0, /*clean=*/false, Status(Code::kIo, "connection reset by peer"));
+  session_->Leave(2, 0, Departure::kLost, Status(Code::kIo, "connection reset by peer"));
   ASSERT_EQ(members_[0]->errors.size(), 1u);
   EXPECT_EQ(members_[0]->errors[0].code(), Code::kPeerFailed);
   EXPECT_EQ(members_[0]->errors[0].message(), "rank 2 disconnected from the reducer (connection reset by peer)");
@@ -393,11 +393,70 @@ TEST_F(SessionTest, CleanGoodbyeEndsTheSessionQuietly) {
   Contribute(0, FloatPiece(0, 1), {1});
   Contribute(1, FloatPiece(0, 1), {1});
   Contribute(2, FloatPiece(0, 1), {1});
-  EXPECT_FALSE(session_->Leave(0, 0, true, Status()));
-  EXPECT_FALSE(session_->Leave(1, 0, true, Status()));
-  EXPECT_TRUE(session_->Leave(2, 0, true, Status()));
+  EXPECT_FALSE(session_->Leave(0, 0, Departure::kGoodbye, Status()));
+  EXPECT_FALSE(session_->Leave(1, 0, Departure::kGoodbye, Status()));
+  EXPECT_TRUE(session_->Leave(2, 0, Departure::kGoodbye, Status()));
   EXPECT_TRUE(session_->failure().ok());
   for (auto& m : members_) EXPECT_TRUE(m->errors.empty());
+}
+
+// A rank that leaves after its last operation, cleanly, fails nobody; a
+// rank that starts another operation then learns which rank left.
+TEST_F(SessionTest, ARankThatLeftIsNamedWhenAnotherStartsAnOperation) {
+  for (Departure how : {Departure::kGoodbye, Departure::kClosed}) {
+    members_.clear();
+    SetUp();  // a fresh session for each
+    JoinAll();
+    for (uint32_t r = 0; r < kWorld; ++r) Contribute(r, FloatPiece(0, 1), {1});
+    EXPECT_FALSE(session_->Leave(0, 0, how, Status(Code::kIo, "connection closed by the worker")));
+    EXPECT_TRUE(session_->failure().ok()) << session_->failure().ToString();
+    for (auto& m : members_) EXPECT_TRUE(m->errors.empty());
+    Contribution c = Contribute(2, FloatPiece(1, 1), {1});
+    EXPECT_EQ(c.status.code(), Code::kPeerFailed);
+    const std::string expect = how == Departure::kGoodbye
+                                   ? "rank 0 left the session (it closed its client after its last operation) "
+                                     "before operation 1"
+                                   : "rank 0 disconnected from the reducer (connection closed by the worker) "
+                                     "after its last operation, before operation 1";
+    EXPECT_EQ(c.status.message(), expect);
+    for (uint32_t r : {1u, 2u}) {
+      ASSERT_EQ(members_[r]->errors.size(), 1u) << "rank " << r;
+      EXPECT_EQ(members_[r]->errors[0].message(), expect);
+    }
+  }
+}
+
+// A connection that closes while this reducer has a piece pending ended in
+// the middle of an operation: the session fails at once, as it always did.
+TEST_F(SessionTest, ClosedDuringAnOperationFailsAtOnce) {
+  JoinAll();
+  Contribute(1, FloatPiece(0, 1), {1});
+  session_->Leave(0, 0, Departure::kClosed, Status(Code::kIo, "connection closed by the worker"));
+  ASSERT_EQ(members_[1]->errors.size(), 1u);
+  EXPECT_EQ(members_[1]->errors[0].message(),
+            "rank 0 disconnected from the reducer (connection closed by the worker)");
+}
+
+// Ranks closing without goodbye between operations end the session well,
+// and the reducer can say which ones did (its "ended" log line).
+TEST_F(SessionTest, ClosedBetweenOperationsEndsTheSessionAndIsNamed) {
+  JoinAll();
+  for (uint32_t r = 0; r < kWorld; ++r) Contribute(r, FloatPiece(0, 1), {1});
+  EXPECT_FALSE(session_->Leave(0, 0, Departure::kClosed, Status()));
+  EXPECT_FALSE(session_->Leave(1, 0, Departure::kGoodbye, Status()));
+  EXPECT_TRUE(session_->Leave(2, 0, Departure::kClosed, Status()));
+  EXPECT_TRUE(session_->failure().ok()) << session_->failure().ToString();
+  EXPECT_EQ(session_->ClosedWithoutGoodbye(), "ranks 0, 2");
+  for (auto& m : members_) EXPECT_TRUE(m->errors.empty());
+}
+
+// Closed before every rank had joined: not an end, a failure (the others
+// would otherwise wait for the join timeout).
+TEST_F(SessionTest, ClosedBeforeTheSessionIsReadyFailsIt) {
+  ASSERT_TRUE(session_->Join(HelloFor(0), members_[0]).ok());
+  ASSERT_TRUE(session_->Join(HelloFor(1), members_[1]).ok());
+  session_->Leave(0, 0, Departure::kClosed, Status(Code::kIo, "connection closed by the worker"));
+  EXPECT_EQ(session_->failure().message(), "rank 0 disconnected from the reducer (connection closed by the worker)");
 }
 
 TEST_F(SessionTest, WaitsForMemoryInsteadOfAllocating) {
