@@ -161,9 +161,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         session->ContributionProgress(o.rank, o.piece, bytes);
         break;
       }
-      case 3:  // a stream goes away, cleanly or not
-        session->Leave(rank, stream, (op & 0x80) != 0, Status(Code::kIo, "fuzzer closed the stream"));
+      case 3: {  // a stream goes away: after BYE, closed between operations, or lost
+        constexpr server::Departure kHow[] = {server::Departure::kGoodbye, server::Departure::kClosed,
+                                              server::Departure::kLost, server::Departure::kLost};
+        session->Leave(rank, stream, kHow[(op >> 6) & 3], Status(Code::kIo, "fuzzer closed the stream"));
         break;
+      }
       case 4:  // time passes
         now += std::chrono::milliseconds(in.Byte() * 100);
         session->CheckTimeouts(now);
