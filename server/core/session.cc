@@ -111,42 +111,62 @@ Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams
       wants_watermark_(world, 0),
       last_arrivals_(new std::atomic<uint64_t>[world]()) {}
 
+Status Session::JoinDisagreement(const protocol::Hello& hello) const {
+  const std::string who = "rank " + std::to_string(hello.rank) + " joined session " + name_;
+  if (hello.world != world_ || hello.streams != streams_) {
+    return Status(Code::kMismatch, who + " with world size " + std::to_string(hello.world) + " and " +
+                                       std::to_string(hello.streams) +
+                                       " streams, but the session was opened with world size " +
+                                       std::to_string(world_) + " and " + std::to_string(streams_) + " streams");
+  }
+  if (((hello.flags ^ flags_) & protocol::kHelloFailover) != 0) {
+    auto failover = [](uint32_t flags) { return (flags & protocol::kHelloFailover) ? "on" : "off"; };
+    return Status(Code::kMismatch, who + " with failover " + failover(hello.flags) +
+                                       ", but the session was opened with failover " + failover(flags_) +
+                                       ": every rank must use the same setting");
+  }
+  if (hello.wire != wire_) {
+    return Status(Code::kMismatch, who + " with wire type " + std::string(protocol::WireTypeName(hello.wire)) +
+                                       ", but the session was opened with wire type " +
+                                       std::string(protocol::WireTypeName(wire_)) +
+                                       ": every rank must use the same REDUCER_WIRE_DTYPE");
+  }
+  return Status::Ok();
+}
+
 Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member) {
   std::vector<std::shared_ptr<SessionMember>> notify;
   Status failed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failure_.ok()) return failure_.Prefixed("session " + name_ + " has already failed");
-    if (hello.world != world_ || hello.streams != streams_) {
-      const std::string msg =
-          "rank " + std::to_string(hello.rank) + " joined session " + name_ + " with world size " +
-          std::to_string(hello.world) + " and " + std::to_string(hello.streams) +
-          " streams, but the session was opened with world size " + std::to_string(world_) + " and " +
-          std::to_string(streams_) + " streams";
-      failed = Status(Code::kMismatch, msg);
+    const Status disagreement = JoinDisagreement(hello);
+    const std::string stream = "rank " + std::to_string(hello.rank) + " stream " + std::to_string(hello.stream);
+    // A running session is never failed by a join, whatever it says (anyone
+    // who learns its id may send one): only the late joiner is refused.
+    if (ready_) {
+      const std::string why = disagreement.ok() ? " (two processes with the same rank?)" : ": " + disagreement.message();
+      return Status(disagreement.ok() ? Code::kInvalidArgument : Code::kMismatch,
+                    stream + " cannot join session " + name_ + ": it is already running with all its " +
+                        std::to_string(world_) + " ranks" + why);
+    }
+    const bool in_range = hello.rank < world_ && hello.stream < streams_;
+    if (in_range && members_[StreamIndex(hello.rank, hello.stream)].member != nullptr) {
+      const std::string why = disagreement.ok() ? " (two processes with the same rank?)" : ": " + disagreement.message();
+      return Status(disagreement.ok() ? Code::kInvalidArgument : Code::kMismatch,
+                    stream + " has already joined session " + name_ + why);
+    }
+    if (!disagreement.ok()) {
+      // Before it runs, ranks that disagree are a job's misconfiguration:
+      // every rank hears of it now rather than at --join-timeout.
+      failed = disagreement;
       notify = FailLocked(failed);
-    } else if (((hello.flags ^ flags_) & protocol::kHelloFailover) != 0) {
-      auto failover = [](uint32_t flags) { return (flags & protocol::kHelloFailover) ? "on" : "off"; };
-      failed = Status(Code::kMismatch, "rank " + std::to_string(hello.rank) + " joined session " + name_ +
-                                           " with failover " + failover(hello.flags) +
-                                           ", but the session was opened with failover " + failover(flags_) +
-                                           ": every rank must use the same setting");
-      notify = FailLocked(failed);
-    } else if (hello.wire != wire_) {
-      failed = Status(Code::kMismatch, "rank " + std::to_string(hello.rank) + " joined session " + name_ +
-                                           " with wire type " + std::string(protocol::WireTypeName(hello.wire)) +
-                                           ", but the session was opened with wire type " +
-                                           std::string(protocol::WireTypeName(wire_)) +
-                                           ": every rank must use the same REDUCER_WIRE_DTYPE");
-      notify = FailLocked(failed);
+    } else if (!in_range) {  // the handshake refuses these; a session never indexes past its slots
+      return Status(Code::kInvalidArgument, stream + " is outside session " + name_ + "'s " +
+                                                std::to_string(world_) + " ranks of " + std::to_string(streams_) +
+                                                " streams");
     } else {
       Stream& slot = members_[StreamIndex(hello.rank, hello.stream)];
-      if (slot.member != nullptr || ready_) {
-        return Status(Code::kInvalidArgument, "rank " + std::to_string(hello.rank) + " stream " +
-                                                  std::to_string(hello.stream) +
-                                                  " has already joined session " + name_ +
-                                                  " (two processes with the same rank?)");
-      }
       slot.member = std::move(member);
       ++joined_;
       ++ever_joined_;

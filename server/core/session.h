@@ -225,7 +225,10 @@ class Session {
   void OnMembership(uint32_t rank, const protocol::MembershipFrame& frame);
 
   // Adds an authenticated stream. Errors concern only the joining stream,
-  // except a world or stream-count disagreement, which fails the session.
+  // except a disagreement (world, streams, failover, wire type) before the
+  // session is ready, which fails it: a misconfigured job. A running
+  // (ready) session is never failed by a join: the late joiner alone is
+  // refused, with why (already running, slot taken, settings disagree).
   Status Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member);
 
   // A stream ended. `clean` when the rank said BYE. A rank lost without BYE
@@ -286,6 +289,9 @@ class Session {
   using Outbox = std::vector<std::pair<std::shared_ptr<SessionMember>, std::vector<uint8_t>>>;
 
   size_t StreamIndex(uint32_t rank, uint16_t stream) const { return size_t{rank} * streams_ + stream; }
+  // Why `hello` does not fit this session (world, streams, failover, wire
+  // type), or Ok. Reads only what is fixed at construction.
+  Status JoinDisagreement(const protocol::Hello& hello) const;
   std::vector<std::shared_ptr<SessionMember>> FailLocked(const Status& status);
   static void ReleaseReplies(const std::map<PieceKey, std::shared_ptr<Piece>>& pieces);
   Contribution BeginLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member, uint16_t stream,

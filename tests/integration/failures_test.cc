@@ -112,6 +112,21 @@ TEST_F(FailuresTest, WorkerWithATokenRefusesAReducerThatChecksNone) {
   EXPECT_TRUE(open.ok()) << open.status().ToString();
 }
 
+TEST_F(FailuresTest, AConflictingHelloIsRefusedAndTheRunningSessionGoesOn) {
+  auto running = client::Client::Create(RankOptions("running", 0, 1));
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  // Another process with the token and the session's id, but world 2.
+  auto late = client::Client::Create(RankOptions("running", 1, 2));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), Code::kMismatch) << late.status().ToString();
+  EXPECT_NE(late.status().message().find("it is already running with all its 1 ranks"), std::string::npos)
+      << late.status().message();
+  EXPECT_NE(late.status().message().find("with world size 2"), std::string::npos) << late.status().message();
+  std::vector<float> v(1000, 3.0f);
+  ASSERT_TRUE((*running)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait().ok());
+  EXPECT_EQ(v[999], 3.0f);
+}
+
 TEST_F(FailuresTest, WrongProtocolVersionIsRefusedNamingBothVersions) {
   protocol::Hello hello;
   hello.world = 1;
