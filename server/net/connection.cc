@@ -15,6 +15,14 @@
 namespace rs::server {
 namespace {
 
+// The frames a joined worker may send; anything else is refused from its
+// header alone.
+bool WorkerSendsInSession(protocol::FrameType type) {
+  using protocol::FrameType;
+  return type == FrameType::kData || type == FrameType::kBye || type == FrameType::kError ||
+         type == FrameType::kHeartbeat || type == FrameType::kMembership;
+}
+
 std::string EndpointName(const asio::ip::tcp::endpoint& ep) {
   const std::string host = ep.address().to_string();
   return (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(ep.port());
@@ -180,6 +188,14 @@ void Connection::OnHeader(const asio::error_code& ec) {
   Status st = protocol::DecodeHeader(header_buf_, max_data, &header_, "this reducer");
   if (!st.ok()) {
     Reject(st);
+    return;
+  }
+  if (!WorkerSendsInSession(header_.type)) {
+    // Refused before its payload is read: a RESULT (or any frame only a
+    // reducer sends) would otherwise cost a piece's worth of memory outside
+    // the budget, per connection.
+    Reject(Status(Code::kProtocol, std::string("unexpected ") + protocol::FrameTypeName(header_.type) +
+                                       " frame during the session"));
     return;
   }
   if (header_.type == protocol::FrameType::kData) {

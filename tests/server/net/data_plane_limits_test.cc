@@ -1,0 +1,113 @@
+// What a peer can make the reducer hold stays inside its limits: memory a
+// frame would cost is refused before it is allocated, a session a memory
+// limit admits can always get one piece, and a wait for memory ends with a
+// named error. In one process: a ReducerServer and raw or real clients over
+// 127.0.0.1.
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "client/client.h"
+#include "protocol/auth.h"
+#include "server/net/reducer_server.h"
+
+namespace rs::server {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+std::unique_ptr<ReducerServer> StartServer(const std::function<void(ServerConfig&)>& tune = {}) {
+  ServerConfig config;
+  config.listen_host = "127.0.0.1";
+  if (tune) tune(config);
+  auto server = ReducerServer::Create(config);
+  EXPECT_TRUE(server.ok()) << server.status().ToString();
+  return server.ok() ? std::move(server).value() : nullptr;
+}
+
+// This process's resident memory (bytes).
+size_t Rss() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+// A worker over a raw socket, joined to a world-1 session of its own
+// (no token), that then sends what the test tells it to.
+class RawWorker {
+ public:
+  bool Join(uint16_t port, const std::string& session) {
+    s_.connect({asio::ip::make_address("127.0.0.1"), port});
+    protocol::Hello hello;
+    hello.session = protocol::SessionIdFromName(session);
+    hello.world = 1;
+    asio::write(s_, asio::buffer(protocol::EncodeHello(hello)));
+    if (ReadFrame(seconds(20)) != protocol::FrameType::kChallenge) return false;
+    asio::write(s_, asio::buffer(protocol::EncodeAuth({})));
+    return ReadFrame(seconds(20)) == protocol::FrameType::kWelcome &&
+           ReadFrame(seconds(20)) == protocol::FrameType::kReady;
+  }
+  void Send(const std::vector<uint8_t>& bytes) { asio::write(s_, asio::buffer(bytes)); }
+  // The next frame's type, or kHello (never sent by a reducer) when none
+  // came within `within`. Keeps an ERROR frame's contents.
+  protocol::FrameType ReadFrame(milliseconds within) {
+    pollfd p{s_.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(within.count())) != 1) return protocol::FrameType::kHello;
+    std::array<uint8_t, protocol::kHeaderBytes> head;
+    asio::error_code ec;
+    asio::read(s_, asio::buffer(head), ec);
+    protocol::FrameHeader h;
+    if (ec || !protocol::DecodeHeader(head, 0, &h).ok()) return protocol::FrameType::kHello;
+    std::vector<uint8_t> payload(h.payload_bytes);
+    asio::read(s_, asio::buffer(payload), ec);
+    if (h.type == protocol::FrameType::kError) (void)protocol::DecodeError(payload, &error_);
+    return h.type;
+  }
+  const protocol::ErrorFrame& error() const { return error_; }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::socket s_{io_};
+  protocol::ErrorFrame error_;
+};
+
+// A RESULT frame's header from a worker announces a piece's worth of
+// payload; reading it would cost that much per connection outside the
+// memory budget (64 connections took 67 MiB at a 1 MiB limit).
+TEST(DataPlaneLimitsTest, AResultFromAWorkerIsRefusedBeforeItsPayloadIsRead) {
+  auto server = StartServer([](ServerConfig& c) { c.memory_limit = kMiB; });
+  ASSERT_NE(server, nullptr);
+  constexpr int kWorkers = 64;
+  std::vector<std::unique_ptr<RawWorker>> workers;
+  for (int i = 0; i < kWorkers; ++i) {
+    workers.push_back(std::make_unique<RawWorker>());
+    ASSERT_TRUE(workers.back()->Join(server->port(), "result-" + std::to_string(i))) << "worker " << i;
+  }
+  protocol::FrameHeader result;
+  result.type = protocol::FrameType::kResult;
+  result.payload_bytes = static_cast<uint32_t>(protocol::kPieceHeaderBytes + kMiB);
+  std::vector<uint8_t> frame(protocol::kHeaderBytes);
+  protocol::EncodeHeader(result, frame.data());
+  const size_t before = Rss();
+  for (auto& w : workers) w->Send(frame);
+  for (int i = 0; i < kWorkers; ++i) {
+    // Answered at once, without the payload the header announced.
+    ASSERT_EQ(workers[i]->ReadFrame(seconds(20)), protocol::FrameType::kError) << "worker " << i;
+    EXPECT_EQ(workers[i]->error().code, Code::kProtocol);
+    EXPECT_EQ(workers[i]->error().message, "unexpected RESULT frame during the session");
+  }
+  const size_t after = Rss();
+  EXPECT_LT(after, before + 16 * kMiB) << "resident memory grew from " << before / kMiB << " to " << after / kMiB
+                                       << " MiB";
+}
+
+}  // namespace
+}  // namespace rs::server
