@@ -198,6 +198,7 @@ bool Session::Leave(uint32_t rank, uint16_t stream, bool clean, const Status& wh
     if (slot.member == nullptr) return joined_ == 0;
     slot.member.reset();
     --joined_;
+    memory_waits_.erase({rank, stream});
     if (failure_.ok()) {
       if (!clean) {
         failed = Status(Code::kPeerFailed, "rank " + std::to_string(rank) + " disconnected from the reducer (" +
@@ -229,6 +230,11 @@ Contribution Session::BeginContribution(uint32_t rank, const std::shared_ptr<Ses
   {
     std::lock_guard<std::mutex> lock(mu_);
     result = BeginLocked(rank, member, stream, header, std::move(wake), now, &notify, &outbox);
+    if (result.kind == Contribution::Kind::kWaitForMemory) {
+      memory_waits_.try_emplace({rank, stream}, MemoryWait{now, {header.seq, header.piece}});
+    } else {
+      memory_waits_.erase({rank, stream});
+    }
   }
   for (auto& m : notify) m->SendErrorAndClose(result.status);
   for (auto& [m, frame] : outbox) m->SendControl(std::move(frame));
@@ -298,7 +304,7 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
     // A wide sum's slots fit either type, and two more hold its result.
     const size_t payload = wide ? header.count * sizeof(float) : header.PayloadBytes();
     const size_t slot = (payload + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
-    auto buffer = budget_->TryAllocate(slot * (world_ + (wide ? 2 : 0)), std::move(wake));
+    auto buffer = budget_->TryAllocate(slot * PieceSlots(world_, wide ? wire_ : DataType::kFloat32), std::move(wake));
     if (buffer == nullptr) {
       result.kind = Contribution::Kind::kWaitForMemory;
       return result;
@@ -640,6 +646,22 @@ void Session::CheckTimeouts(Clock::time_point now) {
                                           std::to_string(key.second) + ") timed out after " +
                                           Seconds(limits_.op_timeout) + " on this reducer: " +
                                           RankList(missing) + " never contributed");
+    }
+    // Twice the operation timeout: memory held by a stuck piece or by
+    // results a worker does not take goes back after one, and only a wait
+    // that outlasts those is this session's to report.
+    const auto memory_timeout = 2 * limits_.op_timeout;
+    for (const auto& [stream, wait] : memory_waits_) {
+      if (!failed.ok()) break;
+      if (now - wait.since <= memory_timeout) continue;
+      failed = Status(Code::kTimeout,
+                      "operation " + std::to_string(wait.piece.first) + " (piece " +
+                          std::to_string(wait.piece.second) + ") timed out after " + Seconds(memory_timeout) +
+                          " (twice --op-timeout) on this reducer: rank " + std::to_string(stream.first) +
+                          "'s piece waited for memory all that time (" + std::to_string(budget_->in_use()) +
+                          " of the " + std::to_string(budget_->limit()) +
+                          " bytes of --memory-limit held by other pieces): raise --memory-limit or run fewer "
+                          "jobs on this reducer");
     }
     if (!failed.ok()) notify = FailLocked(failed);
   }

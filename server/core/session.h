@@ -65,6 +65,14 @@ namespace rs::server {
 
 class Piece;
 
+// Slots of one piece's buffer, each as large as the largest piece: one per
+// rank, and for a float32 sum on a 16-bit wire (`wire` not kFloat32) two
+// more for its result. The reducer's largest piece is sized from this, so
+// that one piece of any session it admits fits the memory limit.
+inline uint32_t PieceSlots(uint32_t world, DataType wire) {
+  return world + (wire == DataType::kFloat32 ? 0 : 2);
+}
+
 // A reduced run of a piece's elements, sent as one RESULT frame: the whole
 // piece, or one of its parts when the ranks take results in parts.
 struct ResultPart {
@@ -260,7 +268,8 @@ class Session {
   // as the piece's straggler and sends the result to every rank.
   void EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece, Clock::time_point now = Clock::now());
 
-  // Fails the session if it was not ready in time or a piece waited too long.
+  // Fails the session if it was not ready in time, a piece waited too long,
+  // or a stream waited for memory longer than twice the operation timeout.
   void CheckTimeouts(Clock::time_point now);
 
   // Fails the session: every member gets `status` and is closed.
@@ -333,6 +342,14 @@ class Session {
   FailoverCoordinator coordinator_;           // guarded by mu_
   std::vector<uint8_t> wants_watermark_;      // guarded by mu_; per rank
   bool evicted_ = false;                      // guarded by mu_
+  // Streams whose next piece waits for memory (kWaitForMemory), since when
+  // and for which piece: no pending piece shows them, and --op-timeout
+  // must still end the wait, naming it.
+  struct MemoryWait {
+    Clock::time_point since;
+    PieceKey piece;
+  };
+  std::map<std::pair<uint32_t, uint16_t>, MemoryWait> memory_waits_;  // guarded by mu_; (rank, stream)
   bool all_take_parts_ = true;                // guarded by mu_: every HELLO so far asked for parts
   bool paths_short_ = false;                  // guarded by mu_: every stream's round trip is known and short
   std::atomic<uint64_t> part_bytes_{0};       // written under mu_ when the session becomes ready

@@ -184,7 +184,7 @@ void Connection::OnHeader(const asio::error_code& ec) {
     HandshakeStep(handshake_.OnHeader(header_buf_));
     return;
   }
-  const uint64_t max_data = protocol::kPieceHeaderBytes + server_.MaxPieceBytes(hello_.world);
+  const uint64_t max_data = protocol::kPieceHeaderBytes + server_.MaxPieceBytes(hello_.world, hello_.wire);
   Status st = protocol::DecodeHeader(header_buf_, max_data, &header_, "this reducer");
   if (!st.ok()) {
     Reject(st);
@@ -321,7 +321,7 @@ void Connection::JoinSession() {
   session_ = std::move(session).value();
   hello_ = handshake_.hello();
   state_ = State::kJoined;
-  EnqueueControl(handshake_.Joined(server_.MaxPieceBytes(hello_.world)));
+  EnqueueControl(handshake_.Joined(server_.MaxPieceBytes(hello_.world, hello_.wire)));
   SamplePath();
   StartLiveness();
   ReadHeader();
@@ -439,7 +439,7 @@ void Connection::OnLivenessTick() {
 }
 
 void Connection::OnPieceHeader() {
-  Status st = protocol::DecodePieceHeader(payload_, header_.payload_bytes, server_.MaxPieceBytes(hello_.world),
+  Status st = protocol::DecodePieceHeader(payload_, header_.payload_bytes, server_.MaxPieceBytes(hello_.world, hello_.wire),
                                       &piece_header_);
   if (!st.ok()) {
     const Status named = st.Prefixed("rank " + std::to_string(hello_.rank));

@@ -162,8 +162,10 @@ void ReducerServer::ArmSweep() {
   });
 }
 
-uint64_t ReducerServer::MaxPieceBytes(uint32_t world) const {
-  const uint64_t fit = config_.memory_limit / std::max<uint32_t>(world, 1) / 64 * 64;
+uint64_t ReducerServer::MaxPieceBytes(uint32_t world, DataType wire) const {
+  // The budget hands out whole granules: the slots must fit once rounded up.
+  const uint64_t granules = config_.memory_limit / MemoryBudget::kGranule * MemoryBudget::kGranule;
+  const uint64_t fit = granules / std::max<uint32_t>(PieceSlots(world, wire), 1) / 64 * 64;
   const uint64_t limit = std::min<uint64_t>(config_.max_piece_bytes, fit);
   return limit < kMinPieceBytes ? 0 : limit;
 }
@@ -171,10 +173,13 @@ uint64_t ReducerServer::MaxPieceBytes(uint32_t world) const {
 StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::Hello& hello,
                                                               std::shared_ptr<SessionMember> member,
                                                               const std::string& source) {
-  if (MaxPieceBytes(hello.world) == 0) {
+  if (MaxPieceBytes(hello.world, hello.wire) == 0) {
+    const std::string wire = hello.wire == DataType::kFloat32
+                                 ? ""
+                                 : " with wire type " + std::string(protocol::WireTypeName(hello.wire));
     return Status(Code::kResourceExhausted,
                   "this reducer's --memory-limit of " + std::to_string(config_.memory_limit) +
-                      " bytes is too small for a world of " + std::to_string(hello.world) + " ranks");
+                      " bytes is too small for a world of " + std::to_string(hello.world) + " ranks" + wire);
   }
   std::shared_ptr<Session> session;
   bool created = false;
@@ -186,7 +191,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
       // The stream's handshake refusal is logged and counted by its connection.
       RS_RETURN_IF_ERROR(admission_->OpenPendingSession(source));
       pending_.emplace(hello.session, source);
-      SessionLimits limits{MaxPieceBytes(hello.world), config_.op_timeout, config_.join_timeout, config_.crc,
+      SessionLimits limits{MaxPieceBytes(hello.world, hello.wire), config_.op_timeout, config_.join_timeout, config_.crc,
                            config_.result_part_bytes, config_.whole_pieces_from};
       session = std::make_shared<Session>(hello.session, hello.world, hello.streams, budget_, limits,
                                           Clock::now(), reducer_stats_, hello.flags, hello.wire);

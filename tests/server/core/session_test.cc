@@ -412,6 +412,29 @@ TEST_F(SessionTest, AConflictingHelloForATakenSlotLeavesAJoiningSessionAlone) {
   EXPECT_TRUE(members_[0]->errors.empty());
 }
 
+TEST_F(SessionTest, AWaitForMemoryEndsAtTwiceTheOperationTimeoutNamingIt) {
+  JoinAll();
+  // Other sessions hold the whole budget: no piece of this one is pending,
+  // its ranks' connections stop reading, and only the timeout can end it.
+  auto held = budget_->TryAllocate(budget_->limit());
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(session_->BeginContribution(1, members_[1], 0, FloatPiece(9, 4), [] {}, t0_).kind,
+            Contribution::Kind::kWaitForMemory);
+  // Memory held by stuck pieces or untaken results goes back after one
+  // operation timeout: the wait gets two.
+  session_->CheckTimeouts(t0_ + std::chrono::seconds(10));
+  EXPECT_TRUE(session_->failure().ok()) << "failed before twice the operation timeout";
+  session_->CheckTimeouts(t0_ + std::chrono::seconds(11));
+  const Status st = session_->failure();
+  EXPECT_EQ(st.code(), Code::kTimeout) << st.ToString();
+  EXPECT_NE(st.message().find("operation 9 (piece 0) timed out after 10 s (twice --op-timeout) on this reducer: "
+                              "rank 1's piece waited for memory all that time"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("--memory-limit"), std::string::npos) << st.message();
+  for (auto& m : members_) ASSERT_EQ(m->errors.size(), 1u);
+}
+
 TEST_F(SessionTest, TimeoutNamesTheRanksThatNeverContributed) {
   JoinAll();
   Contribute(1, FloatPiece(9, 2), {1, 2});

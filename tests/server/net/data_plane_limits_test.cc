@@ -109,5 +109,64 @@ TEST(DataPlaneLimitsTest, AResultFromAWorkerIsRefusedBeforeItsPayloadIsRead) {
                                        << " MiB";
 }
 
+// A float32 sum on a bfloat16 wire needs two more slots than there are
+// ranks: the largest piece announced must leave room for them, or the
+// piece's allocation is refused for ever and the session stalls.
+TEST(DataPlaneLimitsTest, A16BitWireSessionAtASmallMemoryLimitCompletes) {
+  auto server = StartServer([](ServerConfig& c) {
+    c.memory_limit = kMiB;
+    c.op_timeout = seconds(10);
+  });
+  ASSERT_NE(server, nullptr);
+  constexpr uint32_t kWorld = 2;
+  constexpr size_t kCount = 1 << 20;  // 4 MiB of float32, 2 MiB on the wire
+  std::vector<Status> statuses(kWorld, Status(Code::kInternal, "not run"));
+  std::vector<float> sums(kWorld);
+  std::vector<std::thread> ranks;
+  for (uint32_t rank = 0; rank < kWorld; ++rank) {
+    ranks.emplace_back([&, rank] {
+      client::ClientOptions o;
+      o.reducers = {{"127.0.0.1", server->port()}};
+      o.session = protocol::SessionIdFromName("bf16-small-memory");
+      o.rank = rank;
+      o.world = kWorld;
+      o.wire_dtype = DataType::kBfloat16;
+      o.op_timeout = seconds(20);
+      o.log = [](client::LogLevel, const std::string&) {};
+      auto c = client::Client::Create(o);
+      if (!c.ok()) {
+        statuses[rank] = c.status();
+        return;
+      }
+      std::vector<float> v(kCount, 1.0f + rank);
+      statuses[rank] =
+          (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(60));
+      sums[rank] = v[kCount - 1];
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (uint32_t rank = 0; rank < kWorld; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << "rank " << rank << ": " << statuses[rank].ToString();
+    EXPECT_EQ(sums[rank], 3.0f);
+  }
+  EXPECT_EQ(server->stats().sessions_failed, 0u);
+}
+
+TEST(DataPlaneLimitsTest, TheLargestPieceLeavesRoomForEverySlotOfOnePiece) {
+  auto server = StartServer([](ServerConfig& c) { c.memory_limit = kMiB + 1000; });
+  ASSERT_NE(server, nullptr);
+  for (DataType wire : {DataType::kFloat32, DataType::kBfloat16, DataType::kFloat16}) {
+    for (uint32_t world : {1u, 2u, 3u, 7u}) {
+      const uint64_t piece = server->MaxPieceBytes(world, wire);
+      ASSERT_GT(piece, 0u);
+      // What the budget hands out for one piece: whole granules.
+      const uint64_t bytes = piece * PieceSlots(world, wire);
+      const uint64_t granules = (bytes + MemoryBudget::kGranule - 1) / MemoryBudget::kGranule;
+      EXPECT_LE(granules * MemoryBudget::kGranule, kMiB + 1000) << "world " << world << ", wire "
+                                                                << protocol::WireTypeName(wire);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rs::server
