@@ -105,6 +105,7 @@ StatusOr<Options> Validate(const Settings& s) {
   RS_RETURN_IF_ERROR(Assign(s.Duration("--drain-timeout", milliseconds(0), kForever), &out.drain_timeout));
   RS_RETURN_IF_ERROR(
       Assign(s.Duration("--handshake-timeout", milliseconds(1), kForever), &out.net.handshake_timeout));
+  RS_RETURN_IF_ERROR(Assign(s.Duration("--idle-timeout", milliseconds(1), kForever), &out.net.idle_timeout));
   AdmissionLimits& limits = out.net.limits;
   RS_RETURN_IF_ERROR(Assign(s.Int("--max-connections", 1, 1 << 20), &limits.max_connections));
   RS_RETURN_IF_ERROR(Assign(s.Int("--max-connections-per-source", 1, 1 << 20), &limits.max_connections_per_source));

@@ -394,7 +394,7 @@ void Connection::ArmLiveness() {
 void Connection::ArmPathSampling() {
   liveness_timer_.expires_after(kPathSampleInterval);
   liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-    if (ec || self->state_ != State::kJoined || !self->CheckResultsTaken()) return;
+    if (ec || self->state_ != State::kJoined || !self->CheckResultsTaken() || !self->CheckIdle()) return;
     self->SamplePath();
     self->ArmPathSampling();
   });
@@ -415,6 +415,25 @@ bool Connection::CheckResultsTaken() {
                        ": the worker stopped reading (frozen?), or its host or the link to it is down");
   session_->Fail(why);
   CloseNow(why);
+  return false;
+}
+
+bool Connection::CheckIdle() {
+  const auto now = Clock::now();
+  if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
+  if (received_progress_ != idle_progress_ || liveness_.paused() || idle_at_ == Clock::time_point{}) {
+    idle_progress_ = received_progress_;
+    idle_at_ = now;
+    return true;
+  }
+  const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - idle_at_);
+  if (idle <= server_.config().idle_timeout) return true;  // in ms: the setting may be "forever"
+  session_->Fail(Status(
+      Code::kPeerFailed,
+      "rank " + std::to_string(hello_.rank) + " (" + peer_ + ") sent nothing to " + self_ + " for " +
+          protocol::FormatSeconds(idle) +
+          " with its liveness timeout off: the reducer's --idle-timeout closes such streams (a worker with "
+          "REDUCER_LIVENESS_TIMEOUT set sends heartbeats and is never idle)"));
   return false;
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/io_context.h"
 #include "server/net/connection.h"
+#include "server/net/source_address.h"
 
 namespace rs::server {
 namespace {
@@ -111,7 +112,7 @@ void ReducerServer::Admit(asio::ip::tcp::socket socket) {
   asio::error_code ec;
   const auto remote = socket.remote_endpoint(ec);
   if (ec) return;  // already reset by the peer; the socket closes here
-  const std::string source = remote.address().to_string();
+  const std::string source = SourceOf(remote.address());
   Limit limit{};
   auto ticket = admission_->Admit(source, &limit);
   if (!ticket.ok()) {
@@ -121,7 +122,8 @@ void ReducerServer::Admit(asio::ip::tcp::socket socket) {
     socket.non_blocking(true, ec);
     socket.write_some(asio::buffer(frame), ec);
     socket.close(ec);
-    LogRefusal(std::string("over ") + LimitName(limit), source + ":" + std::to_string(remote.port()) + ": refused: " +
+    LogRefusal(std::string("over ") + LimitName(limit), remote.address().to_string() + ":" +
+                                                         std::to_string(remote.port()) + ": refused: " +
                                      ticket.status().message());
     return;
   }

@@ -152,6 +152,20 @@ TEST(DataPlaneLimitsTest, A16BitWireSessionAtASmallMemoryLimitCompletes) {
   EXPECT_EQ(server->stats().sessions_failed, 0u);
 }
 
+// With liveness off a worker sends nothing while idle: without a limit of
+// the reducer's own, a few addresses could hold every connection for ever.
+TEST(DataPlaneLimitsTest, AnIdleWorkerWithLivenessOffFailsItsSessionAfterTheIdleTimeout) {
+  auto server = StartServer([](ServerConfig& c) { c.idle_timeout = milliseconds(500); });
+  ASSERT_NE(server, nullptr);
+  RawWorker idle;
+  ASSERT_TRUE(idle.Join(server->port(), "idle"));
+  ASSERT_EQ(idle.ReadFrame(seconds(20)), protocol::FrameType::kError);
+  EXPECT_EQ(idle.error().code, Code::kPeerFailed);
+  EXPECT_NE(idle.error().message.find("with its liveness timeout off: the reducer's --idle-timeout closes such streams"),
+            std::string::npos)
+      << idle.error().message;
+}
+
 TEST(DataPlaneLimitsTest, TheLargestPieceLeavesRoomForEverySlotOfOnePiece) {
   auto server = StartServer([](ServerConfig& c) { c.memory_limit = kMiB + 1000; });
   ASSERT_NE(server, nullptr);
