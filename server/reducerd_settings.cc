@@ -18,8 +18,8 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       {"--max-piece", "REDUCER_MAX_PIECE", "SIZE", "4MiB", "",
        "largest piece a worker may send, at least 4KiB (also capped so one piece per rank fits the memory limit)"},
       {"--job-token-file", "REDUCER_JOB_TOKEN_FILE", "FILE", "", "",
-       "the job's shared secret (trailing newline ignored). Without a token any worker is accepted (a warning "
-       "says so)"},
+       "the job's shared secret (blanks around it ignored). Without a token any worker is accepted (a warning "
+       "says so), and a worker that has a token refuses this reducer"},
       {"", "REDUCER_JOB_TOKEN", "", "", "",
        "the token itself, used when no token file is given; never logged"},
       {"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "60s", "",
