@@ -10,6 +10,7 @@
 #include "common/tcp_tuning.h"
 #include "protocol/auth.h"
 #include "protocol/crc32c.h"
+#include "protocol/error_text.h"
 #include "server/net/reducer_server.h"
 
 namespace rs::server {
@@ -253,7 +254,9 @@ void Connection::OnJoinedFrame() {
       // error: pass its reason on so every rank learns the root cause.
       protocol::ErrorFrame err;
       (void)protocol::DecodeError(payload_, &err);
-      session_->Fail(Status(err.code, "rank " + std::to_string(hello_.rank) + " aborted: " + err.message));
+      // Its text goes to the other ranks and into logs: escaped, bounded.
+      session_->Fail(Status(err.code, "rank " + std::to_string(hello_.rank) +
+                                          " aborted: " + protocol::PrintableErrorText(err.message)));
       CloseNow(Status(Code::kPeerFailed, "aborted by the worker"));
       return;
     }
