@@ -126,6 +126,7 @@ StatusOr<Options> Validate(const Settings& s) {
   RS_RETURN_IF_ERROR(Assign(ListenAddress(s, "--metrics-listen"), &out.control.metrics_listen));
   RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-max-sessions", 0, 1024), &out.control.metrics_max_sessions));
   RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-max-ranks", 0, 1024), &out.control.metrics_max_ranks));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-session-ids", 0, 1), &out.control.metrics_session_ids));
   out.control.drain_timeout = out.drain_timeout;
 
   RS_RETURN_IF_ERROR(

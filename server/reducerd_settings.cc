@@ -90,6 +90,10 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       {"--metrics-max-ranks", "REDUCER_METRICS_MAX_RANKS", "N", "8", "",
        "ranks per session in `reducer_straggler_last_arrivals_total` (those most often last), 0 to 1024", {}, {},
        kControlPlaneTable},
+      {"--metrics-session-ids", "REDUCER_METRICS_SESSION_IDS", "0/1", "0", "",
+       "1: the `session` label of per-session series is the session's id (`reducerctl sessions` shows the same). "
+       "0: an opaque label, `h` and 12 hex digits, stable while reducerd runs: whoever can read the metrics "
+       "then cannot name a session in a HELLO", {}, {}, kControlPlaneTable},
   };
   return kSettings;
 }
