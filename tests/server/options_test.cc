@@ -57,6 +57,7 @@ TEST(ReducerdOptions, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(o->log_format, "text");
   EXPECT_EQ(o->control.grpc_listen, "");
   EXPECT_EQ(o->control.metrics_max_sessions, 16u);
+  EXPECT_FALSE(o->control.metrics_session_ids);  // ids are not handed to whoever scrapes
   EXPECT_TRUE(o->notices.empty());
 }
 
