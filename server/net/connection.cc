@@ -24,6 +24,11 @@ bool WorkerSendsInSession(protocol::FrameType type) {
          type == FrameType::kHeartbeat || type == FrameType::kMembership;
 }
 
+// A joined worker's control frames are small (HEARTBEAT 16 bytes,
+// MEMBERSHIP at most 528): more is refused unread. An ERROR's text is read
+// this far and the rest left unread, since the stream closes after it.
+constexpr uint32_t kMaxJoinedControlBytes = 4096;
+
 std::string EndpointName(const asio::ip::tcp::endpoint& ep) {
   const std::string host = ep.address().to_string();
   return (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(ep.port());
@@ -197,6 +202,16 @@ void Connection::OnHeader(const asio::error_code& ec) {
     // the budget, per connection.
     Reject(Status(Code::kProtocol, std::string("unexpected ") + protocol::FrameTypeName(header_.type) +
                                        " frame during the session"));
+    return;
+  }
+  if (header_.type != protocol::FrameType::kData && header_.payload_bytes > kMaxJoinedControlBytes) {
+    if (header_.type == protocol::FrameType::kError) {
+      ReadPayload(kMaxJoinedControlBytes);
+      return;
+    }
+    Reject(Status(Code::kProtocol, std::string(protocol::FrameTypeName(header_.type)) + " frame of " +
+                                       std::to_string(header_.payload_bytes) + " bytes during the session: a "
+                                       "worker's is at most " + std::to_string(kMaxJoinedControlBytes)));
     return;
   }
   if (header_.type == protocol::FrameType::kData) {

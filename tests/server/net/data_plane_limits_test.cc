@@ -109,6 +109,39 @@ TEST(DataPlaneLimitsTest, AResultFromAWorkerIsRefusedBeforeItsPayloadIsRead) {
                                        << " MiB";
 }
 
+// Control frames announce up to 64 KiB each: a joined worker's are small,
+// and a larger one is refused before its payload is read (an ERROR's text
+// is read as far as 4 KiB, the stream closing after it).
+TEST(DataPlaneLimitsTest, AJoinedWorkersLargeControlFrameIsRefusedUnread) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  RawWorker worker;
+  ASSERT_TRUE(worker.Join(server->port(), "large-heartbeat"));
+  protocol::FrameHeader heartbeat;
+  heartbeat.type = protocol::FrameType::kHeartbeat;
+  heartbeat.payload_bytes = 60000;
+  std::vector<uint8_t> frame(protocol::kHeaderBytes);
+  protocol::EncodeHeader(heartbeat, frame.data());
+  worker.Send(frame);
+  ASSERT_EQ(worker.ReadFrame(seconds(20)), protocol::FrameType::kError);
+  EXPECT_EQ(worker.error().code, Code::kProtocol);
+  EXPECT_EQ(worker.error().message, "HEARTBEAT frame of 60000 bytes during the session: a worker's is at most 4096");
+
+  // A long ERROR from a worker: its reason, cut, reaches the session.
+  RawWorker aborting;
+  ASSERT_TRUE(aborting.Join(server->port(), "long-error"));
+  aborting.Send(protocol::EncodeError({Code::kInternal, "CUDA error " + std::string(60000, 'x')}));
+  std::string failure;
+  for (int i = 0; i < 2000 && failure.empty(); ++i) {  // the session fails on the reducer's thread
+    for (const SessionSnapshot& s : server->Sessions()) {
+      if (s.id == protocol::SessionIdFromName("long-error") && !s.failure.ok()) failure = s.failure.message();
+    }
+    if (failure.empty()) std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_EQ(failure.rfind("rank 0 aborted: CUDA error xxx", 0), 0u) << failure;
+  EXPECT_LT(failure.size(), 4200u);
+}
+
 // A float32 sum on a bfloat16 wire needs two more slots than there are
 // ranks: the largest piece announced must leave room for them, or the
 // piece's allocation is refused for ever and the session stalls.
