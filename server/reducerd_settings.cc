@@ -40,8 +40,8 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "open connections from one source: an IPv4 address, or an IPv6 /64 prefix (all ranks behind one NAT "
        "address count as one source)"},
       {"--max-handshakes-per-source", "REDUCER_MAX_HANDSHAKES_PER_SOURCE", "N", "256", "",
-       "connections from one source (IPv4 address, IPv6 /64) still in the handshake (a job's ranks all connect at once: keep this above "
-       "the streams one address opens)"},
+       "connections from one source (IPv4 address, IPv6 /64) still in the handshake (a job's ranks all connect "
+       "at once: keep this above the streams one address opens)"},
       {"--max-pending-sessions", "REDUCER_MAX_PENDING_SESSIONS", "N", "64", "",
        "sessions waiting for their ranks to join; a worker that would open one more is refused"},
       {"--max-pending-sessions-per-source", "REDUCER_MAX_PENDING_SESSIONS_PER_SOURCE", "N", "16", "",

@@ -142,17 +142,17 @@ Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember
     if (!failure_.ok()) return failure_.Prefixed("session " + name_ + " has already failed");
     const Status disagreement = JoinDisagreement(hello);
     const std::string stream = "rank " + std::to_string(hello.rank) + " stream " + std::to_string(hello.stream);
+    const std::string why =
+        disagreement.ok() ? " (two processes with the same rank?)" : ": " + disagreement.message();
     // A running session is never failed by a join, whatever it says (anyone
     // who learns its id may send one): only the late joiner is refused.
     if (ready_) {
-      const std::string why = disagreement.ok() ? " (two processes with the same rank?)" : ": " + disagreement.message();
       return Status(disagreement.ok() ? Code::kInvalidArgument : Code::kMismatch,
                     stream + " cannot join session " + name_ + ": it is already running with all its " +
                         std::to_string(world_) + " ranks" + why);
     }
     const bool in_range = hello.rank < world_ && hello.stream < streams_;
     if (in_range && members_[StreamIndex(hello.rank, hello.stream)].member != nullptr) {
-      const std::string why = disagreement.ok() ? " (two processes with the same rank?)" : ": " + disagreement.message();
       return Status(disagreement.ok() ? Code::kInvalidArgument : Code::kMismatch,
                     stream + " has already joined session " + name_ + why);
     }

@@ -476,8 +476,8 @@ void Connection::OnLivenessTick() {
 }
 
 void Connection::OnPieceHeader() {
-  Status st = protocol::DecodePieceHeader(payload_, header_.payload_bytes, server_.MaxPieceBytes(hello_.world, hello_.wire),
-                                      &piece_header_);
+  Status st = protocol::DecodePieceHeader(payload_, header_.payload_bytes,
+                                          server_.MaxPieceBytes(hello_.world, hello_.wire), &piece_header_);
   if (!st.ok()) {
     const Status named = st.Prefixed("rank " + std::to_string(hello_.rank));
     session_->Fail(named);

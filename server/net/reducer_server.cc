@@ -193,8 +193,8 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
       // The stream's handshake refusal is logged and counted by its connection.
       RS_RETURN_IF_ERROR(admission_->OpenPendingSession(source));
       pending_.emplace(hello.session, source);
-      SessionLimits limits{MaxPieceBytes(hello.world, hello.wire), config_.op_timeout, config_.join_timeout, config_.crc,
-                           config_.result_part_bytes, config_.whole_pieces_from};
+      SessionLimits limits{MaxPieceBytes(hello.world, hello.wire), config_.op_timeout, config_.join_timeout,
+                           config_.crc, config_.result_part_bytes, config_.whole_pieces_from};
       session = std::make_shared<Session>(hello.session, hello.world, hello.streams, budget_, limits,
                                           Clock::now(), reducer_stats_, hello.flags, hello.wire);
       sessions_.emplace(hello.session, session);

@@ -70,7 +70,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (first & 0x80) {
       const auto type = DataTypeFromWire(bytes[16]);
       const uint64_t n = protocol::GetLE<uint64_t>(bytes.data() + 40);
-      if (type && n < (1u << 20)) payload_bytes = static_cast<uint32_t>(protocol::kPieceHeaderBytes + n * DataTypeSize(*type));
+      if (type && n < (1u << 20)) {
+        payload_bytes = static_cast<uint32_t>(protocol::kPieceHeaderBytes + n * DataTypeSize(*type));
+      }
     }
     protocol::PieceHeader h;
     // The reducer's WELCOME announced max_piece: larger frames never get here.

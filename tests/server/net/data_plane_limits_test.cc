@@ -194,8 +194,9 @@ TEST(DataPlaneLimitsTest, AnIdleWorkerWithLivenessOffFailsItsSessionAfterTheIdle
   ASSERT_TRUE(idle.Join(server->port(), "idle"));
   ASSERT_EQ(idle.ReadFrame(seconds(20)), protocol::FrameType::kError);
   EXPECT_EQ(idle.error().code, Code::kPeerFailed);
-  EXPECT_NE(idle.error().message.find("with its liveness timeout off: the reducer's --idle-timeout closes such streams"),
-            std::string::npos)
+  EXPECT_NE(
+      idle.error().message.find("with its liveness timeout off: the reducer's --idle-timeout closes such streams"),
+      std::string::npos)
       << idle.error().message;
 }
 
