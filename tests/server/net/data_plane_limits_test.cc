@@ -1,10 +1,11 @@
 // What a peer can make the reducer hold stays inside its limits: memory a
 // frame would cost is refused before it is allocated, a session a memory
-// limit admits can always get one piece, and a wait for memory ends with a
-// named error. In one process: a ReducerServer and raw or real clients over
-// 127.0.0.1.
+// limit admits can always get one piece, and an idle stream of a worker
+// with liveness off does not stay for ever. In one process: a ReducerServer
+// and raw or real clients over 127.0.0.1.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <thread>
