@@ -252,6 +252,13 @@ void ReducerStream::OnChallenge() {
   if (challenge_.token_required && params_.token.empty()) {
     return Fail(Status(Code::kAuth, Name() + " requires a job token and none is configured (REDUCER_JOB_TOKEN)"));
   }
+  if (!challenge_.token_required && !params_.token.empty()) {
+    // A worker with a token must not send its gradients to, nor trust sums
+    // from, a reducer that lets any process in: that is a downgrade.
+    return Fail(Status(Code::kAuth, Name() + " does not check job tokens but this worker has one: refusing to send "
+                                              "it gradients. Start that reducer with the job's token "
+                                              "(--job-token-file or REDUCER_JOB_TOKEN), or check REDUCER_ADDRS"));
+  }
   protocol::Auth auth_frame;
   if (!params_.token.empty()) {
     auto mac = protocol::ClientProof(params_.token, params_.hello, challenge_.server_nonce);
@@ -267,15 +274,11 @@ void ReducerStream::OnWelcome() {
   protocol::Welcome welcome;
   Status st = protocol::DecodeWelcome(payload_, &welcome);
   if (!st.ok()) return Fail(st.Prefixed(Name()));
-  if (!params_.token.empty()) {
-    if (!challenge_.token_required) {
-      owner_->Log(LogLevel::kWarn, Name() + " does not check job tokens: any process may join its sessions");
-    } else {
-      auto expected = protocol::ServerProof(params_.token, params_.hello, challenge_.server_nonce);
-      if (!expected.ok()) return Fail(expected.status().Prefixed(Name()));
-      if (!protocol::MacEqual(welcome.mac, *expected)) {
-        return Fail(Status(Code::kAuth, Name() + " could not prove it holds this job's token"));
-      }
+  if (!params_.token.empty()) {  // OnChallenge refused a reducer that checks no token
+    auto expected = protocol::ServerProof(params_.token, params_.hello, challenge_.server_nonce);
+    if (!expected.ok()) return Fail(expected.status().Prefixed(Name()));
+    if (!protocol::MacEqual(welcome.mac, *expected)) {
+      return Fail(Status(Code::kAuth, Name() + " could not prove it holds this job's token"));
     }
   }
   max_piece_bytes_ = welcome.max_piece_bytes;

@@ -87,7 +87,11 @@ StatusOr<std::string> ReadTokenFile(const std::string& path) {
   std::ostringstream buf;
   buf << in.rdbuf();
   std::string token = buf.str();
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!token.empty() && blank(token.back())) token.pop_back();
+  size_t start = 0;
+  while (start < token.size() && blank(token[start])) ++start;
+  token.erase(0, start);
   if (token.empty()) return Status(Code::kInvalidArgument, "job token file '" + path + "' is empty");
   return token;
 }

@@ -41,8 +41,10 @@ SessionId SessionIdFromName(std::string_view name);
 enum class CryptoFault { kNone, kRandom, kHmac };
 void SetCryptoFaultForTesting(CryptoFault fault);
 
-// Reads a job token from a file, trimming one trailing newline. Errors name
-// the file; an empty token is an error.
+// Reads a job token from a file, without the blanks (spaces, tabs, CR, LF)
+// around it: the one reader of every component (reducerd, the plugin,
+// reducer-bench, rs-train), so that one file gives one token everywhere.
+// Errors name the file; an empty token is an error.
 StatusOr<std::string> ReadTokenFile(const std::string& path);
 
 }  // namespace rs::protocol

@@ -105,6 +105,7 @@ StatusOr<Options> Validate(const Settings& s) {
   RS_RETURN_IF_ERROR(Assign(s.Duration("--drain-timeout", milliseconds(0), kForever), &out.drain_timeout));
   RS_RETURN_IF_ERROR(
       Assign(s.Duration("--handshake-timeout", milliseconds(1), kForever), &out.net.handshake_timeout));
+  RS_RETURN_IF_ERROR(Assign(s.Duration("--idle-timeout", milliseconds(1), kForever), &out.net.idle_timeout));
   AdmissionLimits& limits = out.net.limits;
   RS_RETURN_IF_ERROR(Assign(s.Int("--max-connections", 1, 1 << 20), &limits.max_connections));
   RS_RETURN_IF_ERROR(Assign(s.Int("--max-connections-per-source", 1, 1 << 20), &limits.max_connections_per_source));
@@ -125,6 +126,7 @@ StatusOr<Options> Validate(const Settings& s) {
   RS_RETURN_IF_ERROR(Assign(ListenAddress(s, "--metrics-listen"), &out.control.metrics_listen));
   RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-max-sessions", 0, 1024), &out.control.metrics_max_sessions));
   RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-max-ranks", 0, 1024), &out.control.metrics_max_ranks));
+  RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-session-ids", 0, 1), &out.control.metrics_session_ids));
   out.control.drain_timeout = out.drain_timeout;
 
   RS_RETURN_IF_ERROR(

@@ -18,8 +18,8 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       {"--max-piece", "REDUCER_MAX_PIECE", "SIZE", "4MiB", "",
        "largest piece a worker may send, at least 4KiB (also capped so one piece per rank fits the memory limit)"},
       {"--job-token-file", "REDUCER_JOB_TOKEN_FILE", "FILE", "", "",
-       "the job's shared secret (trailing newline ignored). Without a token any worker is accepted (a warning "
-       "says so)"},
+       "the job's shared secret (blanks around it ignored). Without a token any worker is accepted (a warning "
+       "says so), and a worker that has a token refuses this reducer"},
       {"", "REDUCER_JOB_TOKEN", "", "", "",
        "the token itself, used when no token file is given; never logged"},
       {"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "60s", "",
@@ -29,18 +29,23 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "a session whose ranks have not all joined after this long fails, naming the missing ranks"},
       {"--handshake-timeout", "REDUCER_HANDSHAKE_TIMEOUT", "DUR", "10s", "",
        "a connection that has not finished its handshake (HELLO, AUTH) after this long is sent an error and closed"},
+      {"--idle-timeout", "REDUCER_IDLE_TIMEOUT", "DUR", "15m", "",
+       "a joined worker that turned its liveness off (`REDUCER_LIVENESS_TIMEOUT=0`) and sends nothing for this "
+       "long fails its session, so that idle streams cannot hold connections for ever; workers with liveness on "
+       "send heartbeats and are never idle"},
       {"--max-connections", "REDUCER_MAX_CONNECTIONS", "N", "4096", "",
        "open connections in all; more are refused at once. Also the largest session served (ranks x streams per "
        "rank); reducerd raises its descriptor limit (`ulimit -n`) to fit, or lowers this with a warning"},
       {"--max-connections-per-source", "REDUCER_MAX_CONNECTIONS_PER_SOURCE", "N", "2048", "",
-       "open connections from one IP address (all ranks behind one NAT address count as one source)"},
+       "open connections from one source: an IPv4 address, or an IPv6 /64 prefix (all ranks behind one NAT "
+       "address count as one source)"},
       {"--max-handshakes-per-source", "REDUCER_MAX_HANDSHAKES_PER_SOURCE", "N", "256", "",
-       "connections from one IP address still in the handshake (a job's ranks all connect at once: keep this above "
-       "the streams one address opens)"},
+       "connections from one source (IPv4 address, IPv6 /64) still in the handshake (a job's ranks all connect "
+       "at once: keep this above the streams one address opens)"},
       {"--max-pending-sessions", "REDUCER_MAX_PENDING_SESSIONS", "N", "64", "",
        "sessions waiting for their ranks to join; a worker that would open one more is refused"},
       {"--max-pending-sessions-per-source", "REDUCER_MAX_PENDING_SESSIONS_PER_SOURCE", "N", "16", "",
-       "such sessions opened from one IP address"},
+       "such sessions opened from one source (IPv4 address, IPv6 /64)"},
       {"--crc", "REDUCER_CRC", "0/1", "1", "",
        "1: check the CRC32C workers send with each piece (when their own check is on) and send one with each "
        "result; a mismatch fails the session naming the hop. 0: neither, whatever the workers ask"},
@@ -85,6 +90,10 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       {"--metrics-max-ranks", "REDUCER_METRICS_MAX_RANKS", "N", "8", "",
        "ranks per session in `reducer_straggler_last_arrivals_total` (those most often last), 0 to 1024", {}, {},
        kControlPlaneTable},
+      {"--metrics-session-ids", "REDUCER_METRICS_SESSION_IDS", "0/1", "0", "",
+       "1: the `session` label of per-session series is the session's id (`reducerctl sessions` shows the same). "
+       "0: an opaque label, `h` and 12 hex digits, stable while reducerd runs: whoever can read the metrics "
+       "then cannot name a session in a HELLO", {}, {}, kControlPlaneTable},
   };
   return kSettings;
 }

@@ -18,7 +18,7 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kJobToken, "REDUCER_JOB_TOKEN", "",
      "Shared job token proving to the reducers that this worker belongs to the job. Never logged."},
     {EnvKey::kJobTokenFile, "REDUCER_JOB_TOKEN_FILE", "",
-     "File holding the job token (trailing newline ignored); used when REDUCER_JOB_TOKEN is unset."},
+     "File holding the job token (blanks around it ignored); used when REDUCER_JOB_TOKEN is unset."},
     {EnvKey::kSocketIfname, "REDUCER_SOCKET_IFNAME", "",
      "Interfaces for point-to-point traffic, NCCL syntax: `eth0,eth1` prefixes, `=eth0` exact, `^docker` excluded."},
     {EnvKey::kNcclSocketIfname, "NCCL_SOCKET_IFNAME", "",

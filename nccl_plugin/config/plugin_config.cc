@@ -12,6 +12,7 @@
 #include "client/client_settings.h"
 #include "common/cluster_spec.h"
 #include "common/units.h"
+#include "protocol/auth.h"
 
 namespace rs::plugin {
 namespace {
@@ -48,17 +49,9 @@ StatusOr<std::vector<client::Endpoint>> ReducersFromClusterSpec(const ClusterSpe
 StatusOr<std::string> ReadJobToken(const Env& env) {
   if (env.IsSet(EnvKey::kJobToken)) return env.Get(EnvKey::kJobToken);
   if (!env.IsSet(EnvKey::kJobTokenFile)) return std::string();
-  const std::string path = env.Get(EnvKey::kJobTokenFile);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status(Code::kInvalidArgument, "REDUCER_JOB_TOKEN_FILE='" + path + "' cannot be read");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string token(Trim(text.str()));
-  if (token.empty()) {
-    return Status(Code::kInvalidArgument, "REDUCER_JOB_TOKEN_FILE='" + path + "' is empty");
-  }
+  // The reader reducerd and the other tools use: the same file, the same token.
+  StatusOr<std::string> token = protocol::ReadTokenFile(env.Get(EnvKey::kJobTokenFile));
+  if (!token.ok()) return token.status().Prefixed("REDUCER_JOB_TOKEN_FILE");
   return token;
 }
 

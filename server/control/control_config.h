@@ -17,6 +17,7 @@ struct ControlConfig {
   // session at most this many ranks (those most often last to arrive).
   size_t metrics_max_sessions = 16;
   size_t metrics_max_ranks = 8;
+  bool metrics_session_ids = false;  // label per-session series with the ids (else opaque labels)
   std::chrono::milliseconds drain_timeout{30'000};  // reported by Drain
 };
 

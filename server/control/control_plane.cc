@@ -66,7 +66,7 @@ Status ControlPlane::StartGrpc(const ControlConfig& config) {
 
 Status ControlPlane::StartMetrics(const ControlConfig& config) {
   collector_ = std::make_shared<MetricsCollector>(
-      server_, MetricsLimits{config.metrics_max_sessions, config.metrics_max_ranks});
+      server_, MetricsLimits{config.metrics_max_sessions, config.metrics_max_ranks, config.metrics_session_ids});
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(config.metrics_listen, kMetricsThreads);
   } catch (const std::exception& e) {

@@ -1,12 +1,30 @@
 #include "server/control/metrics_collector.h"
 
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
+#include <random>
 #include <string>
 
 namespace rs::server {
 namespace {
+
+// The key of the opaque session labels, drawn once per process.
+const std::array<uint8_t, 32>& LabelKey() {
+  static const std::array<uint8_t, 32> key = [] {
+    std::array<uint8_t, 32> k{};
+    if (RAND_bytes(k.data(), static_cast<int>(k.size())) != 1) {
+      std::random_device rd;  // OpenSSL without entropy: the labels stay opaque enough for a metric
+      for (auto& b : k) b = static_cast<uint8_t>(rd());
+    }
+    return k;
+  }();
+  return key;
+}
 
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
@@ -83,7 +101,7 @@ void AddSessionFamilies(Families& f, const std::vector<SessionSnapshot>& session
   const size_t n = std::min(limits.max_sessions, sessions.size());
   for (size_t i = 0; i < n; ++i) {
     const SessionSnapshot& s = sessions[i];
-    const std::string id = protocol::SessionIdToString(s.id);
+    const std::string id = SessionLabel(s.id, limits.session_ids);
     Families::Sample(ops, static_cast<double>(s.stats.operations_completed), {{"session", id}});
     Families::Sample(joined, s.stats.ranks_joined, {{"session", id}});
     Families::Sample(world, s.stats.world, {{"session", id}});
@@ -123,6 +141,24 @@ void AddAdmissionFamilies(Families& f, const AdmissionSnapshot& a) {
 }
 
 }  // namespace
+
+std::string SessionLabel(const protocol::SessionId& id, bool ids) {
+  if (ids) return protocol::SessionIdToString(id);
+  const auto& key = LabelKey();
+  uint8_t mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), id.data(), id.size(), mac, &len) == nullptr ||
+      len < 6) {
+    return "h-unavailable";
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "h";
+  for (unsigned int i = 0; i < 6; ++i) {
+    out += kHex[mac[i] >> 4];
+    out += kHex[mac[i] & 15];
+  }
+  return out;
+}
 
 std::vector<MetricFamily> BuildMetricFamilies(const ServerStats& stats,
                                               const std::vector<SessionSnapshot>& sessions,

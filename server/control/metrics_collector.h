@@ -8,12 +8,14 @@
 // reducer runs.
 //
 // Thread-safe: Collect() runs on the HTTP server's threads, concurrently
-// with the data plane; BuildMetricFamilies is a pure function.
+// with the data plane; BuildMetricFamilies depends on nothing but its
+// arguments and the process's label key (SessionLabel).
 #pragma once
 
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include <string>
 #include <vector>
 
 #include "server/net/reducer_server.h"
@@ -23,7 +25,17 @@ namespace rs::server {
 struct MetricsLimits {
   size_t max_sessions = 16;
   size_t max_ranks = 8;
+  // Label per-session series with the session's id. Off: with an opaque
+  // label (SessionLabel), since whoever reads the metrics could otherwise
+  // send HELLOs for the sessions it names.
+  bool session_ids = false;
 };
+
+// The `session` label of a session's series: its id when `ids`, otherwise
+// "h" and 12 hex digits of an HMAC-SHA256 of the id under a key drawn once
+// per process: the same for a session as long as the reducer runs, distinct
+// between sessions, and no help in guessing the id.
+std::string SessionLabel(const protocol::SessionId& id, bool ids);
 
 // Every family, from one snapshot of the reducer.
 std::vector<prometheus::MetricFamily> BuildMetricFamilies(const ServerStats& stats,

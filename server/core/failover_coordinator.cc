@@ -17,6 +17,19 @@ MembershipFrame FailoverCoordinator::Frame(MembershipKind kind, uint32_t epoch, 
   return f;
 }
 
+void FailoverCoordinator::Remember(uint32_t epoch, const Epoch& e) {
+  history_[epoch] = e;
+  while (history_.size() > kEpochHistory) history_.erase(history_.begin());
+}
+
+Status FailoverCoordinator::Forgotten(uint32_t rank, const char* what, uint32_t epoch) const {
+  if (history_.size() < kEpochHistory || epoch >= history_.begin()->first) return Status::Ok();
+  return Status(Code::kProtocol, "rank " + std::to_string(rank) + " " + what + " epoch " + std::to_string(epoch) +
+                                     ", older than the " + std::to_string(kEpochHistory) +
+                                     " epochs this reducer remembers (from " +
+                                     std::to_string(history_.begin()->first) + ")");
+}
+
 const FailoverCoordinator::Epoch* FailoverCoordinator::Find(uint32_t epoch) const {
   auto it = history_.find(epoch);
   return it == history_.end() ? nullptr : &it->second;
@@ -35,8 +48,15 @@ FailoverCoordinator::Actions FailoverCoordinator::OnReport(uint32_t rank, const 
     actions.to_rank.emplace_back(rank, Frame(MembershipKind::kInstall, t, *decided));
     return actions;
   }
+  if (actions.error = Forgotten(rank, "reported for", t); !actions.error.ok()) return actions;
   if (target_ && t < *target_) {
     // A rank one epoch behind the others; its install comes with the announce.
+    if (catch_ups_.size() >= kEpochHistory && catch_ups_.count(t) == 0) {
+      actions.error = Status(Code::kProtocol, "rank " + std::to_string(rank) + " reported for epoch " +
+                                                  std::to_string(t) + ", while ranks already wait on " +
+                                                  std::to_string(kEpochHistory) + " other epochs");
+      return actions;
+    }
     catch_ups_[t].insert(rank);
     return actions;
   }
@@ -73,7 +93,7 @@ FailoverCoordinator::Actions FailoverCoordinator::OnReport(uint32_t rank, const 
   }
   Epoch decided{*merged, UINT64_MAX};
   for (const auto& r : reports_) decided.start = std::min(decided.start, r->watermark);
-  history_[t] = decided;
+  Remember(t, decided);
   target_.reset();
   reports_.clear();
   proposed_.reset();
@@ -96,7 +116,8 @@ FailoverCoordinator::Actions FailoverCoordinator::OnAnnounce(uint32_t rank, cons
       return actions;
     }
   } else {
-    history_[t] = e;
+    if (actions.error = Forgotten(rank, "announced", t); !actions.error.ok()) return actions;
+    Remember(t, e);
   }
   if (t > epoch_) {
     epoch_ = t;

@@ -32,6 +32,13 @@ class FailoverCoordinator {
  public:
   explicit FailoverCoordinator(uint32_t world) : world_(world) {}
 
+  // Epochs remembered (decided here or announced), the newest: a rank a
+  // failover or two behind finds its install, and a rank that announces
+  // epoch after epoch cannot grow the reducer's memory. A report or an
+  // announce of an older epoch fails the session; so do ranks waiting on
+  // more than this many epochs at once.
+  static constexpr size_t kEpochHistory = 64;
+
   struct Epoch {
     protocol::ReducerSet live;
     uint64_t start = 0;
@@ -55,6 +62,9 @@ class FailoverCoordinator {
  private:
   static protocol::MembershipFrame Frame(protocol::MembershipKind kind, uint32_t epoch, const Epoch& e);
   void AnswerCatchUps(Actions* actions);
+  void Remember(uint32_t epoch, const Epoch& e);  // keeps the newest kEpochHistory
+  // Set when `epoch` is older than every epoch remembered, the history full.
+  Status Forgotten(uint32_t rank, const char* what, uint32_t epoch) const;
 
   const uint32_t world_;
   uint32_t epoch_ = 0;

@@ -112,42 +112,62 @@ Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams
       departed_(world),
       last_arrivals_(new std::atomic<uint64_t>[world]()) {}
 
+Status Session::JoinDisagreement(const protocol::Hello& hello) const {
+  const std::string who = "rank " + std::to_string(hello.rank) + " joined session " + name_;
+  if (hello.world != world_ || hello.streams != streams_) {
+    return Status(Code::kMismatch, who + " with world size " + std::to_string(hello.world) + " and " +
+                                       std::to_string(hello.streams) +
+                                       " streams, but the session was opened with world size " +
+                                       std::to_string(world_) + " and " + std::to_string(streams_) + " streams");
+  }
+  if (((hello.flags ^ flags_) & protocol::kHelloFailover) != 0) {
+    auto failover = [](uint32_t flags) { return (flags & protocol::kHelloFailover) ? "on" : "off"; };
+    return Status(Code::kMismatch, who + " with failover " + failover(hello.flags) +
+                                       ", but the session was opened with failover " + failover(flags_) +
+                                       ": every rank must use the same setting");
+  }
+  if (hello.wire != wire_) {
+    return Status(Code::kMismatch, who + " with wire type " + std::string(protocol::WireTypeName(hello.wire)) +
+                                       ", but the session was opened with wire type " +
+                                       std::string(protocol::WireTypeName(wire_)) +
+                                       ": every rank must use the same REDUCER_WIRE_DTYPE");
+  }
+  return Status::Ok();
+}
+
 Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member) {
   std::vector<std::shared_ptr<SessionMember>> notify;
   Status failed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failure_.ok()) return failure_.Prefixed("session " + name_ + " has already failed");
-    if (hello.world != world_ || hello.streams != streams_) {
-      const std::string msg =
-          "rank " + std::to_string(hello.rank) + " joined session " + name_ + " with world size " +
-          std::to_string(hello.world) + " and " + std::to_string(hello.streams) +
-          " streams, but the session was opened with world size " + std::to_string(world_) + " and " +
-          std::to_string(streams_) + " streams";
-      failed = Status(Code::kMismatch, msg);
+    const Status disagreement = JoinDisagreement(hello);
+    const std::string stream = "rank " + std::to_string(hello.rank) + " stream " + std::to_string(hello.stream);
+    const std::string why =
+        disagreement.ok() ? " (two processes with the same rank?)" : ": " + disagreement.message();
+    // A running session is never failed by a join, whatever it says (anyone
+    // who learns its id may send one): only the late joiner is refused.
+    if (ready_) {
+      return Status(disagreement.ok() ? Code::kInvalidArgument : Code::kMismatch,
+                    stream + " cannot join session " + name_ + ": it is already running with all its " +
+                        std::to_string(world_) + " ranks" + why);
+    }
+    const bool in_range = hello.rank < world_ && hello.stream < streams_;
+    if (in_range && members_[StreamIndex(hello.rank, hello.stream)].member != nullptr) {
+      return Status(disagreement.ok() ? Code::kInvalidArgument : Code::kMismatch,
+                    stream + " has already joined session " + name_ + why);
+    }
+    if (!disagreement.ok()) {
+      // Before it runs, ranks that disagree are a job's misconfiguration:
+      // every rank hears of it now rather than at --join-timeout.
+      failed = disagreement;
       notify = FailLocked(failed);
-    } else if (((hello.flags ^ flags_) & protocol::kHelloFailover) != 0) {
-      auto failover = [](uint32_t flags) { return (flags & protocol::kHelloFailover) ? "on" : "off"; };
-      failed = Status(Code::kMismatch, "rank " + std::to_string(hello.rank) + " joined session " + name_ +
-                                           " with failover " + failover(hello.flags) +
-                                           ", but the session was opened with failover " + failover(flags_) +
-                                           ": every rank must use the same setting");
-      notify = FailLocked(failed);
-    } else if (hello.wire != wire_) {
-      failed = Status(Code::kMismatch, "rank " + std::to_string(hello.rank) + " joined session " + name_ +
-                                           " with wire type " + std::string(protocol::WireTypeName(hello.wire)) +
-                                           ", but the session was opened with wire type " +
-                                           std::string(protocol::WireTypeName(wire_)) +
-                                           ": every rank must use the same REDUCER_WIRE_DTYPE");
-      notify = FailLocked(failed);
+    } else if (!in_range) {  // the handshake refuses these; a session never indexes past its slots
+      return Status(Code::kInvalidArgument, stream + " is outside session " + name_ + "'s " +
+                                                std::to_string(world_) + " ranks of " + std::to_string(streams_) +
+                                                " streams");
     } else {
       Stream& slot = members_[StreamIndex(hello.rank, hello.stream)];
-      if (slot.member != nullptr || ready_) {
-        return Status(Code::kInvalidArgument, "rank " + std::to_string(hello.rank) + " stream " +
-                                                  std::to_string(hello.stream) +
-                                                  " has already joined session " + name_ +
-                                                  " (two processes with the same rank?)");
-      }
       slot.member = std::move(member);
       ++joined_;
       ++ever_joined_;
@@ -179,6 +199,7 @@ bool Session::Leave(uint32_t rank, uint16_t stream, Departure how, const Status&
     if (slot.member == nullptr) return joined_ == 0;
     slot.member.reset();
     --joined_;
+    memory_waits_.erase({rank, stream});
     if (failure_.ok()) {
       // Closed with a piece pending, or before the session was ready: it
       // ended in the middle of an operation, or of joining.
@@ -231,6 +252,11 @@ Contribution Session::BeginContribution(uint32_t rank, const std::shared_ptr<Ses
   {
     std::lock_guard<std::mutex> lock(mu_);
     result = BeginLocked(rank, member, stream, header, std::move(wake), now, &notify, &outbox);
+    if (result.kind == Contribution::Kind::kWaitForMemory) {
+      memory_waits_.try_emplace({rank, stream}, MemoryWait{now, {header.seq, header.piece}});
+    } else {
+      memory_waits_.erase({rank, stream});
+    }
   }
   for (auto& m : notify) m->SendErrorAndClose(result.status);
   for (auto& [m, frame] : outbox) m->SendControl(std::move(frame));
@@ -313,7 +339,7 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
     // A wide sum's slots fit either type, and two more hold its result.
     const size_t payload = wide ? header.count * sizeof(float) : header.PayloadBytes();
     const size_t slot = (payload + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
-    auto buffer = budget_->TryAllocate(slot * (world_ + (wide ? 2 : 0)), std::move(wake));
+    auto buffer = budget_->TryAllocate(slot * PieceSlots(world_, wide ? wire_ : DataType::kFloat32), std::move(wake));
     if (buffer == nullptr) {
       result.kind = Contribution::Kind::kWaitForMemory;
       return result;
@@ -655,6 +681,22 @@ void Session::CheckTimeouts(Clock::time_point now) {
                                           std::to_string(key.second) + ") timed out after " +
                                           Seconds(limits_.op_timeout) + " on this reducer: " +
                                           RankList(missing) + " never contributed");
+    }
+    // Twice the operation timeout: memory held by a stuck piece or by
+    // results a worker does not take goes back after one, and only a wait
+    // that outlasts those is this session's to report.
+    const auto memory_timeout = 2 * limits_.op_timeout;
+    for (const auto& [stream, wait] : memory_waits_) {
+      if (!failed.ok()) break;
+      if (now - wait.since <= memory_timeout) continue;
+      failed = Status(Code::kTimeout,
+                      "operation " + std::to_string(wait.piece.first) + " (piece " +
+                          std::to_string(wait.piece.second) + ") timed out after " + Seconds(memory_timeout) +
+                          " (twice --op-timeout) on this reducer: rank " + std::to_string(stream.first) +
+                          "'s piece waited for memory all that time (" + std::to_string(budget_->in_use()) +
+                          " of the " + std::to_string(budget_->limit()) +
+                          " bytes of --memory-limit held by other pieces): raise --memory-limit or run fewer "
+                          "jobs on this reducer");
     }
     if (!failed.ok()) notify = FailLocked(failed);
   }

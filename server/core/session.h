@@ -78,6 +78,14 @@ enum class Departure {
   kLost,
 };
 
+// Slots of one piece's buffer, each as large as the largest piece: one per
+// rank, and for a float32 sum on a 16-bit wire (`wire` not kFloat32) two
+// more for its result. The reducer's largest piece is sized from this, so
+// that one piece of any session it admits fits the memory limit.
+inline uint32_t PieceSlots(uint32_t world, DataType wire) {
+  return world + (wire == DataType::kFloat32 ? 0 : 2);
+}
+
 // A reduced run of a piece's elements, sent as one RESULT frame: the whole
 // piece, or one of its parts when the ranks take results in parts.
 struct ResultPart {
@@ -238,7 +246,10 @@ class Session {
   void OnMembership(uint32_t rank, const protocol::MembershipFrame& frame);
 
   // Adds an authenticated stream. Errors concern only the joining stream,
-  // except a world or stream-count disagreement, which fails the session.
+  // except a disagreement (world, streams, failover, wire type) before the
+  // session is ready, which fails it: a misconfigured job. A running
+  // (ready) session is never failed by a join: the late joiner alone is
+  // refused, with why (already running, slot taken, settings disagree).
   Status Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member);
 
   // A stream ended. A rank lost (Departure::kLost) fails the session, and so
@@ -276,7 +287,8 @@ class Session {
   // as the piece's straggler and sends the result to every rank.
   void EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece, Clock::time_point now = Clock::now());
 
-  // Fails the session if it was not ready in time or a piece waited too long.
+  // Fails the session if it was not ready in time, a piece waited too long,
+  // or a stream waited for memory longer than twice the operation timeout.
   void CheckTimeouts(Clock::time_point now);
 
   // Fails the session: every member gets `status` and is closed.
@@ -305,6 +317,9 @@ class Session {
   using Outbox = std::vector<std::pair<std::shared_ptr<SessionMember>, std::vector<uint8_t>>>;
 
   size_t StreamIndex(uint32_t rank, uint16_t stream) const { return size_t{rank} * streams_ + stream; }
+  // Why `hello` does not fit this session (world, streams, failover, wire
+  // type), or Ok. Reads only what is fixed at construction.
+  Status JoinDisagreement(const protocol::Hello& hello) const;
   std::vector<std::shared_ptr<SessionMember>> FailLocked(const Status& status);
   static void ReleaseReplies(const std::map<PieceKey, std::shared_ptr<Piece>>& pieces);
   Contribution BeginLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member, uint16_t stream,
@@ -355,6 +370,14 @@ class Session {
   };
   std::vector<std::optional<Left>> departed_;  // guarded by mu_
   bool evicted_ = false;                      // guarded by mu_
+  // Streams whose next piece waits for memory (kWaitForMemory), since when
+  // and for which piece: no pending piece shows them, and --op-timeout
+  // must still end the wait, naming it.
+  struct MemoryWait {
+    Clock::time_point since;
+    PieceKey piece;
+  };
+  std::map<std::pair<uint32_t, uint16_t>, MemoryWait> memory_waits_;  // guarded by mu_; (rank, stream)
   bool all_take_parts_ = true;                // guarded by mu_: every HELLO so far asked for parts
   bool paths_short_ = false;                  // guarded by mu_: every stream's round trip is known and short
   std::atomic<uint64_t> part_bytes_{0};       // written under mu_ when the session becomes ready

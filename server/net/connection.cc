@@ -10,10 +10,24 @@
 #include "common/tcp_tuning.h"
 #include "protocol/auth.h"
 #include "protocol/crc32c.h"
+#include "protocol/error_text.h"
 #include "server/net/reducer_server.h"
 
 namespace rs::server {
 namespace {
+
+// The frames a joined worker may send; anything else is refused from its
+// header alone.
+bool WorkerSendsInSession(protocol::FrameType type) {
+  using protocol::FrameType;
+  return type == FrameType::kData || type == FrameType::kBye || type == FrameType::kError ||
+         type == FrameType::kHeartbeat || type == FrameType::kMembership;
+}
+
+// A joined worker's control frames are small (HEARTBEAT 16 bytes,
+// MEMBERSHIP at most 528): more is refused unread. An ERROR's text is read
+// this far and the rest left unread, since the stream closes after it.
+constexpr uint32_t kMaxJoinedControlBytes = 4096;
 
 std::string EndpointName(const asio::ip::tcp::endpoint& ep) {
   const std::string host = ep.address().to_string();
@@ -180,10 +194,28 @@ void Connection::OnHeader(const asio::error_code& ec) {
     HandshakeStep(handshake_.OnHeader(header_buf_));
     return;
   }
-  const uint64_t max_data = protocol::kPieceHeaderBytes + server_.MaxPieceBytes(hello_.world);
+  const uint64_t max_data = protocol::kPieceHeaderBytes + server_.MaxPieceBytes(hello_.world, hello_.wire);
   Status st = protocol::DecodeHeader(header_buf_, max_data, &header_, "this reducer");
   if (!st.ok()) {
     Reject(st);
+    return;
+  }
+  if (!WorkerSendsInSession(header_.type)) {
+    // Refused before its payload is read: a RESULT (or any frame only a
+    // reducer sends) would otherwise cost a piece's worth of memory outside
+    // the budget, per connection.
+    Reject(Status(Code::kProtocol, std::string("unexpected ") + protocol::FrameTypeName(header_.type) +
+                                       " frame during the session"));
+    return;
+  }
+  if (header_.type != protocol::FrameType::kData && header_.payload_bytes > kMaxJoinedControlBytes) {
+    if (header_.type == protocol::FrameType::kError) {
+      ReadPayload(kMaxJoinedControlBytes);
+      return;
+    }
+    Reject(Status(Code::kProtocol, std::string(protocol::FrameTypeName(header_.type)) + " frame of " +
+                                       std::to_string(header_.payload_bytes) + " bytes during the session: a "
+                                       "worker's is at most " + std::to_string(kMaxJoinedControlBytes)));
     return;
   }
   if (header_.type == protocol::FrameType::kData) {
@@ -241,7 +273,9 @@ void Connection::OnJoinedFrame() {
       // error: pass its reason on so every rank learns the root cause.
       protocol::ErrorFrame err;
       (void)protocol::DecodeError(payload_, &err);
-      session_->Fail(Status(err.code, "rank " + std::to_string(hello_.rank) + " aborted: " + err.message));
+      // Its text goes to the other ranks and into logs: escaped, bounded.
+      session_->Fail(Status(err.code, "rank " + std::to_string(hello_.rank) +
+                                          " aborted: " + protocol::PrintableErrorText(err.message)));
       CloseNow(Status(Code::kPeerFailed, "aborted by the worker"));
       return;
     }
@@ -309,7 +343,7 @@ void Connection::JoinSession() {
   session_ = std::move(session).value();
   hello_ = handshake_.hello();
   state_ = State::kJoined;
-  EnqueueControl(handshake_.Joined(server_.MaxPieceBytes(hello_.world)));
+  EnqueueControl(handshake_.Joined(server_.MaxPieceBytes(hello_.world, hello_.wire)));
   SamplePath();
   StartLiveness();
   ReadHeader();
@@ -382,7 +416,7 @@ void Connection::ArmLiveness() {
 void Connection::ArmPathSampling() {
   liveness_timer_.expires_after(kPathSampleInterval);
   liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-    if (ec || self->state_ != State::kJoined || !self->CheckResultsTaken()) return;
+    if (ec || self->state_ != State::kJoined || !self->CheckResultsTaken() || !self->CheckIdle()) return;
     self->SamplePath();
     self->ArmPathSampling();
   });
@@ -403,6 +437,25 @@ bool Connection::CheckResultsTaken() {
                        ": the worker stopped reading (frozen?), or its host or the link to it is down");
   session_->Fail(why);
   CloseNow(why);
+  return false;
+}
+
+bool Connection::CheckIdle() {
+  const auto now = Clock::now();
+  if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
+  if (received_progress_ != idle_progress_ || liveness_.paused() || idle_at_ == Clock::time_point{}) {
+    idle_progress_ = received_progress_;
+    idle_at_ = now;
+    return true;
+  }
+  const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - idle_at_);
+  if (idle <= server_.config().idle_timeout) return true;  // in ms: the setting may be "forever"
+  session_->Fail(Status(
+      Code::kPeerFailed,
+      "rank " + std::to_string(hello_.rank) + " (" + peer_ + ") sent nothing to " + self_ + " for " +
+          protocol::FormatSeconds(idle) +
+          " with its liveness timeout off: the reducer's --idle-timeout closes such streams (a worker with "
+          "REDUCER_LIVENESS_TIMEOUT set sends heartbeats and is never idle)"));
   return false;
 }
 
@@ -427,8 +480,8 @@ void Connection::OnLivenessTick() {
 }
 
 void Connection::OnPieceHeader() {
-  Status st = protocol::DecodePieceHeader(payload_, header_.payload_bytes, server_.MaxPieceBytes(hello_.world),
-                                      &piece_header_);
+  Status st = protocol::DecodePieceHeader(payload_, header_.payload_bytes,
+                                          server_.MaxPieceBytes(hello_.world, hello_.wire), &piece_header_);
   if (!st.ok()) {
     const Status named = st.Prefixed("rank " + std::to_string(hello_.rank));
     session_->Fail(named);

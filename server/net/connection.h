@@ -133,6 +133,10 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   // piece memory, which every session on this reducer shares, for ever.
   // Checked at every liveness tick or path sample. False once failed.
   bool CheckResultsTaken();
+  // With liveness off: fails the session once the worker has sent nothing
+  // for --idle-timeout (not while this stream waits for memory). Checked
+  // at every path sample. False once failed.
+  bool CheckIdle();
 
   void TakeResults();  // moves results_in_ to the write queue, in order
   void Enqueue(Outgoing out);
@@ -181,6 +185,8 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   uint32_t reported_rtt_us_ = 0;    // the round trip last given to the session
   uint64_t taken_progress_ = 0;     // sent_progress_ at the last CheckResultsTaken
   Clock::time_point taken_at_{};    // when results last moved, or none were waiting
+  uint64_t idle_progress_ = 0;      // received_progress_ at the last CheckIdle
+  Clock::time_point idle_at_{};     // when the worker last sent a byte, as CheckIdle saw
   TcpWaitWatch waits_;              // sampled with the round trip
   RtoFloorFollower rto_floor_;      // sampled with the round trip
 };

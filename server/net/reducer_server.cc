@@ -7,6 +7,7 @@
 
 #include "common/io_context.h"
 #include "server/net/connection.h"
+#include "server/net/source_address.h"
 
 namespace rs::server {
 namespace {
@@ -111,7 +112,7 @@ void ReducerServer::Admit(asio::ip::tcp::socket socket) {
   asio::error_code ec;
   const auto remote = socket.remote_endpoint(ec);
   if (ec) return;  // already reset by the peer; the socket closes here
-  const std::string source = remote.address().to_string();
+  const std::string source = SourceOf(remote.address());
   Limit limit{};
   auto ticket = admission_->Admit(source, &limit);
   if (!ticket.ok()) {
@@ -121,7 +122,8 @@ void ReducerServer::Admit(asio::ip::tcp::socket socket) {
     socket.non_blocking(true, ec);
     socket.write_some(asio::buffer(frame), ec);
     socket.close(ec);
-    LogRefusal(std::string("over ") + LimitName(limit), source + ":" + std::to_string(remote.port()) + ": refused: " +
+    LogRefusal(std::string("over ") + LimitName(limit), remote.address().to_string() + ":" +
+                                                         std::to_string(remote.port()) + ": refused: " +
                                      ticket.status().message());
     return;
   }
@@ -162,8 +164,10 @@ void ReducerServer::ArmSweep() {
   });
 }
 
-uint64_t ReducerServer::MaxPieceBytes(uint32_t world) const {
-  const uint64_t fit = config_.memory_limit / std::max<uint32_t>(world, 1) / 64 * 64;
+uint64_t ReducerServer::MaxPieceBytes(uint32_t world, DataType wire) const {
+  // The budget hands out whole granules: the slots must fit once rounded up.
+  const uint64_t granules = config_.memory_limit / MemoryBudget::kGranule * MemoryBudget::kGranule;
+  const uint64_t fit = granules / std::max<uint32_t>(PieceSlots(world, wire), 1) / 64 * 64;
   const uint64_t limit = std::min<uint64_t>(config_.max_piece_bytes, fit);
   return limit < kMinPieceBytes ? 0 : limit;
 }
@@ -171,10 +175,13 @@ uint64_t ReducerServer::MaxPieceBytes(uint32_t world) const {
 StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::Hello& hello,
                                                               std::shared_ptr<SessionMember> member,
                                                               const std::string& source) {
-  if (MaxPieceBytes(hello.world) == 0) {
+  if (MaxPieceBytes(hello.world, hello.wire) == 0) {
+    const std::string wire = hello.wire == DataType::kFloat32
+                                 ? ""
+                                 : " with wire type " + std::string(protocol::WireTypeName(hello.wire));
     return Status(Code::kResourceExhausted,
                   "this reducer's --memory-limit of " + std::to_string(config_.memory_limit) +
-                      " bytes is too small for a world of " + std::to_string(hello.world) + " ranks");
+                      " bytes is too small for a world of " + std::to_string(hello.world) + " ranks" + wire);
   }
   std::shared_ptr<Session> session;
   bool created = false;
@@ -186,8 +193,8 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
       // The stream's handshake refusal is logged and counted by its connection.
       RS_RETURN_IF_ERROR(admission_->OpenPendingSession(source));
       pending_.emplace(hello.session, source);
-      SessionLimits limits{MaxPieceBytes(hello.world), config_.op_timeout, config_.join_timeout, config_.crc,
-                           config_.result_part_bytes, config_.whole_pieces_from};
+      SessionLimits limits{MaxPieceBytes(hello.world, hello.wire), config_.op_timeout, config_.join_timeout,
+                           config_.crc, config_.result_part_bytes, config_.whole_pieces_from};
       session = std::make_shared<Session>(hello.session, hello.world, hello.streams, budget_, limits,
                                           Clock::now(), reducer_stats_, hello.flags, hello.wire);
       sessions_.emplace(hello.session, session);

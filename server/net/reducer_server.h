@@ -89,7 +89,9 @@ class ReducerServer {
   static constexpr size_t kSessionHistory = 16;
 
   // For connections.
-  uint64_t MaxPieceBytes(uint32_t world) const;
+  // The largest piece a session of `world` ranks and `wire` type may send:
+  // one piece's every slot (PieceSlots) fits the memory limit. 0: none fits.
+  uint64_t MaxPieceBytes(uint32_t world, DataType wire) const;
   // `source` is the stream's address: a session it opens counts against
   // that source's pending sessions until every rank has joined.
   StatusOr<std::shared_ptr<Session>> JoinSession(const protocol::Hello& hello,

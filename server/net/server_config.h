@@ -24,6 +24,10 @@ struct ServerConfig {
   // within handshake_timeout; connections, handshakes and sessions waiting
   // for their ranks are bounded in all and per source address.
   std::chrono::milliseconds handshake_timeout{10'000};
+  // A joined stream whose worker turned liveness off (HELLO liveness 0)
+  // sends nothing while idle, and nothing else would ever close it: it
+  // fails its session after this long without a byte from the worker.
+  std::chrono::milliseconds idle_timeout{900'000};
   AdmissionLimits limits;
   // Check the CRC32C of contributions that carry one, and send one with
   // results; off: neither (no CPU spent on it).

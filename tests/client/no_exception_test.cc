@@ -64,8 +64,8 @@ TEST_F(NoExceptionTest, HmacFailureIsAnErrorNotATermination) {
 }
 
 TEST_F(NoExceptionTest, ThrowingLogCallbackIsContained) {
-  // A reducer without a token makes a worker with one log a warning from its
-  // I/O thread; the callback throws there.
+  // A worker with a token refuses a reducer without one and logs the refusal
+  // from its I/O thread; the callback throws there.
   auto reducer = StartReducer("");
   ASSERT_NE(reducer, nullptr);
   ClientOptions o = Options(reducer->port(), "secret");
@@ -74,9 +74,14 @@ TEST_F(NoExceptionTest, ThrowingLogCallbackIsContained) {
     ++calls;
     throw std::runtime_error("logger is broken");
   };
+  auto refused = Client::Create(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kAuth) << refused.status().ToString();
+  EXPECT_GE(calls.load(), 1);
+  // The process goes on, and so does a worker that matches the reducer.
+  o.job_token = "";
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  EXPECT_GE(calls.load(), 1);
   std::vector<float> v(1000, 2.0f);
   ASSERT_TRUE((*client)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait().ok());
   EXPECT_EQ(v[999], 2.0f);

@@ -10,7 +10,9 @@
 // per epoch, only after all contributed, and only in the epoch it was sent
 // in; a piece of an older epoch is discarded, never mixed; the epoch never
 // goes back; an eviction closes quietly, with no error sent; a failed session
-// stays failed and answers every later call with its error.
+// stays failed and answers every later call with its error. Sessions may
+// carry float32 sums on a 16-bit wire (bfloat16, float16): such a piece's
+// result comes from its two result slots, in the wire type or float32.
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -43,7 +45,16 @@ class Member : public SessionMember {
     if (next == 0) next = whole.offset;
     FUZZ_CHECK(h.seq == whole.seq && h.piece == whole.piece && h.count > 0);
     FUZZ_CHECK(h.offset == next && h.offset + h.count <= whole.offset + whole.count);
-    FUZZ_CHECK(part.data == part.piece->slot(0) + (h.offset - whole.offset) * DataTypeSize(h.dtype));
+    if (part.piece->wide_sum()) {
+      // Summed in float32 past the ranks' slots, rounded there to the wire
+      // type when every element fits, else sent as float32.
+      FUZZ_CHECK(h.dtype == DataType::kFloat32 || h.dtype == session_->wire());
+      const uint8_t* results = part.piece->slot(session_->world());
+      const uint8_t* end = part.piece->slot(session_->world() + 2);
+      FUZZ_CHECK(part.data >= results && part.data + h.count * DataTypeSize(h.dtype) <= end);
+    } else {
+      FUZZ_CHECK(part.data == part.piece->slot(0) + (h.offset - whole.offset) * DataTypeSize(h.dtype));
+    }
     next = h.offset + h.count;
     if (next == whole.offset + whole.count) results[{h.epoch, h.seq, h.piece}]++;
   }
@@ -71,7 +82,8 @@ struct Open {
 }  // namespace
 
 // Input: world (1-4 in the byte's low bits; its top bit: failover, the next:
-// results in parts, bits 2-5: the smallest part), streams (1-2), max piece,
+// results in parts, bits 2-5: the smallest part), streams (1-2, bit 0) and
+// wire type of float32 sums (off, bfloat16, float16: bits 1-2), max piece,
 // how many streams join, then commands of one byte each followed by their
 // arguments.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -80,7 +92,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t world = 1 + first % 4;
   const uint32_t flags = ((first & 0x80) != 0 ? static_cast<uint32_t>(protocol::kHelloFailover) : 0u) |
                          ((first & 0x40) != 0 ? static_cast<uint32_t>(protocol::kHelloResultParts) : 0u);
-  const uint16_t streams = static_cast<uint16_t>(1 + in.Byte() % 2);
+  const uint8_t second = in.Byte();
+  const uint16_t streams = static_cast<uint16_t>(1 + second % 2);
+  constexpr DataType kWires[] = {DataType::kFloat32, DataType::kBfloat16, DataType::kFloat16};
+  const DataType wire = kWires[(second >> 1) % 3];
   const uint64_t max_piece = uint64_t{64} << (in.Byte() % 12);  // 64 B to 128 KiB
   const uint64_t part_bytes = ((first >> 2) & 0xf) * 4u;        // 0 (whole pieces) to 60 B
   const uint32_t join = in.Byte() % (world * streams + 1);
@@ -88,7 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   SessionLimits limits{max_piece, std::chrono::seconds(5), std::chrono::seconds(10), true, part_bytes};
   Clock::time_point now{};
   auto session = std::make_shared<Session>(protocol::SessionIdFromName("fuzz"), world, streams, budget, limits, now,
-                                           nullptr, flags);
+                                           nullptr, flags, wire);
   std::vector<std::shared_ptr<Member>> members(world * streams);
   for (uint32_t i = 0; i < world * streams; ++i) {
     members[i] = std::make_shared<Member>(session.get());
@@ -100,6 +115,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     hello.stream = static_cast<uint16_t>(i % streams);
     hello.streams = streams;
     hello.flags = flags;
+    hello.wire = wire;
     FUZZ_CHECK(session->Join(hello, members[i]).ok());
   }
   FUZZ_CHECK(session->ready() == (join == world * streams));
@@ -137,7 +153,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (c.kind != Contribution::Kind::kReceive) break;
         FUZZ_CHECK(h.epoch == session->epoch());
         FUZZ_CHECK(c.piece != nullptr && c.dest == c.piece->slot(rank));
-        FUZZ_CHECK(c.piece->header().count == h.count && c.piece->header().dtype == h.dtype);
+        FUZZ_CHECK(c.piece->header().count == h.count);
+        if (c.piece->wide_sum()) {  // each rank's piece in the wire type, or float32 where a value did not fit
+          FUZZ_CHECK(h.dtype == DataType::kFloat32 || h.dtype == wire);
+        } else {
+          FUZZ_CHECK(c.piece->header().dtype == h.dtype);
+        }
         // The slot holds the contribution, and ends where the next rank's begins.
         const size_t bytes_in = h.PayloadBytes();
         FUZZ_CHECK(bytes_in <= max_piece);

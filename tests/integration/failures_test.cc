@@ -93,6 +93,40 @@ TEST_F(FailuresTest, MissingTokenIsExplained) {
   EXPECT_NE(c.status().message().find("requires a job token"), std::string::npos) << c.status().message();
 }
 
+TEST_F(FailuresTest, WorkerWithATokenRefusesAReducerThatChecksNone) {
+  // A downgrade: a worker holding the job's token must neither send its
+  // gradients to nor trust sums from a reducer that lets any process in.
+  ReducerProcess open_reducer({"--op-timeout", "3s", "--join-timeout", "3s"});
+  ASSERT_TRUE(open_reducer.ok()) << open_reducer.Log();
+  auto o = Options({open_reducer.endpoint()}, "downgrade", 0, 1, kToken);
+  o.connect_timeout = seconds(15);
+  auto c = client::Client::Create(o);
+  ASSERT_FALSE(c.ok()) << "a worker with a token finished its join with a reducer that checks no token";
+  EXPECT_EQ(c.status().code(), Code::kAuth) << c.status().ToString();
+  const std::string& why = c.status().message();
+  EXPECT_NE(why.find("reducer 127.0.0.1:" + std::to_string(open_reducer.port())), std::string::npos) << why;
+  EXPECT_NE(why.find("does not check job tokens"), std::string::npos) << why;
+  EXPECT_NE(why.find("--job-token-file"), std::string::npos) << why;
+  // Without a token on either side the same reducer still serves.
+  auto open = client::Client::Create(Options({open_reducer.endpoint()}, "open", 0, 1, ""));
+  EXPECT_TRUE(open.ok()) << open.status().ToString();
+}
+
+TEST_F(FailuresTest, AConflictingHelloIsRefusedAndTheRunningSessionGoesOn) {
+  auto running = client::Client::Create(RankOptions("running", 0, 1));
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  // Another process with the token and the session's id, but world 2.
+  auto late = client::Client::Create(RankOptions("running", 1, 2));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), Code::kMismatch) << late.status().ToString();
+  EXPECT_NE(late.status().message().find("it is already running with all its 1 ranks"), std::string::npos)
+      << late.status().message();
+  EXPECT_NE(late.status().message().find("with world size 2"), std::string::npos) << late.status().message();
+  std::vector<float> v(1000, 3.0f);
+  ASSERT_TRUE((*running)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait().ok());
+  EXPECT_EQ(v[999], 3.0f);
+}
+
 TEST_F(FailuresTest, WrongProtocolVersionIsRefusedNamingBothVersions) {
   protocol::Hello hello;
   hello.world = 1;

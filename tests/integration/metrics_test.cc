@@ -137,7 +137,7 @@ TEST(MetricsIntegrationTest, ARealPrometheusScrapesTheBytesTheClientsSent) {
 }
 
 TEST(MetricsIntegrationTest, ADelayedRankIsNamedTheStragglerAndItsDelayShows) {
-  ControlledReducer reducer;
+  ControlledReducer reducer({"--metrics-session-ids", "1"});
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
   constexpr int kSlowRank = 2;
   constexpr int kOps = 8;

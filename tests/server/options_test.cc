@@ -49,6 +49,7 @@ TEST(ReducerdOptions, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(o->net.whole_pieces_from, 64u);
   EXPECT_EQ(o->net.op_timeout.count(), 60'000);
   EXPECT_EQ(o->net.join_timeout.count(), 300'000);
+  EXPECT_EQ(o->net.idle_timeout.count(), 900'000);
   EXPECT_EQ(o->drain_timeout.count(), 30'000);
   EXPECT_EQ(o->control.drain_timeout.count(), 30'000);
   EXPECT_EQ(o->net.job_token, "");
@@ -56,6 +57,7 @@ TEST(ReducerdOptions, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(o->log_format, "text");
   EXPECT_EQ(o->control.grpc_listen, "");
   EXPECT_EQ(o->control.metrics_max_sessions, 16u);
+  EXPECT_FALSE(o->control.metrics_session_ids);  // ids are not handed to whoever scrapes
   EXPECT_TRUE(o->notices.empty());
 }
 
@@ -63,7 +65,7 @@ TEST(ReducerdOptions, EnvironmentGivesDefaultsAndFlagsWin) {
   const Vars env = {{"REDUCER_LISTEN", "127.0.0.1:9000"}, {"REDUCER_IO_THREADS", "3"},
                     {"REDUCER_MAX_PIECE", "1MiB"},        {"REDUCER_OP_TIMEOUT", "90s"},
                     {"REDUCER_METRICS_LISTEN", "[::1]:0"}, {"REDUCER_LOG_FORMAT", "json"},
-                    {"REDUCER_WHOLE_PIECES_FROM", "16"}};
+                    {"REDUCER_WHOLE_PIECES_FROM", "16"},  {"REDUCER_IDLE_TIMEOUT", "90s"}};
   StatusOr<Options> o = Parse({}, env);
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->net.listen_port, 9000);
@@ -73,6 +75,7 @@ TEST(ReducerdOptions, EnvironmentGivesDefaultsAndFlagsWin) {
   EXPECT_EQ(o->control.metrics_listen, "[::1]:0");
   EXPECT_EQ(o->log_format, "json");
   EXPECT_EQ(o->net.whole_pieces_from, 16u);
+  EXPECT_EQ(o->net.idle_timeout.count(), 90'000);
   o = Parse({"--io-threads", "5", "--op-timeout", "1500ms", "--whole-pieces-from", "0"}, env);
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->net.io_threads, 5);

@@ -135,7 +135,7 @@ TEST(MetricsCollectorTest, RefusedAndTimedOutHandshakesAreExportedByLimitAndKind
 TEST(MetricsCollectorTest, PerSessionSeriesAreBoundedBySessionsAndRanks) {
   std::vector<server::SessionSnapshot> sessions;
   for (int i = 0; i < 10; ++i) sessions.push_back(FakeSession("s" + std::to_string(i), 64));
-  const auto families = BuildMetricFamilies(server::ServerStats{}, sessions, MetricsLimits{3, 4});
+  const auto families = BuildMetricFamilies(server::ServerStats{}, sessions, MetricsLimits{3, 4, true});
 
   const auto* last = Find(families, "reducer_straggler_last_arrivals_total");
   EXPECT_EQ(last->metric.size(), 3u * 4u);
@@ -153,6 +153,33 @@ TEST(MetricsCollectorTest, PerSessionSeriesAreBoundedBySessionsAndRanks) {
                                                    protocol::SessionIdToString(sessions[1].id),
                                                    protocol::SessionIdToString(sessions[2].id)}));
   EXPECT_EQ(Find(families, "reducer_session_operations_completed_total")->metric.size(), 3u);
+}
+
+// Whoever reads the metrics (they listen on all addresses in the image)
+// must not learn the ids a HELLO would need; the series still tell the
+// sessions apart, scrape after scrape.
+TEST(MetricsCollectorTest, SessionsAreLabelledOpaquelyUnlessIdsAreAskedFor) {
+  std::vector<server::SessionSnapshot> sessions;
+  for (int i = 0; i < 3; ++i) sessions.push_back(FakeSession("job-" + std::to_string(i), 2));
+  auto labels = [&](bool ids) {
+    const auto families = BuildMetricFamilies({}, sessions, MetricsLimits{16, 8, ids});
+    std::vector<std::string> out;
+    for (const auto& m : Find(families, "reducer_session_world_size")->metric) out.push_back(m.label.at(0).value);
+    return out;
+  };
+  const std::vector<std::string> opaque = labels(false);
+  ASSERT_EQ(opaque.size(), 3u);
+  EXPECT_EQ(labels(false), opaque);  // stable
+  EXPECT_EQ(std::set<std::string>(opaque.begin(), opaque.end()).size(), 3u);  // distinct
+  for (size_t i = 0; i < opaque.size(); ++i) {
+    const std::string id = protocol::SessionIdToString(sessions[i].id);
+    EXPECT_EQ(opaque[i].size(), 13u) << opaque[i];
+    EXPECT_EQ(opaque[i][0], 'h') << opaque[i];
+    EXPECT_EQ(id.find(opaque[i].substr(1)), std::string::npos) << "the label is part of the id";
+    EXPECT_EQ(opaque[i], SessionLabel(sessions[i].id, false));
+  }
+  const std::vector<std::string> ids = labels(true);
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], protocol::SessionIdToString(sessions[i].id));
 }
 
 TEST(MetricsCollectorTest, SerializesToTheTextFormat) {

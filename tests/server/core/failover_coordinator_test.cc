@@ -98,6 +98,46 @@ TEST(FailoverCoordinatorTest, DifferentInstallsOfOneEpochFailTheSession) {
   EXPECT_NE(a.error.message().find("different memberships for epoch 1"), std::string::npos) << a.error.message();
 }
 
+// A rank that announces epoch after epoch (a broken or hostile worker) must
+// not grow the reducer's memory; the ranks only ever need recent epochs.
+TEST(FailoverCoordinatorTest, TheEpochHistoryIsBounded) {
+  FailoverCoordinator c(2);
+  constexpr uint32_t kEpochs = 1000;
+  for (uint32_t t = 1; t <= kEpochs; ++t) {
+    const auto a = c.OnAnnounce(0, MembershipFrame{MembershipKind::kAnnounce, t, t, Set({0, 1})});
+    ASSERT_TRUE(a.error.ok()) << a.error.ToString();
+  }
+  EXPECT_EQ(c.epoch(), kEpochs);
+  const uint32_t oldest = kEpochs - FailoverCoordinator::kEpochHistory + 1;
+  ASSERT_NE(c.Find(oldest), nullptr);
+  EXPECT_EQ(c.Find(oldest)->start, oldest);
+  EXPECT_EQ(c.Find(oldest - 1), nullptr);
+  // A rank a few epochs behind still gets its install.
+  auto a = c.OnReport(1, Report(kEpochs - 2, Set({0, 1}), 0));
+  ASSERT_EQ(a.to_rank.size(), 1u);
+  EXPECT_EQ(a.to_rank[0].second.epoch, kEpochs - 2);
+  // One older than every remembered epoch fails the session, naming it.
+  a = c.OnReport(1, Report(5, Set({0, 1}), 0));
+  EXPECT_EQ(a.error.code(), Code::kProtocol);
+  EXPECT_EQ(a.error.message(), "rank 1 reported for epoch 5, older than the 64 epochs this reducer remembers (from " +
+                                   std::to_string(oldest) + ")");
+  a = c.OnAnnounce(0, MembershipFrame{MembershipKind::kAnnounce, 7, 7, Set({0, 1})});
+  EXPECT_EQ(a.error.code(), Code::kProtocol);
+}
+
+// Ranks waiting on an epoch's install are kept per epoch: bounded too.
+TEST(FailoverCoordinatorTest, RanksWaitingOnInstallsAreBounded) {
+  FailoverCoordinator c(2);
+  ASSERT_TRUE(c.OnReport(0, Report(100000, Set({0, 1}), 0)).error.ok());  // the epoch being collected
+  for (uint32_t t = 1; t <= FailoverCoordinator::kEpochHistory; ++t) {
+    ASSERT_TRUE(c.OnReport(1, Report(t, Set({0, 1}), 0)).error.ok()) << t;
+  }
+  const auto a = c.OnReport(1, Report(FailoverCoordinator::kEpochHistory + 1, Set({0, 1}), 0));
+  EXPECT_EQ(a.error.code(), Code::kProtocol);
+  EXPECT_NE(a.error.message().find("while ranks already wait on 64 other epochs"), std::string::npos)
+      << a.error.message();
+}
+
 TEST(FailoverCoordinatorTest, ReportsOfDifferentListSizesAreAMismatch) {
   FailoverCoordinator c(2);
   c.OnReport(0, Report(1, Set({0, 1}, 4), 1));

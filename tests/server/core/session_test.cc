@@ -356,6 +356,85 @@ TEST_F(SessionTest, DuplicateRankIsRefusedWithoutFailingOthers) {
   EXPECT_TRUE(session_->failure().ok());
 }
 
+TEST_F(SessionTest, AConflictingHelloLeavesARunningSessionAlone) {
+  JoinAll();
+  // Anyone who learns the id may send HELLOs that disagree on every setting
+  // the session checks, for a free rank, a taken one, or a rank it lacks.
+  std::vector<protocol::Hello> hellos;
+  for (uint32_t world : {kWorld, kWorld + 1, 1u}) {
+    for (uint32_t rank : {0u, world - 1}) {
+      protocol::Hello h = HelloFor(rank);
+      h.world = world;
+      hellos.push_back(h);
+    }
+  }
+  protocol::Hello failover = HelloFor(1);
+  failover.flags = protocol::kHelloFailover;
+  hellos.push_back(failover);
+  protocol::Hello wire = HelloFor(2);
+  wire.wire = DataType::kBfloat16;
+  hellos.push_back(wire);
+  protocol::Hello streams = HelloFor(0);
+  streams.streams = 2;
+  streams.stream = 1;
+  hellos.push_back(streams);
+  for (const protocol::Hello& h : hellos) {
+    auto late = std::make_shared<FakeMember>();
+    const Status st = session_->Join(h, late);
+    ASSERT_FALSE(st.ok()) << "rank " << h.rank << " of " << h.world;
+    EXPECT_NE(st.message().find("already running with all its 3 ranks"), std::string::npos) << st.message();
+    EXPECT_TRUE(late->errors.empty()) << "the connection, not the session, answers the late joiner";
+  }
+  EXPECT_TRUE(session_->failure().ok()) << session_->failure().ToString();
+  for (auto& m : members_) EXPECT_TRUE(m->errors.empty());
+  // The late joiner is told why: the settings that disagree.
+  protocol::Hello h = HelloFor(1);
+  h.world = 2;
+  const Status st = session_->Join(h, std::make_shared<FakeMember>());
+  EXPECT_EQ(st.code(), Code::kMismatch);
+  EXPECT_NE(st.message().find("with world size 2 and 1 streams, but the session was opened with world size 3"),
+            std::string::npos)
+      << st.message();
+  // And the session goes on.
+  for (uint32_t r = 0; r < kWorld; ++r) Contribute(r, FloatPiece(0, 1), {1.0f + r});
+  ASSERT_EQ(members_[0]->results.size(), 1u);
+  EXPECT_EQ(*reinterpret_cast<const float*>(members_[0]->results[0].data), 6.0f);
+}
+
+TEST_F(SessionTest, AConflictingHelloForATakenSlotLeavesAJoiningSessionAlone) {
+  ASSERT_TRUE(session_->Join(HelloFor(0), members_[0]).ok());
+  protocol::Hello h = HelloFor(0);
+  h.world = 1;
+  const Status st = session_->Join(h, std::make_shared<FakeMember>());
+  EXPECT_EQ(st.code(), Code::kMismatch);
+  EXPECT_NE(st.message().find("rank 0 stream 0 has already joined session"), std::string::npos) << st.message();
+  EXPECT_TRUE(session_->failure().ok()) << session_->failure().ToString();
+  EXPECT_TRUE(members_[0]->errors.empty());
+}
+
+TEST_F(SessionTest, AWaitForMemoryEndsAtTwiceTheOperationTimeoutNamingIt) {
+  JoinAll();
+  // Other sessions hold the whole budget: no piece of this one is pending,
+  // its ranks' connections stop reading, and only the timeout can end it.
+  auto held = budget_->TryAllocate(budget_->limit());
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(session_->BeginContribution(1, members_[1], 0, FloatPiece(9, 4), [] {}, t0_).kind,
+            Contribution::Kind::kWaitForMemory);
+  // Memory held by stuck pieces or untaken results goes back after one
+  // operation timeout: the wait gets two.
+  session_->CheckTimeouts(t0_ + std::chrono::seconds(10));
+  EXPECT_TRUE(session_->failure().ok()) << "failed before twice the operation timeout";
+  session_->CheckTimeouts(t0_ + std::chrono::seconds(11));
+  const Status st = session_->failure();
+  EXPECT_EQ(st.code(), Code::kTimeout) << st.ToString();
+  EXPECT_NE(st.message().find("operation 9 (piece 0) timed out after 10 s (twice --op-timeout) on this reducer: "
+                              "rank 1's piece waited for memory all that time"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("--memory-limit"), std::string::npos) << st.message();
+  for (auto& m : members_) ASSERT_EQ(m->errors.size(), 1u);
+}
+
 TEST_F(SessionTest, TimeoutNamesTheRanksThatNeverContributed) {
   JoinAll();
   Contribute(1, FloatPiece(9, 2), {1, 2});
