@@ -6,7 +6,6 @@
 // (preload_probe.cc) with an explicit environment: nothing inherited.
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -23,6 +22,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/sanitizer_preload.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -30,24 +31,6 @@ namespace fs = std::filesystem;
 constexpr char kSetAll[] =
     "log 3 NET/Reducer : LD_PRELOAD: set NCCL_NET_PLUGIN=reducer, NCCL_COLLNET_ENABLE=1, NCCL_NET_PLUGIN_REF_COUNT=1, "
     "NCCL_TUNER_PLUGIN=libnccl-net-reducer.so";
-
-// Sanitizer runtimes loaded in this process (the probe is built like the
-// tests). ASan insists on coming first in the library list, so they go
-// before the plugin in the probe's LD_PRELOAD.
-std::vector<std::string> SanitizerRuntimes() {
-  std::vector<std::string> out;
-  ::dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-        const std::string base = fs::path(name).filename().string();
-        for (const char* prefix : {"libasan", "libtsan", "libubsan", "liblsan", "libclang_rt."}) {
-          if (base.rfind(prefix, 0) == 0) static_cast<std::vector<std::string>*>(data)->push_back(name);
-        }
-        return 0;
-      },
-      &out);
-  return out;
-}
 
 struct ProbeRun {
   int exit_code = -1;  // -1: killed at the deadline
@@ -87,11 +70,7 @@ class Preload : public ::testing::Test {
   void TearDown() override { fs::remove_all(home_); }
 
   // LD_PRELOAD's value naming `entry` (after any sanitizer runtime).
-  static std::string PreloadOf(const std::string& entry) {
-    std::string list;
-    for (const std::string& rt : SanitizerRuntimes()) list += rt + ":";
-    return list + entry;
-  }
+  static std::string PreloadOf(const std::string& entry) { return rs::testing::PreloadAfterSanitizers(entry); }
 
   // Runs the probe with exactly these variables (plus a HOME without an
   // nccl.conf, the reducer address and the sanitizers' options), at most 60 s.

@@ -13,6 +13,7 @@
 
 #include "nccl_plugin/nccl_releases.h"
 #include "tests/support/control_helpers.h"
+#include "tests/support/sanitizer_preload.h"
 
 namespace rs::testing {
 namespace {
@@ -193,7 +194,8 @@ TEST_F(DoctorTest, NoNcclMeansThePluginCannotBeChecked) {
 // NCCL_NET_PLUGIN and NCCL_COLLNET_ENABLE (nccl_plugin/abi/preload.h), in
 // the doctor's process as in the job's.
 TEST_F(DoctorTest, LdPreloadAloneIsEnough) {
-  const CommandResult r = Doctor({"LD_PRELOAD=" + std::string(RS_PLUGIN_SO), "REDUCER_ADDRS=" + Addr(),
+  const CommandResult r = Doctor({"LD_PRELOAD=" + rs::testing::PreloadAfterSanitizers(RS_PLUGIN_SO),
+                                  "REDUCER_ADDRS=" + Addr(),
                                   "REDUCER_JOB_TOKEN_FILE=" + *token_file_, "RS_STAND_IN_NCCL_VERSION=22809"});
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(Contains(r, "(NCCL_NET_PLUGIN=reducer, LD_PRELOAD)")) << r.output;
