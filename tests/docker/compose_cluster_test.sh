@@ -127,20 +127,8 @@ prometheus_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0
 export PROMETHEUS_PORT=$prometheus_port TRAIN_STEPS
 echo "==> docker-compose up: 2 reducers, 4 workers x $TRAIN_STEPS steps, Prometheus on 127.0.0.1:$prometheus_port"
 start=$(date +%s.%N)
-# The workers wait for the reducers' health checks (depends_on:
-# service_healthy), which podman runs from systemd timers, and there is no
-# systemd here: run them while `up` waits, until both reducers pass.
-(
-  for _ in $(seq 300); do
-    healthy=0
-    for r in reducer-0 reducer-1; do
-      podman healthcheck run "${project}_${r}_1" >/dev/null 2>&1 && healthy=$((healthy + 1))
-    done
-    [ "$healthy" = 2 ] && exit 0
-    sleep 0.2
-  done
-  exit 1
-) &
+# The workers wait for the reducers' health checks (rs_ct_run_health_checks says why).
+rs_ct_run_health_checks "$project" &
 health_pid=$!
 timeout 180 "${compose[@]}" up -d --no-build >"$scratch/up.log" 2>&1 || { cat "$scratch/up.log" >&2; fail "docker-compose up failed"; }
 wait "$health_pid" || fail "the reducers' health checks did not pass"

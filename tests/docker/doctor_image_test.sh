@@ -114,20 +114,8 @@ export REDUCER_JOB_TOKEN=$token
 rs_ct_service_start
 "${compose[@]}" down -t 5 >/dev/null 2>&1 || true  # what an interrupted run left
 echo "==> docker-compose up: reducer-0, reducer-1, worker-0"
-# worker-0 waits for the reducers' health checks (depends_on:
-# service_healthy), which podman runs from systemd timers, and there is no
-# systemd here: run them while `up` waits (as compose_cluster_test.sh does).
-(
-  for _ in $(seq 300); do
-    healthy=0
-    for r in reducer-0 reducer-1; do
-      podman healthcheck run "${project}_${r}_1" >/dev/null 2>&1 && healthy=$((healthy + 1))
-    done
-    [ "$healthy" = 2 ] && exit 0
-    sleep 0.2
-  done
-  exit 1
-) &
+# worker-0 waits for the reducers' health checks (rs_ct_run_health_checks says why).
+rs_ct_run_health_checks "$project" &
 health_pid=$!
 timeout 180 "${compose[@]}" up -d --no-build reducer-0 reducer-1 worker-0 >"$scratch/up.log" 2>&1 ||
   { cat "$scratch/up.log" >&2; fail "docker-compose up failed"; }

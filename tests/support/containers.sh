@@ -143,6 +143,24 @@ rs_ct_service_stop() {
   fi
 }
 
+# rs_ct_run_health_checks PROJECT: compose's `depends_on: service_healthy`
+# waits for the reducers' health checks, which podman runs from systemd
+# timers, and there is no systemd here. Run in the background while `up`
+# waits: runs reducer-0's and reducer-1's checks until both pass (exit 0),
+# or 60 s (exit 1).
+rs_ct_run_health_checks() {
+  local project=$1 healthy r
+  for _ in $(seq 300); do
+    healthy=0
+    for r in reducer-0 reducer-1; do
+      podman healthcheck run "${project}_${r}_1" >/dev/null 2>&1 && healthy=$((healthy + 1))
+    done
+    [ "$healthy" = 2 ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
 # rs_image_build LOGDIR TAG [podman build args...]: builds one image, its log
 # kept in LOGDIR; on failure prints the log's tail and returns 1.
 rs_image_build() {
