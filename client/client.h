@@ -52,6 +52,9 @@ struct ClientOptions {
   uint32_t rank = 0;
   uint32_t world = 1;
   std::string job_token;  // empty: no authentication
+  // TLS 1.3 to every reducer, keyed by job_token (common/data_tls.h;
+  // REDUCER_TLS): a reducer without TLS is refused, never used in the clear.
+  bool tls = false;
   // Streams, piece size and send window: unset (nullopt) means the client
   // chooses (transport_plan.h): 1 stream per reducer, 512 KiB / reducers
   // per piece (64 KiB to 512 KiB), a window of 4 pieces or more on paths

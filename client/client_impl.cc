@@ -68,6 +68,12 @@ Status ClientImpl::Connect() {
                                               "; it must be 1 to the number of reducers (" +
                                               std::to_string(opts_.reducers.size()) + ")");
   }
+  if (opts_.tls) {
+    auto tls = DataTls::Create(DataTls::Role::kWorker, opts_.job_token);
+    if (!tls.ok()) return tls.status().Prefixed("REDUCER_TLS=1");
+    data_tls_ = std::move(tls).value();
+    Log(LogLevel::kInfo, "to the reducers: " + DataTls::Describe());
+  }
   if (opts_.failover) membership_.emplace(names_, opts_.min_reducers, ChangeTimeout(opts_));
   const int threads = std::max(1, opts_.io_threads);
   for (int i = 0; i < threads; ++i) {
@@ -146,6 +152,7 @@ void ClientImpl::OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline)
     params.hello.wire = opts_.wire_dtype;
     params.wire_fallbacks = &wire_fallbacks_;
     params.token = opts_.job_token;
+    params.tls = data_tls_;
     params.connect_deadline = deadline;
     // A reducer being taken back (failover) may refuse until its deadline.
     params.connect_grace_end = connected_ ? deadline : std::min(grace_end_, deadline);

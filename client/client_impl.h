@@ -149,6 +149,7 @@ class ClientImpl final : public Client, public StreamOwner {
   uint64_t max_piece_bytes_ = UINT64_MAX;   // guarded by mu_
   Status health_;                           // guarded by mu_
   std::vector<Slot> slots_;                 // guarded by mu_; one per reducer
+  std::shared_ptr<const DataTls> data_tls_;  // set by Connect when opts_.tls
   uint64_t next_seq_ = 0;                   // guarded by mu_
   std::map<uint64_t, OpEntry> ops_;         // guarded by mu_: not completed here (shadows included)
   // Every operation handed to the caller that may still be referenced: the

@@ -71,6 +71,9 @@ Status Liveness(const Settings& s, std::string_view name, ClientOptions* o) {
 Status Crc(const Settings& s, std::string_view name, ClientOptions* o) {
   return Assign(s.Int(name, 0, 1), &o->crc);
 }
+Status Tls(const Settings& s, std::string_view name, ClientOptions* o) {
+  return Assign(s.Int(name, 0, 1), &o->tls);
+}
 Status WireDtype(const Settings& s, std::string_view name, ClientOptions* o) {
   const SettingValue& v = s.Get(name);
   const std::optional<DataType> wire = protocol::ParseWireType(v.text);
@@ -144,6 +147,11 @@ const std::vector<ClientSetting>& ClientSettings() {
         "1: CRC32C over every piece and result, checked end to end (with the reducers' `--crc`); a mismatch "
         "fails the all-reduce naming the hop, and the reducers spend 3-10 % more CPU. 0: off"},
        Crc},
+      {{"--tls", "REDUCER_TLS", "0/1", "0", "",
+        "1: TLS 1.3 to every reducer (with the reducers' `--tls`), keyed by the job token, which it needs; a "
+        "reducer without TLS is refused, never used in the clear. For networks that are not private. 0: plain "
+        "TCP"},
+       Tls},
       {{"--wire-dtype", "REDUCER_WIRE_DTYPE", "TYPE", "off", "",
         "`bfloat16` or `float16`: float32 sums travel in that type (half the bytes), rounded once by each rank "
         "and once by the reducers after their float32 sum, so results stay identical on every rank; a piece "

@@ -86,13 +86,28 @@ void ReducerStream::Connected(const TcpTuningResult& tcp) {
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   if (auto line = TcpTuningLineOnce(tcp)) owner_->Log(tcp.refused ? LogLevel::kWarn : LogLevel::kInfo, *line);
-  low_water_ = ReceiveLowWater(socket_.native_handle());
+  stream_.Reset();
+  // Off with TLS (data_stream.h).
+  low_water_ = params_.tls ? ReceiveLowWater() : ReceiveLowWater(socket_.native_handle());
   waits_.Reconnected();
   rto_floor_ = RtoFloorFollower(params_.tcp.rto_min);
   if (auto line = RaiseRtoFloorAtConnect(socket_.native_handle(), rto_floor_)) owner_->Log(LogLevel::kInfo, *line);
   // Best effort: the heartbeats work without it.
   (void)SetTcpLiveness(socket_.native_handle(), params_.liveness_timeout,
                        PeerReads::kMayPause);  // out of memory, it stops reading
+  if (!params_.tls) {
+    SendHello();
+    return;
+  }
+  stream_.StartTls(params_.tls, [self = shared_from_this()](const Status& status) {
+    if (self->state_ == State::kClosed) return;
+    if (status.code() == Code::kIo) return self->Lose(status.Prefixed(self->Name()));
+    if (!status.ok()) return self->Fail(status.Prefixed(self->Name()));
+    self->SendHello();
+  });
+}
+
+void ReducerStream::SendHello() {
   auto nonce = protocol::RandomNonce();
   if (!nonce.ok()) {
     Fail(nonce.status().Prefixed(Name()));
@@ -122,7 +137,7 @@ void ReducerStream::RetryConnect(ConnectFailure failure, const std::string& why)
 template <typename Handler>
 void ReducerStream::Read(asio::mutable_buffer buffer, Handler&& handler) {
   read_pending_ = true;
-  asio::async_read(socket_, buffer, protocol::CountProgress{&received_progress_, &low_water_, buffer.size()},
+  asio::async_read(stream_, buffer, protocol::CountProgress{&received_progress_, &low_water_, buffer.size()},
                    [self = shared_from_this(), handler = std::forward<Handler>(handler)](
                        const asio::error_code& ec, size_t bytes) mutable {
                      self->read_pending_ = false;
@@ -157,7 +172,7 @@ void ReducerStream::Drain(const asio::error_code& ec) {
     return;
   }
   read_pending_ = true;
-  socket_.async_read_some(asio::buffer(drain_buf_), [self = shared_from_this()](const asio::error_code& ec2, size_t) {
+  stream_.async_read_some(asio::buffer(drain_buf_), [self = shared_from_this()](const asio::error_code& ec2, size_t) {
     self->read_pending_ = false;
     if (self->lingering_) self->Drain(ec2);
   });
@@ -613,7 +628,7 @@ void ReducerStream::WriteNext() {
       break;
     }
   }
-  asio::async_write(socket_, buffers, protocol::CountProgress{&sent_progress_},
+  asio::async_write(stream_, buffers, protocol::CountProgress{&sent_progress_},
                     [self = shared_from_this()](const asio::error_code& ec, size_t bytes) {
     if (bytes > 0) ++self->sent_progress_;
     for (size_t i = 0; i < self->urgent_in_flight_; ++i) self->urgent_.pop_front();

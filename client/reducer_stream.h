@@ -35,6 +35,8 @@
 #include "client/connect_retry.h"
 #include "client/operation.h"
 #include "client/transport_plan.h"
+#include "common/data_stream.h"
+#include "common/data_tls.h"
 #include "common/socket_options.h"
 #include "common/tcp_tuning.h"
 #include "common/tcp_waits.h"
@@ -80,6 +82,7 @@ struct StreamParams {
   StreamId id;
   protocol::Hello hello;  // session, rank, world, stream, streams, flags
   std::string token;
+  std::shared_ptr<const DataTls> tls;  // null: plain TCP
   Clock::time_point connect_deadline;
   // Refused or unroutable connects are retried until then (connect_retry.h).
   Clock::time_point connect_grace_end;
@@ -154,6 +157,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void Connect();
   void ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, size_t next, asio::error_code last_error);
   void Connected(const TcpTuningResult& tcp);
+  void SendHello();  // after the TCP (and TLS) handshake
   void RetryConnect(ConnectFailure failure, const std::string& why);
   template <typename Handler>
   void Read(asio::mutable_buffer buffer, Handler&& handler);
@@ -201,6 +205,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
 
   asio::io_context& io_;
   asio::ip::tcp::socket socket_;
+  DataStream stream_{socket_};  // every read and write of socket_
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer retry_timer_;
   asio::steady_timer liveness_timer_;

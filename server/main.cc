@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
   if (cfg.job_token.empty()) {
     spdlog::warn("no job token configured: any worker that can reach this port may join a session");
   }
+  spdlog::info("data plane: {}", cfg.tls ? rs::DataTls::Describe()
+                                         : "plain TCP (keep it on a private network, or start with --tls)");
   std::string parts = cfg.result_part_bytes == 0 ? "off" : rs::FormatBytes(cfg.result_part_bytes);
   if (cfg.result_part_bytes != 0 && cfg.whole_pieces_from != 0) {
     parts += " (whole pieces from " + std::to_string(cfg.whole_pieces_from) + " pieces per worker on paths up to " +

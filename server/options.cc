@@ -121,6 +121,12 @@ StatusOr<Options> Validate(const Settings& s) {
   } else {
     out.net.job_token = s.Get("REDUCER_JOB_TOKEN").text;
   }
+  RS_RETURN_IF_ERROR(Assign(s.Int("--tls", 0, 1), &out.net.tls));
+  if (out.net.tls && out.net.job_token.empty()) {
+    return Status(Code::kInvalidArgument, s.Get("--tls").source +
+                                              ": TLS on the data plane is keyed by the job token, and none is set "
+                                              "(--job-token-file)");
+  }
 
   RS_RETURN_IF_ERROR(Assign(ListenAddress(s, "--grpc-listen"), &out.control.grpc_listen));
   RS_RETURN_IF_ERROR(Assign(ListenAddress(s, "--metrics-listen"), &out.control.metrics_listen));

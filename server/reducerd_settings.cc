@@ -49,6 +49,9 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       {"--crc", "REDUCER_CRC", "0/1", "1", "",
        "1: check the CRC32C workers send with each piece (when their own check is on) and send one with each "
        "result; a mismatch fails the session naming the hop. 0: neither, whatever the workers ask"},
+      {"--tls", "REDUCER_TLS", "0/1", "0", "",
+       "1: TLS 1.3 on every worker connection, keyed by the job token (which it needs; no certificates); "
+       "workers without REDUCER_TLS=1 are refused, naming it. For networks that are not private. 0: plain TCP"},
       {"--result-part", "REDUCER_RESULT_PART", "SIZE", "32KiB", "",
        "send a piece's result in parts of at least this size, each as soon as every rank's share of it has "
        "arrived, instead of after the whole piece (cut-through: on a link slower than the reducer, a piece's "

@@ -46,6 +46,8 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
      "Point-to-point sockets get keepalive probes after half of it idle and a kernel timeout of twice it for "
      "unacknowledged data, so a dead peer or cut link fails NCCL's transfer."},
     {EnvKey::kCrc, "REDUCER_CRC", "", ""},
+    {EnvKey::kTls, "REDUCER_TLS", "", "It covers the traffic to the reducers only: the point-to-point transport (NCCL's "
+     "rings and trees) stays plain TCP, as NCCL's own socket transport is."},
     {EnvKey::kWireDtype, "REDUCER_WIRE_DTYPE", "", ""},
     {EnvKey::kFailover, "REDUCER_FAILOVER", "", ""},
     {EnvKey::kMinReducers, "REDUCER_MIN_REDUCERS", "", ""},

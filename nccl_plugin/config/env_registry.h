@@ -49,6 +49,7 @@ enum class EnvKey : int {
   kConnectTimeout,
   kLivenessTimeout,
   kCrc,
+  kTls,
   kWireDtype,
   kFailover,
   kMinReducers,

@@ -20,7 +20,7 @@ constexpr std::array kClientKeys = {
     EnvKey::kReducerAddrs,    EnvKey::kClusterSpec, EnvKey::kJobToken,  EnvKey::kJobTokenFile,
     EnvKey::kStreams,         EnvKey::kIoThreads,   EnvKey::kMaxPiece,  EnvKey::kMinPiece,
     EnvKey::kSendWindow,      EnvKey::kWriteSlice,  EnvKey::kOpTimeout, EnvKey::kConnectTimeout,
-    EnvKey::kLivenessTimeout, EnvKey::kCrc,         EnvKey::kWireDtype, EnvKey::kFailover,
+    EnvKey::kLivenessTimeout, EnvKey::kCrc,         EnvKey::kTls,       EnvKey::kWireDtype, EnvKey::kFailover,
     EnvKey::kMinReducers,     EnvKey::kRetention,   EnvKey::kTcpCongestion, EnvKey::kTcpRtoMin,
 };
 

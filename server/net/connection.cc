@@ -2,7 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "common/host_tuning.h"
 #include "common/socket_options.h"
@@ -68,7 +72,8 @@ Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admi
   // At once, while TCP's first estimate of the round trip's variation stands
   // (common/tcp_tuning.h); SamplePath keeps following the path.
   if (auto line = RaiseRtoFloorAtConnect(socket_.native_handle(), rto_floor_)) spdlog::info("{}", *line);
-  low_water_ = ReceiveLowWater(socket_.native_handle());
+  // Off with TLS (data_stream.h).
+  if (server.data_tls() == nullptr) low_water_ = ReceiveLowWater(socket_.native_handle());
 }
 
 Connection::~Connection() { server_.ConnectionClosed(); }
@@ -78,11 +83,69 @@ void Connection::Start() {
   handshake_deadline_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
     if (!ec) self->OnHandshakeTimeout();
   });
+  if (server_.data_tls() != nullptr) {
+    AwaitTls();
+    return;
+  }
+  HandshakeStep(Handshake::Start());
+}
+
+void Connection::AwaitTls() {
+  read_pending_ = true;
+  socket_.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](const asio::error_code& ec) {
+    self->read_pending_ = false;
+    if (self->state_ != State::kHandshake) {
+      self->Drain(ec);
+      return;
+    }
+    if (ec) {
+      self->CloseNow(Status(Code::kIo, ec.message()));
+      return;
+    }
+    uint8_t first = 0;
+    const ssize_t n = ::recv(self->socket_.native_handle(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      self->AwaitTls();
+      return;
+    }
+    if (n <= 0) {
+      self->CloseNow(Status(Code::kIo, n == 0 ? "connection closed by the worker" : std::strerror(errno)));
+      return;
+    }
+    if (first != kTlsHandshakeRecord) {
+      const Status why(Code::kAuth,
+                       "this reducer has TLS on its data plane (--tls) and the worker connected without it: set "
+                       "REDUCER_TLS=1 on every worker");
+      self->EndHandshake(HandshakeEnd::kRefused, why);
+      self->Reject(why);
+      return;
+    }
+    self->tls_handshake_ = true;
+    self->stream_.StartTls(self->server_.data_tls(),
+                           [self](const Status& status) { self->OnTlsHandshake(status); });
+  });
+}
+
+void Connection::OnTlsHandshake(const Status& status) {
+  tls_handshake_ = false;
+  if (state_ != State::kHandshake) return;
+  if (!status.ok()) {
+    // OpenSSL has sent its alert; the worker's TLS reports the cause.
+    EndHandshake(HandshakeEnd::kRefused, status);
+    CloseNow(status);
+    return;
+  }
   HandshakeStep(Handshake::Start());
 }
 
 void Connection::OnHandshakeTimeout() {
   if (state_ != State::kHandshake) return;
+  if (tls_handshake_) {  // no frame can go out before TLS is up
+    const Status why(Code::kTimeout, "no TLS handshake within the handshake timeout");
+    EndHandshake(HandshakeEnd::kTimedOut, why);
+    CloseNow(why);
+    return;
+  }
   // Reject() sends the reason, then lingers at most 2 s for the peer to
   // read it: a peer that holds the connection open is closed all the same.
   HandshakeStep(handshake_.TimedOut(server_.config().handshake_timeout));
@@ -137,7 +200,7 @@ template <typename Handler>
 void Connection::Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc, bool parts) {
   read_pending_ = true;
   const size_t part_bytes = parts ? static_cast<size_t>(session_->result_part_bytes()) : 0;
-  asio::async_read(socket_, buffer,
+  asio::async_read(stream_, buffer,
                    ReadProgress{&received_progress_, crc, &low_water_, buffer.size(),
                                 part_bytes != 0 ? this : nullptr, part_bytes},
                    [self = shared_from_this(), handler = std::forward<Handler>(handler)](
@@ -163,7 +226,7 @@ void Connection::Drain(const asio::error_code& ec) {
     return;
   }
   read_pending_ = true;
-  socket_.async_read_some(asio::buffer(drain_buf_), [self = shared_from_this()](const asio::error_code& ec2, size_t) {
+  stream_.async_read_some(asio::buffer(drain_buf_), [self = shared_from_this()](const asio::error_code& ec2, size_t) {
     self->read_pending_ = false;
     self->Drain(ec2);
   });
@@ -191,6 +254,14 @@ void Connection::OnHeader(const asio::error_code& ec) {
     return;
   }
   if (state_ == State::kHandshake) {
+    if (header_buf_[0] == kTlsHandshakeRecord && server_.data_tls() == nullptr) {
+      // Answered in TLS's terms, the one thing its TLS can read (DataTls::DescribeFailure).
+      const Status why(Code::kAuth,
+                       "the worker opened with TLS (REDUCER_TLS=1) and this reducer has no --tls");
+      EndHandshake(HandshakeEnd::kRefused, why);
+      Reject(why, std::vector<uint8_t>(kNoTlsAlert.begin(), kNoTlsAlert.end()));
+      return;
+    }
     HandshakeStep(handshake_.OnHeader(header_buf_));
     return;
   }
@@ -685,7 +756,7 @@ void Connection::WriteNext() {
       buffers.emplace_back(out.bytes.data(), out.bytes.size());
     }
   }
-  asio::async_write(socket_, buffers, protocol::CountProgress{&sent_progress_},
+  asio::async_write(stream_, buffers, protocol::CountProgress{&sent_progress_},
                     [self = shared_from_this(), batch](const asio::error_code& ec, size_t bytes) {
     if (bytes > 0) ++self->sent_progress_;
     if (ec) {
@@ -709,7 +780,7 @@ void Connection::WriteNext() {
   });
 }
 
-void Connection::Reject(const Status& status) {
+void Connection::Reject(const Status& status, std::vector<uint8_t> last) {
   if (state_ == State::kClosing) return;
   // A failed session counted its error once; this stream's own errors
   // (handshake, protocol) are counted here.
@@ -720,7 +791,7 @@ void Connection::Reject(const Status& status) {
   while (write_queue_.size() > in_flight_) write_queue_.pop_back();
   close_after_write_ = true;
   Outgoing error;
-  error.bytes = protocol::EncodeError({status.code(), status.message()});
+  error.bytes = last.empty() ? protocol::EncodeError({status.code(), status.message()}) : std::move(last);
   write_queue_.push_back(std::move(error));
   // A write in flight to a worker that stopped reading would never end, and
   // its results would hold their piece memory: the error gets --op-timeout

@@ -24,6 +24,7 @@
 
 #include <asio.hpp>
 
+#include "common/data_stream.h"
 #include "common/socket_options.h"
 #include "common/tcp_tuning.h"
 #include "common/tcp_waits.h"
@@ -100,6 +101,10 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void OnHeader(const asio::error_code& ec);
   void ReadPayload(uint32_t bytes);
   void OnPayload();
+  // With --tls: the worker's first byte tells TLS from a worker without it
+  // (refused, naming REDUCER_TLS); then the TLS handshake, then HELLO.
+  void AwaitTls();
+  void OnTlsHandshake(const Status& status);
   void HandshakeStep(Handshake::Step step);
   void JoinSession();
   void OnHandshakeTimeout();
@@ -142,12 +147,15 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void Enqueue(Outgoing out);
   void EnqueueControl(std::vector<uint8_t> frame);
   void WriteNext();
-  void Reject(const Status& status);   // send ERROR, then close
+  // Sends ERROR (or `last`, when given, instead), then closes.
+  void Reject(const Status& status, std::vector<uint8_t> last = {});
   void CloseNow(const Status& why);
   void LeaveSession(Departure how, const Status& why);
 
   ReducerServer& server_;
   asio::ip::tcp::socket socket_;
+  DataStream stream_{socket_};     // every read and write of socket_
+  bool tls_handshake_ = false;     // the TLS handshake is running
   asio::steady_timer linger_;
   asio::steady_timer handshake_deadline_;
   asio::steady_timer liveness_timer_;

@@ -41,7 +41,14 @@ StatusOr<std::unique_ptr<ReducerServer>> ReducerServer::Create(ServerConfig conf
   if (config.handshake_timeout.count() <= 0) {
     return Status(Code::kInvalidArgument, "--handshake-timeout must be positive");
   }
+  std::shared_ptr<const DataTls> tls;
+  if (config.tls) {
+    auto made = DataTls::Create(DataTls::Role::kReducer, config.job_token);
+    if (!made.ok()) return made.status().Prefixed("--tls");
+    tls = std::move(made).value();
+  }
   std::unique_ptr<ReducerServer> server(new ReducerServer(std::move(config)));
+  server->data_tls_ = std::move(tls);
   for (int i = 0; i < server->config_.io_threads; ++i) {
     server->contexts_.push_back(MakeIoContext());
     server->guards_.push_back(asio::make_work_guard(*server->contexts_.back()));

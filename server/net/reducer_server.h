@@ -29,6 +29,7 @@
 
 #include <asio.hpp>
 
+#include "common/data_tls.h"
 #include "server/core/handshake.h"
 #include "server/core/memory_budget.h"
 #include "server/core/reducer_stats.h"
@@ -72,6 +73,8 @@ class ReducerServer {
   uint16_t port() const { return port_; }
   const ServerConfig& config() const { return config_; }
   const HandshakeConfig& handshake_config() const { return handshake_config_; }
+  // Null unless config().tls.
+  const std::shared_ptr<const DataTls>& data_tls() const { return data_tls_; }
 
   // Stops accepting new connections and sessions; running sessions go on.
   // Idempotent.
@@ -114,6 +117,7 @@ class ReducerServer {
 
   ServerConfig config_;
   HandshakeConfig handshake_config_;
+  std::shared_ptr<const DataTls> data_tls_;
   const std::shared_ptr<Admission> admission_;
   RefusalLog refusal_log_;
   std::shared_ptr<MemoryBudget> budget_;

@@ -18,6 +18,9 @@ struct ServerConfig {
   size_t memory_limit = size_t{1} << 30;
   size_t max_piece_bytes = 4 << 20;
   std::string job_token;  // empty: no authentication
+  // TLS 1.3 on every connection, keyed by job_token (common/data_tls.h);
+  // workers without it are refused, naming REDUCER_TLS.
+  bool tls = false;
   std::chrono::milliseconds op_timeout{30'000};
   std::chrono::milliseconds join_timeout{60'000};
   // Hostile or broken clients: a connection must finish its handshake

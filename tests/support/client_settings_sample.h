@@ -27,6 +27,7 @@ inline std::map<std::string, std::string> ClientSettingsSample() {
       {"REDUCER_WRITE_SLICE", "256KiB"}, {"REDUCER_IO_THREADS", "2"},
       {"REDUCER_OP_TIMEOUT", "33s"},     {"REDUCER_CONNECT_TIMEOUT", "44s"},
       {"REDUCER_LIVENESS_TIMEOUT", "2s"}, {"REDUCER_CRC", "1"},
+      {"REDUCER_TLS", "1"},
       {"REDUCER_WIRE_DTYPE", "bfloat16"}, {"REDUCER_FAILOVER", "0"},
       {"REDUCER_MIN_REDUCERS", "2"},     {"REDUCER_RETENTION", "64MiB"},
       {"REDUCER_TCP_CONGESTION", "reno"}, {"REDUCER_TCP_RTO_MIN", "20ms"},
@@ -44,6 +45,7 @@ inline void ExpectClientSettingsSample(const client::ClientOptions& o) {
   EXPECT_EQ(o.connect_timeout, std::chrono::seconds(44));
   EXPECT_EQ(o.liveness_timeout, std::chrono::seconds(2));
   EXPECT_TRUE(o.crc);
+  EXPECT_TRUE(o.tls);
   EXPECT_EQ(o.wire_dtype, DataType::kBfloat16);
   EXPECT_FALSE(o.failover);
   EXPECT_EQ(o.min_reducers, 2u);
