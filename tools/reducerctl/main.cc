@@ -53,15 +53,20 @@ int main(int argc, char** argv) {
   rs::reducerctl::TlsFiles tls;
   app.add_option("--tls-ca", tls.ca_file,
                  "TLS: PEM CA bundle that signed reducerd's --grpc-tls-cert (without it, gRPC's default roots)")
-      ->envname("REDUCERCTL_TLS_CA");
+      ->envname("REDUCERCTL_TLS_CA")
+      ->type_name("FILE");
   app.add_option("--tls-cert", tls.cert_file,
                  "TLS: PEM client certificate, for a reducerd with --grpc-tls-client-ca (mutual TLS); with --tls-key")
-      ->envname("REDUCERCTL_TLS_CERT");
-  app.add_option("--tls-key", tls.key_file, "TLS: PEM private key of --tls-cert")->envname("REDUCERCTL_TLS_KEY");
+      ->envname("REDUCERCTL_TLS_CERT")
+      ->type_name("FILE");
+  app.add_option("--tls-key", tls.key_file, "TLS: PEM private key of --tls-cert, not encrypted")
+      ->envname("REDUCERCTL_TLS_KEY")
+      ->type_name("FILE");
   app.add_option("--tls-server-name", tls.server_name,
                  "TLS: the name to expect in reducerd's certificate instead of --target's host (e.g. with an IP "
                  "target and a certificate that names only DNS names)")
-      ->envname("REDUCERCTL_TLS_SERVER_NAME");
+      ->envname("REDUCERCTL_TLS_SERVER_NAME")
+      ->type_name("NAME");
   app.add_flag("--json", json, "Print JSON (one object per line) instead of tables");
 
   auto* status = app.add_subcommand("status", "Version, uptime, totals, memory and state of the reducer");
