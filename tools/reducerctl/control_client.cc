@@ -45,6 +45,9 @@ bool Has(const std::string& text, const char* part) { return text.find(part) != 
 
 // Why a connection failed, from gRPC's message (which follows, as it is):
 // the TLS cases that gRPC reports as a closed socket or an OpenSSL reason.
+// The texts are those of Debian 12's gRPC 1.51 with OpenSSL 3.0, pinned by
+// tests/integration/control_tls_test.cc; a text that changes loses its hint,
+// never the message.
 std::string ConnectHint(const std::string& target, const std::string& message, const TlsFiles& tls) {
   const bool closed = Has(message, "Socket closed");
   if (!tls.enabled() && closed) {
