@@ -34,6 +34,28 @@ std::string HostOf(const std::string& address) {
   return colon == std::string::npos ? address : address.substr(0, colon);
 }
 
+// One line on who may call the gRPC port, which can drain and stop this
+// reducer: a warning when any client can.
+void LogGrpcSecurity(const rs::server::GrpcTls& tls) {
+  using Mode = rs::server::GrpcTls::Mode;
+  switch (tls.mode()) {
+    case Mode::kPlaintext:
+      spdlog::info("gRPC control plane: plaintext, clients not authenticated: whoever can reach its port can drain "
+                   "or stop this reducer (mutual TLS: --grpc-tls-cert, --grpc-tls-key, --grpc-tls-client-ca)");
+      return;
+    case Mode::kTls:
+      spdlog::warn("gRPC control plane: TLS (certificate {}) without client certificates: any client that can "
+                   "reach its port can drain or stop this reducer; --grpc-tls-client-ca turns on mutual TLS",
+                   tls.cert_file);
+      return;
+    case Mode::kMutualTls:
+      spdlog::info("gRPC control plane: mutual TLS (certificate {}): only clients presenting a certificate signed "
+                   "by a CA in {} are served",
+                   tls.cert_file, tls.client_ca_file);
+      return;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,6 +116,7 @@ int main(int argc, char** argv) {
   const rs::TcpTuningResult tcp = rs::ProbeTcpTuning(cfg.tcp);
   if (auto line = rs::TcpTuningLineOnce(tcp)) spdlog::log(tcp.refused ? spdlog::level::warn : spdlog::level::info, "{}", *line);
   if ((*control)->grpc_port() != 0) {
+    LogGrpcSecurity(options->control.grpc_tls);
     AnnouncePort("grpc on", HostOf(options->control.grpc_listen), (*control)->grpc_port(),
                  options->grpc_port_file);
   }

@@ -8,6 +8,7 @@
 
 #include "common/cli_parse.h"
 #include "common/cluster_spec.h"
+#include "common/pem_file.h"
 #include "common/units.h"
 #include "protocol/auth.h"
 #include "protocol/wire.h"
@@ -31,10 +32,10 @@ StatusOr<std::string> ListenAddress(const Settings& s, const char* flag) {
   return (v6 ? "[" + hp->host + "]" : hp->host) + ":" + std::to_string(hp->port);
 }
 
-// Stores a parsed value, or passes its error on.
+// Stores a parsed value, or passes its error on (after `context`, if given).
 template <typename T, typename U>
-Status Assign(StatusOr<U> value, T* dest) {
-  if (!value.ok()) return value.status();
+Status Assign(StatusOr<U> value, T* dest, std::string_view context = {}) {
+  if (!value.ok()) return context.empty() ? value.status() : value.status().Prefixed(context);
   *dest = static_cast<T>(*value);
   return Status::Ok();
 }
@@ -80,6 +81,46 @@ Status ResolveListen(const Settings& s, Options* out) {
   if (!hp.ok()) return hp.status().Prefixed(source);
   out->net.listen_host = hp->host;
   out->net.listen_port = hp->port;
+  return Status::Ok();
+}
+
+// The gRPC port's TLS: a certificate and its key give TLS, a client CA on top
+// mutual TLS. The files are read and checked here, so that a wrong one stops
+// reducerd with its name before anything listens.
+Status ResolveGrpcTls(const Settings& s, Options* out) {
+  const SettingValue& cert = s.Get("--grpc-tls-cert");
+  const SettingValue& key = s.Get("--grpc-tls-key");
+  const SettingValue& ca = s.Get("--grpc-tls-client-ca");
+  if (cert.text.empty() && key.text.empty() && ca.text.empty()) return Status::Ok();
+  if (out->control.grpc_listen.empty()) {
+    for (const SettingValue* v : {&cert, &key, &ca}) {
+      if (v->text.empty()) continue;
+      out->notices.push_back(v->source + " is ignored: the gRPC control plane is off (no --grpc-listen)");
+    }
+    return Status::Ok();
+  }
+  if (cert.text.empty() != key.text.empty()) {
+    const std::string given = cert.text.empty() ? key.source : cert.source;
+    const std::string missing = cert.text.empty() ? "--grpc-tls-cert (REDUCER_GRPC_TLS_CERT)"
+                                                  : "--grpc-tls-key (REDUCER_GRPC_TLS_KEY)";
+    return Status(Code::kInvalidArgument,
+                  given + " is set but " + missing + " is not: TLS needs the certificate and its private key");
+  }
+  if (cert.text.empty()) {
+    return Status(Code::kInvalidArgument,
+                  ca.source + " (mutual TLS) needs --grpc-tls-cert and --grpc-tls-key too: reducerd presents its own "
+                  "certificate before it asks clients for theirs");
+  }
+  GrpcTls& tls = out->control.grpc_tls;
+  tls.cert_file = cert.text;
+  tls.key_file = key.text;
+  RS_RETURN_IF_ERROR(Assign(ReadPemFile(cert.text, PemContent::kCertificates), &tls.cert_chain, cert.source));
+  RS_RETURN_IF_ERROR(Assign(ReadPemFile(key.text, PemContent::kPrivateKey), &tls.private_key, key.source));
+  RS_RETURN_IF_ERROR(CheckKeyMatchesCertificate(tls.cert_chain, cert.text, tls.private_key, key.text));
+  if (!ca.text.empty()) {
+    tls.client_ca_file = ca.text;
+    RS_RETURN_IF_ERROR(Assign(ReadPemFile(ca.text, PemContent::kCertificates), &tls.client_ca, ca.source));
+  }
   return Status::Ok();
 }
 
@@ -129,6 +170,7 @@ StatusOr<Options> Validate(const Settings& s) {
   }
 
   RS_RETURN_IF_ERROR(Assign(ListenAddress(s, "--grpc-listen"), &out.control.grpc_listen));
+  RS_RETURN_IF_ERROR(ResolveGrpcTls(s, &out));
   RS_RETURN_IF_ERROR(Assign(ListenAddress(s, "--metrics-listen"), &out.control.metrics_listen));
   RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-max-sessions", 0, 1024), &out.control.metrics_max_sessions));
   RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-max-ranks", 0, 1024), &out.control.metrics_max_ranks));

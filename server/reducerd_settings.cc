@@ -83,6 +83,14 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "gRPC control plane and health; port 0 picks a free port and prints it", {}, {}, kControlPlaneTable},
       {"--grpc-port-file", "REDUCER_GRPC_PORT_FILE", "FILE", "", "", "write the gRPC port here", {}, {},
        kControlPlaneTable},
+      {"--grpc-tls-cert", "REDUCER_GRPC_TLS_CERT", "FILE", "", "",
+       "PEM certificate chain the gRPC port presents (TLS), with `--grpc-tls-key`. Without `--grpc-tls-client-ca` "
+       "any client may still call it (a warning says so)", {}, {}, kControlPlaneTable},
+      {"--grpc-tls-key", "REDUCER_GRPC_TLS_KEY", "FILE", "", "",
+       "PEM private key of `--grpc-tls-cert`, not encrypted", {}, {}, kControlPlaneTable},
+      {"--grpc-tls-client-ca", "REDUCER_GRPC_TLS_CLIENT_CA", "FILE", "", "",
+       "PEM CA bundle: mutual TLS, only clients presenting a certificate it signed may call the gRPC port. Needs "
+       "`--grpc-tls-cert` and `--grpc-tls-key`", {}, {}, kControlPlaneTable},
       {"--metrics-listen", "REDUCER_METRICS_LISTEN", "HOST:PORT", "", "off",
        "Prometheus metrics at `http://HOST:PORT/metrics`; port 0 picks a free port", {}, {}, kControlPlaneTable},
       {"--metrics-port-file", "REDUCER_METRICS_PORT_FILE", "FILE", "", "", "write the metrics port here", {}, {},

@@ -27,6 +27,9 @@ RS_BUILD_PACKAGES=(
 RS_TEST_PACKAGES=(
   # the tests' HTTP client (tests/support/http_get.cc)
   libcurl4-openssl-dev
+  # the control plane's TLS tests make throwaway certificates with the openssl
+  # command (tests/support/test_certificates.cc)
+  openssl
   # promtool and a real Prometheus server to scrape reducerd
   prometheus
   # the network-namespace harness (bench/netns) and its smoke test: ip/tc, the

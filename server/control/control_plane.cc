@@ -22,6 +22,18 @@ namespace {
 constexpr int kMaxGrpcThreads = 4;
 constexpr size_t kMetricsThreads = 2;
 
+// gRPC's own TLS (OpenSSL underneath). With a client CA, a client without a
+// certificate that CA signed fails the handshake and never reaches a method.
+std::shared_ptr<grpc::ServerCredentials> Credentials(const GrpcTls& tls) {
+  if (tls.mode() == GrpcTls::Mode::kPlaintext) return grpc::InsecureServerCredentials();
+  const bool mutual = tls.mode() == GrpcTls::Mode::kMutualTls;
+  grpc::SslServerCredentialsOptions options(mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                                   : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  options.pem_root_certs = tls.client_ca;
+  options.pem_key_cert_pairs.push_back({tls.private_key, tls.cert_chain});
+  return grpc::SslServerCredentials(options);
+}
+
 }  // namespace
 
 ControlPlane::ControlPlane(ReducerServer& server, StopRequest& stop) : server_(server), stop_(stop) {}
@@ -45,7 +57,7 @@ Status ControlPlane::StartGrpc(const ControlConfig& config) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(config.grpc_listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(config.grpc_listen, Credentials(config.grpc_tls), &port);
   // gRPC sets SO_REUSEPORT by default: a second reducerd on the same port
   // would silently share it instead of failing.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -4,6 +4,7 @@
 // Exit status: 0 ok, 1 the request failed (doctor: the reducers would not be
 // used), 2 bad usage, 3 not SERVING.
 #include <CLI/CLI.hpp>
+#include <grpc/support/log.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
   CLI::App app{"reducerctl: talk to a reducerd's control plane (--grpc-listen), or size a reducer fleet."};
   app.set_version_flag("--version", "reducerctl 0.1.0");
   app.require_subcommand(1);
-  app.fallthrough();  // --json and --target also after the command
+  app.fallthrough();  // --json, --target and the --tls-* flags also after the command
 
   std::string target = "127.0.0.1:7451";
   std::string timeout_text = "5s";
@@ -49,6 +50,23 @@ int main(int argc, char** argv) {
       ->envname("REDUCERCTL_TARGET")
       ->capture_default_str();
   app.add_option("--timeout", timeout_text, "Deadline for the call")->capture_default_str();
+  rs::reducerctl::TlsFiles tls;
+  app.add_option("--tls-ca", tls.ca_file,
+                 "TLS: PEM CA bundle that signed reducerd's --grpc-tls-cert (without it, gRPC's default roots)")
+      ->envname("REDUCERCTL_TLS_CA")
+      ->type_name("FILE");
+  app.add_option("--tls-cert", tls.cert_file,
+                 "TLS: PEM client certificate, for a reducerd with --grpc-tls-client-ca (mutual TLS); with --tls-key")
+      ->envname("REDUCERCTL_TLS_CERT")
+      ->type_name("FILE");
+  app.add_option("--tls-key", tls.key_file, "TLS: PEM private key of --tls-cert, not encrypted")
+      ->envname("REDUCERCTL_TLS_KEY")
+      ->type_name("FILE");
+  app.add_option("--tls-server-name", tls.server_name,
+                 "TLS: the name to expect in reducerd's certificate instead of --target's host (e.g. with an IP "
+                 "target and a certificate that names only DNS names)")
+      ->envname("REDUCERCTL_TLS_SERVER_NAME")
+      ->type_name("NAME");
   app.add_flag("--json", json, "Print JSON (one object per line) instead of tables");
 
   auto* status = app.add_subcommand("status", "Version, uptime, totals, memory and state of the reducer");
@@ -126,7 +144,17 @@ int main(int argc, char** argv) {
                  timeout_text.c_str());
     return kUsage;
   }
-  rs::reducerctl::ControlClient client(target, *timeout);
+  auto made = rs::reducerctl::ControlClient::Create(target, *timeout, tls);
+  if (!made.ok()) {
+    std::fprintf(stderr, "reducerctl: %s\n", made.status().message().c_str());
+    return kUsage;
+  }
+  rs::reducerctl::ControlClient& client = **made;
+  // Each failure is explained in reducerctl's own message, which quotes
+  // gRPC's; gRPC's log lines (a failed TLS handshake is one) would only repeat
+  // it. They stay when GRPC_VERBOSITY asks for more than errors (read by gRPC
+  // when the client above started it).
+  if (!gpr_should_log(GPR_LOG_SEVERITY_INFO)) gpr_set_log_function([](gpr_log_func_args*) {});
   if (*status) return Print("status", client.GetStatus(), json, rs::reducerctl::RenderStatus);
   if (*sessions && !session_id.empty()) {
     return Print("sessions --id " + session_id, client.GetSession(session_id), json, rs::reducerctl::RenderSession);
