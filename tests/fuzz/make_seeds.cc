@@ -1,6 +1,6 @@
-// Writes the hand-made seeds of the wire and handshake fuzz targets: valid
-// frames of the current protocol version, made by the real encoders, in each
-// target's input layout (see wire_fuzz.cc and handshake_fuzz.cc). Run it
+// Writes the hand-made seeds of the wire, handshake and connection
+// fuzz targets: valid frames of the current protocol version, made by the
+// real encoders, in each target's input layout (see the targets' files). Run it
 // after a change to the wire format, then minimise what the fuzzers find from
 // them into the corpus (docs/engineering/testing.md, "Fuzzing"):
 //
@@ -8,10 +8,12 @@
 //
 // Files are named "v<version>-<what>" and overwritten; nothing else in the
 // corpus is touched.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "protocol/auth.h"
@@ -166,13 +168,107 @@ void HandshakeSeeds() {
          {EncodeHello(MakeHello(true)), EncodeMembership(Membership(MembershipKind::kAnnounce, 1, 0, 2, {1}))});
 }
 
+// connection_fuzz: a setup byte (bit 0 token, bits 1-2 ranks joined by the
+// target, bit 3 CRC, bit 4 result parts, bits 5-6 wire type, bit 7
+// failover), an options byte (bit 0 take parts, bit 1 forge AUTH, bit 2 the
+// larger memory limit, bit 3 liveness 100 ms), then commands on stream `conn`.
+namespace conn {
+
+Bytes Raw(uint8_t conn, const Bytes& bytes) {
+  Bytes out;
+  for (size_t at = 0; at < bytes.size(); at += 255) {
+    const size_t n = std::min<size_t>(255, bytes.size() - at);
+    out.push_back(conn);
+    out.push_back(static_cast<uint8_t>(n));
+    out.insert(out.end(), bytes.begin() + static_cast<ptrdiff_t>(at), bytes.begin() + static_cast<ptrdiff_t>(at + n));
+  }
+  return out;
+}
+
+// A frame under a valid header: its type and payload (a whole encoded frame
+// passes its payload).
+Bytes Frame(uint8_t conn, const Bytes& whole_frame) {
+  const Bytes payload(whole_frame.begin() + kHeaderBytes, whole_frame.end());
+  Bytes out{static_cast<uint8_t>(conn | 1 << 2), whole_frame[6], static_cast<uint8_t>(payload.size())};
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+// A DATA frame the target builds: seq, pieces - 1, piece, dtype (0 float32,
+// 1 bfloat16, 2 float16, 3 int32, 4 float64, 5 uint8), flags (bit 0 CRC,
+// bit 1 wide sum, bit 2 spoil the CRC, bits 6-7 op), count, epoch,
+// watermark, then how many of the elements' bytes follow.
+Bytes Data(uint8_t conn, uint8_t seq, uint8_t piece, uint8_t pieces, uint8_t dtype, uint8_t flags, uint16_t count,
+           uint8_t epoch = 0) {
+  return {static_cast<uint8_t>(conn | 2 << 2), seq, static_cast<uint8_t>(pieces - 1), piece, dtype, flags,
+          static_cast<uint8_t>(count & 0xff), static_cast<uint8_t>(count >> 8), epoch, 0, 4, 0, 0, 0x80, 0x3f};
+}
+
+Bytes HalfClose(uint8_t conn) { return {static_cast<uint8_t>(conn | 3 << 2)}; }
+
+Hello WorldOfOne() {
+  Hello hello;
+  hello.session = SessionIdFromName("fuzz-seed");
+  hello.world = 1;
+  hello.client_nonce.fill(0x11);
+  return hello;
+}
+
+}  // namespace conn
+
+void ConnectionSeeds() {
+  using namespace conn;
+  auto seed = [](const std::string& what, uint8_t setup, uint8_t options, std::initializer_list<Bytes> commands) {
+    Write("connection", what, Cat({Bytes{setup, options}, Cat(commands)}));
+  };
+  constexpr uint8_t kToken = 1, kOne = 1 << 1, kTwo = 2 << 1, kThree = 3 << 1, kCrc = 8, kParts = 16;
+  constexpr uint8_t kBf16 = 1 << 5, kFailover = 0x80;
+  const Bytes bye = EncodeBye();
+  seed("raw-handshake-data-bye", 0, 0,
+       {Raw(0, EncodeHello(WorldOfOne())), Raw(0, EncodeAuth({})), Data(0, 0, 0, 1, 0, 0, 16), Frame(0, bye)});
+  seed("raw-hello-old-version", 0, 0, {Raw(0, EncodeHello(WorldOfOne(), kProtocolVersion - 1))});
+  seed("raw-token-wrong-proof", kToken, 0, {Raw(0, EncodeHello(WorldOfOne())), Raw(0, EncodeAuth({}))});
+  seed("one-data-bye", kOne, 0, {Data(0, 0, 0, 1, 0, 0, 16), Data(0, 1, 1, 2, 0, 0, 300), Frame(0, bye)});
+  seed("one-token-crc-parts", kToken | kOne | kCrc | kParts, 1,
+       {Data(0, 0, 0, 1, 0, 1, 1000), Data(0, 1, 0, 1, 1, 1, 700), Frame(0, bye)});
+  seed("one-bad-crc", kOne | kCrc, 0, {Data(0, 0, 0, 1, 0, 5, 64)});
+  seed("two-reduce", kTwo, 0,
+       {Data(0, 0, 0, 1, 0, 0, 64), Data(1, 0, 0, 1, 0, 0, 64), Frame(0, bye), Frame(1, bye)});
+  seed("two-mismatch", kTwo, 0, {Data(0, 0, 0, 1, 0, 0, 64), Data(1, 0, 0, 1, 3, 0, 64)});
+  seed("three-wide-bfloat16-parts", kThree | kBf16 | kParts | kCrc, 1,
+       {Data(0, 0, 0, 1, 1, 3, 512), Data(1, 0, 0, 1, 0, 3, 512), Data(2, 0, 0, 1, 1, 3, 512), Frame(0, bye),
+        Frame(1, bye), Frame(2, bye)});
+  Heartbeat hb;
+  hb.flags = kHeartbeatWantWatermark;
+  seed("two-failover-heartbeat-membership", kTwo | kFailover, 0,
+       {Frame(0, EncodeHeartbeat(hb)), Data(0, 0, 0, 1, 0, 0, 32), Data(1, 0, 0, 1, 0, 0, 32),
+        Frame(0, EncodeMembership(Membership(MembershipKind::kReport, 1, 1, 2, {0}))),
+        Frame(1, EncodeMembership(Membership(MembershipKind::kAnnounce, 1, 1, 2, {0}))),
+        Frame(0, EncodeMembership(Membership(MembershipKind::kEvict, 2, 0, 2, {})))});
+  seed("one-worker-error", kOne, 0, {Frame(0, EncodeError({rs::Code::kPeerFailed, "rank 0 gave up"}))});
+  // Rank 0's text goes on to rank 1, escaped: \xff is no UTF-8.
+  seed("two-worker-error-not-utf8", kTwo, 0,
+       {Frame(0, EncodeError({rs::Code::kPeerFailed, "CUDA error \xff\n"})), Data(1, 0, 0, 1, 0, 0, 8)});
+  seed("one-result-from-worker", kOne, 0, {Frame(0, PieceFrame(FrameType::kResult, MakePiece(0, 0, false)))});
+  seed("two-closed-between-operations", kTwo, 0,
+       {Data(0, 0, 0, 1, 0, 0, 8), Data(1, 0, 0, 1, 0, 0, 8), HalfClose(1), Data(0, 1, 0, 1, 0, 0, 8)});
+  // Rank 0 runs ahead while rank 1 sends nothing: the memory limit (128 KiB,
+  // two granules) is used up, the stream waits, the operation times out.
+  seed("two-memory-wait", kTwo, 0,
+       {Data(0, 0, 0, 1, 0, 0, 8), Data(0, 1, 0, 1, 0, 0, 8), Data(0, 2, 0, 1, 0, 0, 8), Data(0, 3, 0, 1, 0, 0, 8)});
+  seed("two-token-forged", kToken | kTwo, 2, {Data(0, 0, 0, 1, 0, 0, 8)});
+  // The same with liveness on: rank 1's silence is named before the operation times out.
+  seed("two-memory-wait-liveness", kTwo, 8,
+       {Data(0, 0, 0, 1, 0, 0, 8), Data(0, 1, 0, 1, 0, 0, 8), Data(0, 2, 0, 1, 0, 0, 8), Data(0, 3, 0, 1, 0, 0, 8)});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fprintf(argc == 2 ? stdout : stderr,
                  "usage: %s CORPUS_DIR\n"
-                 "Writes valid protocol-%u seeds into CORPUS_DIR/wire and CORPUS_DIR/handshake\n"
+                 "Writes valid protocol-%u seeds into CORPUS_DIR/{wire,handshake,connection}\n"
                  "(files v%u-*, overwritten; nothing else touched).\n",
                  argv[0], unsigned{kProtocolVersion}, unsigned{kProtocolVersion});
     return argc == 2 ? 0 : 2;
@@ -180,6 +276,7 @@ int main(int argc, char** argv) {
   g_root = argv[1];
   WireSeeds();
   HandshakeSeeds();
+  ConnectionSeeds();
   std::printf("wrote %d seeds under %s\n", g_written, g_root.c_str());
   return 0;
 }
