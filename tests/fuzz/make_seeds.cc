@@ -1,4 +1,4 @@
-// Writes the hand-made seeds of the wire, handshake and connection
+// Writes the hand-made seeds of the wire, handshake, connection and control
 // fuzz targets: valid frames of the current protocol version, made by the
 // real encoders, in each target's input layout (see the targets' files). Run it
 // after a change to the wire format, then minimise what the fuzzers find from
@@ -262,13 +262,81 @@ void ConnectionSeeds() {
        {Data(0, 0, 0, 1, 0, 0, 8), Data(0, 1, 0, 1, 0, 0, 8), Data(0, 2, 0, 1, 0, 0, 8), Data(0, 3, 0, 1, 0, 0, 8)});
 }
 
+// control_fuzz: a byte saying which settings follow (bit i: the i-th of
+// REDUCER_DRAIN_TIMEOUT, _GRPC_LISTEN, _METRICS_LISTEN, _METRICS_MAX_SESSIONS,
+// _METRICS_MAX_RANKS, _METRICS_SESSION_IDS), each as a length and its text,
+// then commands (see control_fuzz.cc).
+namespace control {
+
+Bytes Settings(std::initializer_list<std::pair<int, std::string>> given) {
+  Bytes out{0};
+  for (const auto& [bit, text] : given) {
+    out[0] |= static_cast<uint8_t>(1 << bit);
+    out.push_back(static_cast<uint8_t>(text.size()));
+    out.insert(out.end(), text.begin(), text.end());
+  }
+  return out;
+}
+
+// A handler call with the request's bytes: 0 GetStatus, 1 ListSessions,
+// 2 GetSession, 3 Drain. `metrics`: check the metrics after it.
+Bytes Call(uint8_t handler, const Bytes& request = {}, bool metrics = false) {
+  Bytes out{static_cast<uint8_t>(handler | (metrics ? 0xc0 : 0)), static_cast<uint8_t>(request.size())};
+  out.insert(out.end(), request.begin(), request.end());
+  return out;
+}
+
+// GetSessionRequest{id}: field 1, length-delimited.
+Bytes GetSessionRequest(const std::string& id) {
+  Bytes out{0x0a, static_cast<uint8_t>(id.size())};
+  out.insert(out.end(), id.begin(), id.end());
+  return out;
+}
+
+Bytes GetKnownSession(uint8_t session, bool upper) { return {static_cast<uint8_t>(2 | 8 | (upper ? 16 : 0)), session}; }
+Bytes JoinRank(uint8_t session, uint8_t world, uint8_t rank) {
+  return {4, session, static_cast<uint8_t>(world - 1), rank};
+}
+Bytes LeaveRank(uint8_t session, uint8_t rank, uint8_t how) {
+  return {static_cast<uint8_t>(5 | how << 3), session, rank};
+}
+Bytes Abort(uint8_t session, const std::string& text) {
+  Bytes out{6, session, static_cast<uint8_t>(text.size())};
+  out.insert(out.end(), text.begin(), text.end());
+  return out;
+}
+Bytes Operation(uint8_t session, uint8_t order) { return {7, session, order}; }
+
+}  // namespace control
+
+void ControlSeeds() {
+  using namespace control;
+  auto seed = [](const std::string& what, const Bytes& settings, std::initializer_list<Bytes> commands) {
+    Write("control", what, Cat({settings, Cat(commands)}));
+  };
+  seed("status-sessions-drain", Settings({{0, "45s"}}),
+       {Call(0), JoinRank(0, 2, 0), JoinRank(0, 2, 1), Operation(0, 1), Operation(0, 0), Call(1, {}, true),
+        GetKnownSession(0, false), Call(3), Call(3), JoinRank(1, 1, 0), Call(0, {}, true)});
+  seed("failed-and-ended-sessions", Settings({{4, "1"}, {5, "1"}}),
+       {JoinRank(0, 3, 0), JoinRank(1, 1, 0), Operation(1, 0), Abort(0, std::string("bad \xff\x01 bytes\n", 13)),
+        LeaveRank(1, 0, 0), Call(1, {}, true), GetKnownSession(0, true), GetKnownSession(1, false),
+        LeaveRank(0, 0, 2)});
+  seed("malformed-session-ids", Settings({}),
+       {Call(2, GetSessionRequest("not-hex")), Call(2, GetSessionRequest("00112233445566778899AABBCCDDEEFF")),
+        Call(2, GetSessionRequest(std::string(32, 'g')))});
+  seed("settings-all", Settings({{0, "forever"}, {1, "127.0.0.1:0"}, {2, "[::1]:9100"}, {3, "2"}, {4, "3"}, {5, "0"}}),
+       {JoinRank(0, 1, 0), JoinRank(1, 1, 0), JoinRank(2, 1, 0), Call(3, {}, true)});
+  seed("settings-bad-drain-timeout", Settings({{0, "90000"}}), {Call(0)});
+  seed("settings-bad-listen", Settings({{1, "host:99999"}}), {Call(0)});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fprintf(argc == 2 ? stdout : stderr,
                  "usage: %s CORPUS_DIR\n"
-                 "Writes valid protocol-%u seeds into CORPUS_DIR/{wire,handshake,connection}\n"
+                 "Writes valid protocol-%u seeds into CORPUS_DIR/{wire,handshake,connection,control}\n"
                  "(files v%u-*, overwritten; nothing else touched).\n",
                  argv[0], unsigned{kProtocolVersion}, unsigned{kProtocolVersion});
     return argc == 2 ? 0 : 2;
@@ -277,6 +345,7 @@ int main(int argc, char** argv) {
   WireSeeds();
   HandshakeSeeds();
   ConnectionSeeds();
+  ControlSeeds();
   std::printf("wrote %d seeds under %s\n", g_written, g_root.c_str());
   return 0;
 }
