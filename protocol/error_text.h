@@ -11,8 +11,9 @@
 
 namespace rs::protocol {
 
-// Control bytes written as \xNN, a backslash as \\, and the text cut to
-// `max_bytes` of the original with "..." after.
+// Control bytes (C1 controls included) and bytes that are not UTF-8 written
+// as \xNN, a backslash as \\, and the text cut to `max_bytes` of the
+// original with "..." after: the result is printable UTF-8.
 std::string PrintableErrorText(std::string_view text, size_t max_bytes = 1024);
 
 }  // namespace rs::protocol
