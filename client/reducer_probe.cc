@@ -16,6 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "common/data_tls.h"
 #include "protocol/auth.h"
 #include "protocol/wire.h"
 
@@ -43,6 +47,13 @@ class Socket {
 
  private:
   int fd_ = -1;
+};
+
+// The probe's connection: its socket, and its TLS session when TLS is on.
+struct Conn {
+  int fd = -1;
+  std::shared_ptr<const DataTls> tls;  // outlives ssl, whose callbacks use it
+  SSL* ssl = nullptr;
 };
 
 // What a probe step runs against: the reducer's name for messages, the
@@ -111,49 +122,114 @@ StatusOr<Socket> Connect(const Endpoint& endpoint, const Exchange& x) {
   return x.Error(Code::kIo, last_error);
 }
 
-Status WriteAll(int fd, const std::vector<uint8_t>& bytes, const Exchange& x) {
+// One TLS call's outcome: >0 bytes, 0 to wait for `*events`, <0 failed (`*error` says why).
+ssize_t TlsIo(SSL* ssl, int rc, size_t n, short* events, std::string* error) {
+  if (rc == 1) return static_cast<ssize_t>(n);
+  const int saved_errno = errno;
+  switch (SSL_get_error(ssl, rc)) {
+    case SSL_ERROR_WANT_READ:
+      *events = POLLIN;
+      return 0;
+    case SSL_ERROR_WANT_WRITE:
+      *events = POLLOUT;
+      return 0;
+    case SSL_ERROR_ZERO_RETURN:
+      *error = "";
+      return -1;
+    default: {
+      const unsigned long e = ERR_get_error();
+      ERR_clear_error();
+      *error = e != 0 ? DataTls::DescribeFailure(e, DataTls::Role::kWorker)
+                      : (saved_errno != 0 ? std::strerror(saved_errno) : "");
+      return -1;
+    }
+  }
+}
+
+Status WriteAll(const Conn& c, const std::vector<uint8_t>& bytes, const Exchange& x) {
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    short events = POLLOUT;
+    std::string tls_error;
+    ssize_t n = 0;
+    if (c.ssl != nullptr) {
+      size_t wrote = 0;
+      const int rc = SSL_write_ex(c.ssl, bytes.data() + done, bytes.size() - done, &wrote);
+      n = TlsIo(c.ssl, rc, wrote, &events, &tls_error);
+      if (n < 0) return x.Error(Code::kIo, "send failed: " + (tls_error.empty() ? "closed" : tls_error));
+    } else {
+      n = ::send(c.fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        return x.Error(Code::kIo, std::string("send failed: ") + std::strerror(errno));
+      }
+    }
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!Wait(fd, POLLOUT, x)) return x.TimedOut("could not send the handshake");
-      continue;
-    }
-    return x.Error(Code::kIo, std::string("send failed: ") + std::strerror(errno));
+    if (!Wait(c.fd, events, x)) return x.TimedOut("could not send the handshake");
   }
   return Status::Ok();
 }
 
-Status ReadExact(int fd, std::span<uint8_t> out, const Exchange& x, const std::string& awaited) {
+Status ReadExact(const Conn& c, std::span<uint8_t> out, const Exchange& x, const std::string& awaited) {
   size_t done = 0;
   while (done < out.size()) {
-    const ssize_t n = ::recv(fd, out.data() + done, out.size() - done, 0);
+    short events = POLLIN;
+    ssize_t n = 0;
+    if (c.ssl != nullptr) {
+      size_t got = 0;
+      std::string tls_error;
+      const int rc = SSL_read_ex(c.ssl, out.data() + done, out.size() - done, &got);
+      n = TlsIo(c.ssl, rc, got, &events, &tls_error);
+      if (n < 0 && tls_error.empty()) return x.Error(Code::kIo, "closed the connection before its " + awaited);
+      if (n < 0) return x.Error(Code::kIo, "receive failed: " + tls_error);
+    } else {
+      n = ::recv(c.fd, out.data() + done, out.size() - done, 0);
+      if (n == 0) return x.Error(Code::kIo, "closed the connection before its " + awaited);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        return x.Error(Code::kIo, std::string("receive failed: ") + std::strerror(errno));
+      }
+      n = std::max<ssize_t>(n, 0);
+    }
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;
     }
-    if (n == 0) return x.Error(Code::kIo, "closed the connection before its " + awaited);
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!Wait(fd, POLLIN, x)) return x.TimedOut("no " + awaited);
-      continue;
-    }
-    return x.Error(Code::kIo, std::string("receive failed: ") + std::strerror(errno));
+    if (!Wait(c.fd, events, x)) return x.TimedOut("no " + awaited);
   }
   return Status::Ok();
+}
+
+// The TLS handshake (REDUCER_TLS), as a worker's stream makes it.
+Status StartTls(Conn* c, const std::string& token, const Exchange& x) {
+  auto tls = DataTls::Create(DataTls::Role::kWorker, token);
+  if (!tls.ok()) return tls.status().Prefixed("REDUCER_TLS=1");
+  c->tls = std::move(tls).value();
+  c->ssl = c->tls->NewSession(c->fd);
+  if (c->ssl == nullptr) return x.Error(Code::kInternal, "TLS: cannot start a session");
+  for (;;) {
+    short events = POLLIN;
+    std::string tls_error;
+    const int rc = SSL_do_handshake(c->ssl);
+    const ssize_t n = TlsIo(c->ssl, rc, 1, &events, &tls_error);
+    if (n > 0) return Status::Ok();
+    if (n < 0) {
+      return x.Error(tls_error.empty() || tls_error.rfind("TLS", 0) != 0 ? Code::kIo : Code::kAuth,
+                     tls_error.empty() ? "closed the connection in the TLS handshake" : tls_error);
+    }
+    if (!Wait(c->fd, events, x)) return x.TimedOut("no TLS handshake");
+  }
 }
 
 // The next frame other than a heartbeat; an ERROR frame becomes its status.
-Status ReadFrame(int fd, const Exchange& x, const std::string& awaited, FrameType* type,
+Status ReadFrame(const Conn& c, const Exchange& x, const std::string& awaited, FrameType* type,
                  std::vector<uint8_t>* payload) {
   for (;;) {
     std::array<uint8_t, protocol::kHeaderBytes> head{};
-    RS_RETURN_IF_ERROR(ReadExact(fd, head, x, awaited));
+    RS_RETURN_IF_ERROR(ReadExact(c, head, x, awaited));
     protocol::FrameHeader header;
     Status st = protocol::DecodeHeader(head, 0, &header, "this reducerctl");
     if (st.code() == Code::kVersion) {
@@ -163,7 +239,7 @@ Status ReadFrame(int fd, const Exchange& x, const std::string& awaited, FrameTyp
     }
     if (!st.ok()) return st.Prefixed("reducer " + x.name);
     payload->resize(header.payload_bytes);
-    RS_RETURN_IF_ERROR(ReadExact(fd, *payload, x, awaited));
+    RS_RETURN_IF_ERROR(ReadExact(c, *payload, x, awaited));
     if (header.type == FrameType::kHeartbeat) continue;
     if (header.type == FrameType::kError) {
       protocol::ErrorFrame error;
@@ -183,17 +259,17 @@ Status Expect(FrameType got, FrameType want, const Exchange& x) {
 
 // BYE, then FIN, then read until the reducer closes too: closing with
 // unread input would reset the connection.
-void SayGoodbye(int fd, const Exchange& x) {
-  if (!WriteAll(fd, protocol::EncodeBye(), x).ok()) return;
-  ::shutdown(fd, SHUT_WR);
+void SayGoodbye(const Conn& c, const Exchange& x) {
+  if (!WriteAll(c, protocol::EncodeBye(), x).ok()) return;
+  ::shutdown(c.fd, SHUT_WR);
   std::array<uint8_t, 256> sink{};
-  for (int reads = 0; reads < 64 && Wait(fd, POLLIN, x); ++reads) {
-    const ssize_t n = ::recv(fd, sink.data(), sink.size(), 0);
+  for (int reads = 0; reads < 64 && Wait(c.fd, POLLIN, x); ++reads) {
+    const ssize_t n = ::recv(c.fd, sink.data(), sink.size(), 0);  // TLS records or not: discarded
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return;
   }
 }
 
-StatusOr<ProbeResult> Handshake(int fd, const ProbeOptions& options, const Exchange& x) {
+StatusOr<ProbeResult> Handshake(const Conn& c, const ProbeOptions& options, const Exchange& x) {
   protocol::Hello hello;
   StatusOr<protocol::Nonce> session = protocol::RandomNonce();
   StatusOr<protocol::Nonce> nonce = protocol::RandomNonce();
@@ -203,11 +279,11 @@ StatusOr<ProbeResult> Handshake(int fd, const ProbeOptions& options, const Excha
   hello.rank = 0;
   hello.world = 1;
   hello.client_nonce = *nonce;
-  RS_RETURN_IF_ERROR(WriteAll(fd, protocol::EncodeHello(hello), x));
+  RS_RETURN_IF_ERROR(WriteAll(c, protocol::EncodeHello(hello), x));
 
   FrameType type{};
   std::vector<uint8_t> payload;
-  RS_RETURN_IF_ERROR(ReadFrame(fd, x, "CHALLENGE (an answer to HELLO)", &type, &payload));
+  RS_RETURN_IF_ERROR(ReadFrame(c, x, "CHALLENGE (an answer to HELLO)", &type, &payload));
   RS_RETURN_IF_ERROR(Expect(type, FrameType::kChallenge, x));
   protocol::Challenge challenge;
   RS_RETURN_IF_ERROR(protocol::DecodeChallenge(payload, &challenge).Prefixed("reducer " + x.name));
@@ -220,9 +296,9 @@ StatusOr<ProbeResult> Handshake(int fd, const ProbeOptions& options, const Excha
     if (!mac.ok()) return mac.status();
     auth.mac = *mac;
   }
-  RS_RETURN_IF_ERROR(WriteAll(fd, protocol::EncodeAuth(auth), x));
+  RS_RETURN_IF_ERROR(WriteAll(c, protocol::EncodeAuth(auth), x));
 
-  RS_RETURN_IF_ERROR(ReadFrame(fd, x, "WELCOME (an answer to the job token)", &type, &payload));
+  RS_RETURN_IF_ERROR(ReadFrame(c, x, "WELCOME (an answer to the job token)", &type, &payload));
   RS_RETURN_IF_ERROR(Expect(type, FrameType::kWelcome, x));
   protocol::Welcome welcome;
   RS_RETURN_IF_ERROR(protocol::DecodeWelcome(payload, &welcome).Prefixed("reducer " + x.name));
@@ -236,9 +312,9 @@ StatusOr<ProbeResult> Handshake(int fd, const ProbeOptions& options, const Excha
     }
     result.token_checked = true;
   }
-  RS_RETURN_IF_ERROR(ReadFrame(fd, x, "READY (a one-rank session starts at once)", &type, &payload));
+  RS_RETURN_IF_ERROR(ReadFrame(c, x, "READY (a one-rank session starts at once)", &type, &payload));
   RS_RETURN_IF_ERROR(Expect(type, FrameType::kReady, x));
-  SayGoodbye(fd, x);
+  SayGoodbye(c, x);
   return result;
 }
 
@@ -249,7 +325,15 @@ StatusOr<ProbeResult> ProbeReducer(const ProbeOptions& options) {
   const Exchange x{options.endpoint.ToString(), start + options.timeout, options.timeout};
   StatusOr<Socket> socket = Connect(options.endpoint, x);
   if (!socket.ok()) return socket.status();
-  StatusOr<ProbeResult> result = Handshake(socket->fd(), options, x);
+  Conn conn;
+  conn.fd = socket->fd();
+  std::unique_ptr<SSL, void (*)(SSL*)> ssl(nullptr, SSL_free);
+  if (options.tls) {
+    Status st = StartTls(&conn, options.job_token, x);
+    ssl.reset(conn.ssl);
+    if (!st.ok()) return st;
+  }
+  StatusOr<ProbeResult> result = Handshake(conn, options, x);
   if (result.ok()) result->elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return result;
 }

@@ -22,6 +22,7 @@ namespace rs::client {
 struct ProbeOptions {
   Endpoint endpoint;
   std::string job_token;  // empty: the worker has none
+  bool tls = false;       // REDUCER_TLS: TLS 1.3 first, keyed by job_token
   // For the whole exchange: name lookup excepted, connect to close.
   std::chrono::milliseconds timeout{3'000};
 };
@@ -39,7 +40,8 @@ struct ProbeResult {
 //             ("connection refused: nothing listens there") or fails;
 //   kTimeout  no connection or no answer within the timeout;
 //   kAuth     the token does not match, or the reducer wants a token and
-//             the worker has none, or it cannot prove it holds the token;
+//             the worker has none, or it cannot prove it holds the token,
+//             or TLS is on at one end only (or keyed by another token);
 //   kVersion  the reducer speaks another protocol version;
 //   anything else the reducer refused the probe with (its ERROR frame).
 StatusOr<ProbeResult> ProbeReducer(const ProbeOptions& options);

@@ -20,18 +20,19 @@
 namespace rs::client {
 namespace {
 
-std::unique_ptr<server::ReducerServer> StartReducer(const std::string& token) {
+std::unique_ptr<server::ReducerServer> StartReducer(const std::string& token, bool tls = false) {
   server::ServerConfig config;
   config.listen_host = "127.0.0.1";
   config.job_token = token;
+  config.tls = tls;
   auto server = server::ReducerServer::Create(config);
   EXPECT_TRUE(server.ok()) << server.status().ToString();
   return server.ok() ? std::move(server).value() : nullptr;
 }
 
 StatusOr<ProbeResult> Probe(uint16_t port, const std::string& token,
-                            std::chrono::milliseconds timeout = std::chrono::seconds(3)) {
-  return ProbeReducer(ProbeOptions{{"127.0.0.1", port}, token, timeout});
+                            std::chrono::milliseconds timeout = std::chrono::seconds(3), bool tls = false) {
+  return ProbeReducer(ProbeOptions{{"127.0.0.1", port}, token, tls, timeout});
 }
 
 bool Has(const Status& st, const std::string& text) { return st.message().find(text) != std::string::npos; }
@@ -64,6 +65,33 @@ TEST(ReducerProbeTest, TheSameTokenIsAccepted) {
   // The probe's one-rank session ended cleanly: the reducer takes the next one.
   auto again = Probe(reducer->port(), "job-secret");
   EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
+// REDUCER_TLS=1: the probe speaks TLS as a worker's stream does, and a
+// mismatch at either end is named.
+TEST(ReducerProbeTest, TlsIsProbedAsTheWorkersUseIt) {
+  auto tls_reducer = StartReducer("job-secret", /*tls=*/true);
+  ASSERT_NE(tls_reducer, nullptr);
+  auto r = Probe(tls_reducer->port(), "job-secret", std::chrono::seconds(3), /*tls=*/true);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->token_checked);
+
+  auto plain_probe = Probe(tls_reducer->port(), "job-secret");
+  ASSERT_FALSE(plain_probe.ok());
+  EXPECT_TRUE(Has(plain_probe.status(), "REDUCER_TLS=1")) << plain_probe.status().ToString();
+
+  auto wrong_token = Probe(tls_reducer->port(), "not-the-secret", std::chrono::seconds(3), true);
+  ASSERT_FALSE(wrong_token.ok());
+  EXPECT_EQ(wrong_token.status().code(), Code::kAuth) << wrong_token.status().ToString();
+  EXPECT_TRUE(Has(wrong_token.status(), "job token differs")) << wrong_token.status().ToString();
+
+  auto plain_reducer = StartReducer("job-secret");
+  ASSERT_NE(plain_reducer, nullptr);
+  auto tls_probe = Probe(plain_reducer->port(), "job-secret", std::chrono::seconds(3), true);
+  ASSERT_FALSE(tls_probe.ok());
+  EXPECT_EQ(tls_probe.status().code(), Code::kAuth) << tls_probe.status().ToString();
+  EXPECT_TRUE(Has(tls_probe.status(), "no TLS on its data plane")) << tls_probe.status().ToString();
+  EXPECT_TRUE(Has(tls_probe.status(), "reducer 127.0.0.1:")) << tls_probe.status().ToString();
 }
 
 TEST(ReducerProbeTest, NoTokenOnEitherSideIsAccepted) {

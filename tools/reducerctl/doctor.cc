@@ -74,7 +74,7 @@ std::string JsonString(const std::string& s) {
 std::vector<Check> ProbeReducers(const plugin::CollNetConfig& config, std::chrono::milliseconds timeout) {
   std::vector<std::future<StatusOr<client::ProbeResult>>> probes;
   for (const client::Endpoint& endpoint : config.reducers) {
-    client::ProbeOptions options{endpoint, config.job_token, timeout};
+    client::ProbeOptions options{endpoint, config.job_token, config.client.tls, timeout};
     probes.push_back(std::async(std::launch::async, [options] { return client::ProbeReducer(options); }));
   }
   std::vector<Check> checks;

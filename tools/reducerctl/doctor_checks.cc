@@ -291,7 +291,9 @@ Check ReducerCheck(const client::Endpoint& endpoint, const StatusOr<client::Prob
   if (probe.ok()) {
     const std::string ms = " (" + std::to_string(probe->elapsed.count()) + " ms)";
     if (probe->token_checked) {
-      c.text = "answers and accepts the job token" + ms;
+      c.text = std::string(config.client.tls ? "answers over TLS (REDUCER_TLS=1) and accepts the job token"
+                                             : "answers and accepts the job token") +
+               ms;
     } else if (config.job_token.empty()) {
       c.text = "answers; neither side uses a job token" + ms;
     } else {
@@ -314,6 +316,14 @@ Check ReducerCheck(const client::Endpoint& endpoint, const StatusOr<client::Prob
               "the workers";
       break;
     case Code::kAuth:
+      if (c.text.find("REDUCER_TLS=1") != std::string::npos) {
+        c.fix = "export REDUCER_TLS=1 (the reducer has --tls)";
+        break;
+      }
+      if (c.text.find("no TLS on its data plane") != std::string::npos) {
+        c.fix = "start every reducerd with --tls 1, or unset REDUCER_TLS";
+        break;
+      }
       c.fix = config.job_token.empty()
                   ? "export REDUCER_JOB_TOKEN_FILE=<a file holding the reducers' token>"
                   : "REDUCER_JOB_TOKEN_FILE (or REDUCER_JOB_TOKEN) must hold the same token as reducerd's "

@@ -98,6 +98,27 @@ TEST_F(DoctorTest, AWrongTokenIsNamedWithItsFix) {
   EXPECT_TRUE(Contains(r, "reducers: will NOT be used: reducer " + Addr())) << r.output;
 }
 
+TEST_F(DoctorTest, TlsIsProbedAsTheWorkersSetItAndAMismatchIsNamed) {
+  ReducerProcess tls_reducer({"--job-token-file", *token_file_, "--tls", "1"});
+  ASSERT_TRUE(tls_reducer.ok()) << tls_reducer.Log();
+  const std::string addr = "127.0.0.1:" + std::to_string(tls_reducer.port());
+  const std::vector<std::string> env = With(GoodEnv(), "REDUCER_ADDRS=" + addr);
+  const CommandResult ok = Doctor(With(env, "REDUCER_TLS=1"));
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_TRUE(Contains(ok, "OK    reducer " + addr + ": answers over TLS (REDUCER_TLS=1) and accepts the job token"))
+      << ok.output;
+
+  const CommandResult plain = Doctor(env);
+  EXPECT_EQ(plain.code, 1) << plain.output;
+  EXPECT_TRUE(Contains(plain, "connected without it: set REDUCER_TLS=1 on every worker")) << plain.output;
+  EXPECT_TRUE(Contains(plain, "fix: export REDUCER_TLS=1 (the reducer has --tls)")) << plain.output;
+
+  const CommandResult no_tls = Doctor(With(GoodEnv(), "REDUCER_TLS=1"));  // the plain reducer
+  EXPECT_EQ(no_tls.code, 1) << no_tls.output;
+  EXPECT_TRUE(Contains(no_tls, "no TLS on its data plane")) << no_tls.output;
+  EXPECT_TRUE(Contains(no_tls, "fix: start every reducerd with --tls 1, or unset REDUCER_TLS")) << no_tls.output;
+}
+
 TEST_F(DoctorTest, AnUnreachableReducerIsNamedWithinSeconds) {
   const std::string nowhere = "127.0.0.1:" + std::to_string(FreePort());  // bound, then closed
   const auto start = std::chrono::steady_clock::now();
