@@ -10,6 +10,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/lib/procs.sh
 source "$ROOT/scripts/lib/procs.sh"
+# shellcheck source=scripts/lib/cpu_time.sh
+source "$ROOT/scripts/lib/cpu_time.sh"
 
 WORKERS=${WORKERS:-4}
 REDUCERS=${REDUCERS:-2}
@@ -23,7 +25,6 @@ REDUCERD_ARGS=${REDUCERD_ARGS-}
 BIN_DIR=${BIN_DIR:-$ROOT/build}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 OUT=${OUT:-}
-CLK_TCK=$(getconf CLK_TCK)
 
 usage() {
   cat <<EOF
@@ -63,33 +64,8 @@ for name in WORKERS REDUCERS ITERS WARMUP REPEAT RUN_TIMEOUT; do
 done
 [[ $CHECK == 0 || $CHECK == 1 ]] || { echo "CHECK=$CHECK: use 0 or 1" >&2; exit 2; }
 
-# "64M", "1GiB", "4096" -> bytes (binary units, as reducer-bench reads them).
-size_bytes() {
-  local t=${1^^}
-  t=${t%B}
-  t=${t%I}
-  case "$t" in
-    *K) echo $((${t%K} << 10)) ;;
-    *M) echo $((${t%M} << 20)) ;;
-    *G) echo $((${t%G} << 30)) ;;
-    *[!0-9]* | "") return 1 ;;
-    *) echo "$t" ;;
-  esac
-}
 SIZE_BYTES=$(size_bytes "$SIZE") || { echo "SIZE=$SIZE: not a size (e.g. 64M)" >&2; exit 2; }
 
-# The reducerd and reducer-bench of a BIN_DIR entry, or an error naming it.
-binaries() {
-  local d=$1
-  if [[ -x $d/reducerd && -x $d/reducer-bench ]]; then
-    echo "$d/reducerd $d/reducer-bench"
-  elif [[ -x $d/server/reducerd && -x $d/bench/reducer-bench ]]; then
-    echo "$d/server/reducerd $d/bench/reducer-bench"
-  else
-    echo "BIN_DIR entry '$d' holds neither reducerd + reducer-bench nor server/reducerd + bench/reducer-bench" >&2
-    return 1
-  fi
-}
 for d in $BIN_DIR; do binaries "$d" >/dev/null || exit 2; done
 
 KEEP=1
@@ -105,21 +81,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'echo "interrupted" >&2; exit 130' INT TERM
-
-# "user sys" seconds of a live process.
-proc_cpu() { awk -v hz="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f %.3f", $12 / hz, $13 / hz }' "/proc/$1/stat"; }
-
-# "busy kernel softirq" CPU-seconds of the whole machine so far (all CPUs).
-machine_cpu() {
-  awk -v hz="$CLK_TCK" '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i
-    printf "%.3f %.3f %.3f", (t - $5 - $6) / hz, ($4 + $7 + $8) / hz, ($7 + $8) / hz }' /proc/stat
-}
-
-# "user sys" seconds in a file the worker's shell wrote with `times` (2nd line: its children).
-times_cpu() { awk -F'[ms ]' 'NR == 2 { printf "%.3f %.3f", $1 * 60 + $2, $4 * 60 + $5 }' "$1"; }
-
-add() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.3f %.3f", x[1] + y[1], x[2] + y[2] }'; }
-sub() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.3f %.3f %.3f", y[1] - x[1], y[2] - x[2], y[3] - x[3] }'; }
 
 CSV=$OUT/cpu_per_byte.csv
 echo "bin_dir,run,role,processes,gb,user_s,sys_s,wall_s,algbw_GBps" >"$CSV"
@@ -141,13 +102,8 @@ run_one() {
     rpids+=($!)
   done
   for ((i = 0; i < REDUCERS; i++)); do
-    port=""
-    for _ in $(seq 100); do
-      port=$(cat "$logs/reducer$i.port" 2>/dev/null || true)
-      [[ $port =~ ^[0-9]+$ ]] && break
-      sleep 0.1
-    done
-    [[ $port =~ ^[0-9]+$ ]] || { echo "reducer $i did not start:" >&2; cat "$logs/reducer$i.log" >&2; return 1; }
+    port=$(wait_port "$logs/reducer$i.port") ||
+      { echo "reducer $i did not start:" >&2; cat "$logs/reducer$i.log" >&2; return 1; }
     addrs+="${addrs:+,}127.0.0.1:$port"
   done
   local cpu0=() m0 m1 t0 t1
