@@ -68,6 +68,7 @@
 #include "server/core/failover_coordinator.h"
 #include "server/core/memory_budget.h"
 #include "server/core/recent_seq_set.h"
+#include "server/core/server_defaults.h"
 #include "server/core/reducer_stats.h"
 #include "server/core/watermark_tracker.h"
 
@@ -179,9 +180,9 @@ inline constexpr std::chrono::microseconds kWholePiecesMaxRtt{2000};
 
 struct SessionLimits {
   // Largest piece payload accepted (bytes); also announced in WELCOME.
-  uint64_t max_piece_bytes = 4 << 20;
-  std::chrono::milliseconds op_timeout{30'000};
-  std::chrono::milliseconds join_timeout{60'000};
+  uint64_t max_piece_bytes = kDefaultMaxPiece.value;
+  std::chrono::milliseconds op_timeout = kDefaultOpTimeout.value;
+  std::chrono::milliseconds join_timeout = kDefaultJoinTimeout.value;
   // Send a CRC32C with the result of pieces whose contributions carry one.
   bool crc = true;
   // When the ranks take results in parts (kHelloResultParts): the smallest
