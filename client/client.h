@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "client/client_defaults.h"
 #include "common/dtype.h"
 #include "common/status.h"
 #include "common/tcp_tuning.h"
@@ -66,9 +67,9 @@ struct ClientOptions {
   // the automatic one depends only on the number of reducers.
   std::optional<size_t> max_piece_bytes;
   // Below this an operation is not split further to reach every reducer.
-  size_t min_piece_bytes = 64 << 10;
+  size_t min_piece_bytes = kDefaultMinPiece.value;
   // Connecting, authenticating and waiting for every rank to join.
-  std::chrono::milliseconds connect_timeout{60'000};
+  std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout.value;
   // The start-up grace: a reducer that refuses the connection (nothing
   // listens there) or cannot be routed to is tried again only this long
   // after Create, then Create fails naming every reducer it could not reach
@@ -83,14 +84,14 @@ struct ClientOptions {
   // An operation with no answer from a reducer for this long fails locally,
   // naming the reducer. Keep it above the reducers' --op-timeout so their
   // error (which names the missing ranks) arrives first.
-  std::chrono::milliseconds op_timeout{90'000};
+  std::chrono::milliseconds op_timeout = kDefaultOpTimeout.value;
   // A stream on which nothing at all arrives for this long means the
   // reducer is frozen, its host dead or the link cut: the session fails
   // (naming the reducer and the silence) within this bound plus a tenth,
   // instead of waiting for op_timeout. Both ends send heartbeats at a fifth
   // of it and TCP_USER_TIMEOUT is set to twice it; the reducers use the same value
   // to detect a silent worker. 0: off (only op_timeout applies).
-  std::chrono::milliseconds liveness_timeout{5'000};
+  std::chrono::milliseconds liveness_timeout = kDefaultLivenessTimeout.value;
   // End-to-end integrity: a CRC32C over every piece this rank sends, checked
   // by the reducer, and over every result, checked here (when the reducer
   // has its check on too). A mismatch fails the session naming the hop
@@ -123,7 +124,7 @@ struct ClientOptions {
   // Memory for the copies failover keeps. When it is full, new operations
   // wait (not sent yet, not Done) until the others have caught up; an
   // operation larger than it is kept in its own allocation.
-  size_t retention_bytes = 256 << 20;
+  size_t retention_bytes = kDefaultRetention.value;
   // Bytes of pieces one stream may have written without their results back
   // (0: no limit; one piece always goes). A piece completes only when every
   // rank's copy is in, so a stream that runs ahead of the others only fills

@@ -5,6 +5,7 @@
 
 #include "client/transport_plan.h"
 #include "common/io_context.h"
+#include "common/units.h"
 #include "protocol/liveness.h"
 
 namespace rs::client {
@@ -51,9 +52,12 @@ Status ClientImpl::Connect() {
     return Status(Code::kInvalidArgument,
                   "streams per reducer must be 1 to " + std::to_string(protocol::kMaxStreams));
   }
-  if (piece_request_ < 4096) return Status(Code::kInvalidArgument, "piece size must be at least 4 KiB");
-  if (opts_.liveness_timeout.count() < 0 || opts_.liveness_timeout > std::chrono::hours(24)) {
-    return Status(Code::kInvalidArgument, "liveness timeout must be 0 (off) to 24 h");
+  if (piece_request_ < kMinMaxPieceBytes) {
+    return Status(Code::kInvalidArgument, "piece size must be at least " + FormatBytes(kMinMaxPieceBytes));
+  }
+  if (opts_.liveness_timeout.count() < 0 || opts_.liveness_timeout > kMaxTimeout) {
+    return Status(Code::kInvalidArgument, "liveness timeout must be 0 (off) to " +
+                                              std::to_string(kMaxTimeout / std::chrono::hours(1)) + " h");
   }
   if (opts_.liveness_timeout.count() > 0 && opts_.liveness_timeout < kMinLivenessTimeout) {
     return Status(Code::kInvalidArgument, "liveness timeout must be at least 100 ms (or 0 for off)");

@@ -9,7 +9,6 @@ namespace rs::client {
 namespace {
 
 using std::chrono::milliseconds;
-constexpr milliseconds kMaxTimeout = std::chrono::hours(24);
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr uint64_t kTiB = uint64_t{1} << 40;
 
@@ -41,7 +40,7 @@ Status Streams(const Settings& s, std::string_view name, ClientOptions* o) {
   return Assign(s.Int(name, 1, protocol::kMaxStreams), &o->streams_per_reducer.emplace());
 }
 Status MaxPiece(const Settings& s, std::string_view name, ClientOptions* o) {
-  return AssignIfSet(s, name, &Settings::Size, 4096, kGiB, &o->max_piece_bytes);
+  return AssignIfSet(s, name, &Settings::Size, kMinMaxPieceBytes, kGiB, &o->max_piece_bytes);
 }
 Status MinPiece(const Settings& s, std::string_view name, ClientOptions* o) {
   return Assign(s.Size(name, 1, kGiB), &o->min_piece_bytes);
@@ -113,7 +112,7 @@ const std::vector<ClientSetting>& ClientSettings() {
         "Largest piece of an all-reduce sent to one reducer (4KiB-1GiB); the same on every rank",
         {{"--piece-bytes", ""}}, {{"REDUCER_PIECE_BYTES", ""}}},
        MaxPiece},
-      {{"--min-piece", "REDUCER_MIN_PIECE", "SIZE", "64KiB", "",
+      {{"--min-piece", "REDUCER_MIN_PIECE", "SIZE", kDefaultMinPiece.text, "",
         "Below this an all-reduce is not split further to reach every reducer", {},
         {{"REDUCER_MIN_PIECE_BYTES", ""}}},
        MinPiece},
@@ -127,18 +126,18 @@ const std::vector<ClientSetting>& ClientSettings() {
         "rate as TCP measures it, at least 64KiB"},
        WriteSlice},
       {{"--io-threads", "REDUCER_IO_THREADS", "N", "1", "", "Client I/O threads (1-64)"}, IoThreads},
-      {{"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "90s", "",
+      {{"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", kDefaultOpTimeout.text, "",
         "An all-reduce with no answer from a reducer for this long fails; keep it above the reducers' "
         "`--op-timeout` so their error, which names the missing ranks, arrives first",
         {}, {{"REDUCER_OP_TIMEOUT_MS", "ms"}}},
        OpTimeout},
-      {{"--connect-timeout", "REDUCER_CONNECT_TIMEOUT", "DUR", "60s", "",
+      {{"--connect-timeout", "REDUCER_CONNECT_TIMEOUT", "DUR", kDefaultConnectTimeout.text, "",
         "Bound on joining the reducers: connecting, and every rank joining the session. A reducer that refuses "
         "the connection or cannot be routed to is tried for a third of it (the start-up grace), then the join "
         "fails naming it; the first failure is logged at once", {},
         {{"REDUCER_CONNECT_TIMEOUT_MS", "ms"}}},
        ConnectTimeout},
-      {{"--liveness-timeout", "REDUCER_LIVENESS_TIMEOUT", "DUR", "5s", "",
+      {{"--liveness-timeout", "REDUCER_LIVENESS_TIMEOUT", "DUR", kDefaultLivenessTimeout.text, "",
         "A reducer that sends nothing for this long (frozen, host down, link cut) is lost (see "
         "`REDUCER_FAILOVER`); heartbeats go both ways at a fifth of it, and the reducers use it to detect a "
         "silent rank. At least 100ms; 0: off"},
@@ -166,7 +165,7 @@ const std::vector<ClientSetting>& ClientSettings() {
       {{"--min-reducers", "REDUCER_MIN_REDUCERS", "N", "1", "",
         "With failover, the job fails when fewer reducers than this are left"},
        MinReducers},
-      {{"--retention", "REDUCER_RETENTION", "SIZE", "256MiB", "",
+      {{"--retention", "REDUCER_RETENTION", "SIZE", kDefaultRetention.text, "",
         "With failover, memory for the copies of inputs not yet completed on every rank (at least 1MiB); "
         "when full, new all-reduces wait for the slowest rank"},
        Retention},

@@ -8,11 +8,31 @@
 namespace rs::protocol {
 namespace {
 
-constexpr size_t kHelloBytes = kSessionIdBytes + 4 + 4 + 2 + 2 + kNonceBytes + 4 + 4 + 4;  // 72
 constexpr size_t kHeartbeatBytes = 16;
 constexpr size_t kChallengeBytes = kNonceBytes + 4;
 constexpr size_t kWelcomeBytes = kMacBytes + 8;
 constexpr size_t kErrorHeadBytes = 4;
+
+// Where each field of the piece header lies (byte offsets after the frame
+// header, little-endian): the one table its encoder, its decoder and
+// SetPieceCrc all read.
+struct PieceField {
+  static constexpr size_t kSeq = 0;          // u64
+  static constexpr size_t kPiece = 8;        // u32
+  static constexpr size_t kPieces = 12;      // u32
+  static constexpr size_t kDtype = 16;       // u8
+  static constexpr size_t kOp = 17;          // u8
+  static constexpr size_t kFlags = 18;       // u16
+  static constexpr size_t kCrc = 20;         // u32
+  static constexpr size_t kTotalCount = 24;  // u64
+  static constexpr size_t kOffset = 32;      // u64
+  static constexpr size_t kCount = 40;       // u64
+  static constexpr size_t kEpoch = 48;       // u32
+  static constexpr size_t kReserved = 52;    // u32, written 0
+  static constexpr size_t kWatermark = 56;   // u64
+};
+static_assert(PieceField::kWatermark + sizeof(uint64_t) == kPieceHeaderBytes,
+              "the piece header's last field must end at kPieceHeaderBytes");
 
 std::vector<uint8_t> Frame(FrameType type, size_t payload_bytes, uint16_t version = kProtocolVersion) {
   std::vector<uint8_t> out(kHeaderBytes + payload_bytes);
@@ -119,7 +139,7 @@ Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, F
 }
 
 std::vector<uint8_t> EncodeHello(const Hello& hello, uint16_t version) {
-  auto out = Frame(FrameType::kHello, kHelloBytes, version);
+  auto out = Frame(FrameType::kHello, kHelloPayloadBytes, version);
   uint8_t* p = out.data() + kHeaderBytes;
   std::memcpy(p, hello.session.data(), kSessionIdBytes);
   p += kSessionIdBytes;
@@ -135,7 +155,7 @@ std::vector<uint8_t> EncodeHello(const Hello& hello, uint16_t version) {
 }
 
 Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
-  if (payload.size() != kHelloBytes) return SizeError("HELLO", payload.size(), kHelloBytes);
+  if (payload.size() != kHelloPayloadBytes) return SizeError("HELLO", payload.size(), kHelloPayloadBytes);
   const uint8_t* p = payload.data();
   std::memcpy(out->session.data(), p, kSessionIdBytes);
   p += kSessionIdBytes;
@@ -149,27 +169,27 @@ Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
   const uint32_t wire = GetLE<uint32_t>(p + 20 + kNonceBytes);
   if (wire != static_cast<uint32_t>(DataType::kFloat32) && wire != static_cast<uint32_t>(DataType::kBfloat16) &&
       wire != static_cast<uint32_t>(DataType::kFloat16)) {
-    return Status(Code::kInvalidArgument, "unknown wire type " + std::to_string(wire) + " in HELLO");
+    return Status(Code::kProtocol, "unknown wire type " + std::to_string(wire) + " in HELLO");
   }
   out->wire = static_cast<DataType>(wire);
   if (out->world == 0 || out->world > kMaxWorld) {
-    return Status(Code::kInvalidArgument, "world size " + std::to_string(out->world) +
+    return Status(Code::kProtocol, "world size " + std::to_string(out->world) +
                                               " in HELLO is outside 1 to " + std::to_string(kMaxWorld));
   }
   if (out->streams > kMaxStreams) {
-    return Status(Code::kInvalidArgument, std::to_string(out->streams) + " streams per rank in HELLO; at most " +
+    return Status(Code::kProtocol, std::to_string(out->streams) + " streams per rank in HELLO; at most " +
                                               std::to_string(kMaxStreams));
   }
   if (out->rank >= out->world) {
-    return Status(Code::kInvalidArgument, "rank " + std::to_string(out->rank) +
+    return Status(Code::kProtocol, "rank " + std::to_string(out->rank) +
                                               " is not below world size " + std::to_string(out->world));
   }
   if ((out->flags & ~kKnownHelloFlags) != 0) {
-    return Status(Code::kInvalidArgument, "unknown HELLO flags " + std::to_string(out->flags) +
+    return Status(Code::kProtocol, "unknown HELLO flags " + std::to_string(out->flags) +
                                               " (the worker's client library is newer than this reducer: upgrade reducerd)");
   }
   if (out->streams == 0 || out->stream >= out->streams) {
-    return Status(Code::kInvalidArgument, "stream " + std::to_string(out->stream) + " of " +
+    return Status(Code::kProtocol, "stream " + std::to_string(out->stream) + " of " +
                                               std::to_string(out->streams) + " is out of range");
   }
   return Status::Ok();
@@ -261,25 +281,26 @@ void EncodePieceFrame(FrameType type, const PieceHeader& piece,
   const uint64_t payload = kPieceHeaderBytes + piece.PayloadBytes();
   EncodeHeader(FrameHeader{kProtocolVersion, type, static_cast<uint32_t>(payload)}, out->data());
   uint8_t* p = out->data() + kHeaderBytes;
-  PutLE<uint64_t>(p + 0, piece.seq);
-  PutLE<uint32_t>(p + 8, piece.piece);
-  PutLE<uint32_t>(p + 12, piece.pieces);
-  p[16] = static_cast<uint8_t>(piece.dtype);
-  p[17] = static_cast<uint8_t>(piece.op);
-  PutLE<uint16_t>(p + 18, piece.flags);
-  PutLE<uint32_t>(p + 20, piece.crc);
-  PutLE<uint64_t>(p + 24, piece.total_count);
-  PutLE<uint64_t>(p + 32, piece.offset);
-  PutLE<uint64_t>(p + 40, piece.count);
-  PutLE<uint32_t>(p + 48, piece.epoch);
-  PutLE<uint32_t>(p + 52, 0);
-  PutLE<uint64_t>(p + 56, piece.watermark);
+  PutLE<uint64_t>(p + PieceField::kSeq, piece.seq);
+  PutLE<uint32_t>(p + PieceField::kPiece, piece.piece);
+  PutLE<uint32_t>(p + PieceField::kPieces, piece.pieces);
+  p[PieceField::kDtype] = static_cast<uint8_t>(piece.dtype);
+  p[PieceField::kOp] = static_cast<uint8_t>(piece.op);
+  PutLE<uint16_t>(p + PieceField::kFlags, piece.flags);
+  PutLE<uint32_t>(p + PieceField::kCrc, piece.crc);
+  PutLE<uint64_t>(p + PieceField::kTotalCount, piece.total_count);
+  PutLE<uint64_t>(p + PieceField::kOffset, piece.offset);
+  PutLE<uint64_t>(p + PieceField::kCount, piece.count);
+  PutLE<uint32_t>(p + PieceField::kEpoch, piece.epoch);
+  PutLE<uint32_t>(p + PieceField::kReserved, 0);
+  PutLE<uint64_t>(p + PieceField::kWatermark, piece.watermark);
 }
 
 void SetPieceCrc(uint32_t crc, std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* frame) {
   uint8_t* p = frame->data() + kHeaderBytes;
-  PutLE<uint16_t>(p + 18, static_cast<uint16_t>(GetLE<uint16_t>(p + 18) | kPieceCrc));
-  PutLE<uint32_t>(p + 20, crc);
+  const uint16_t flags = GetLE<uint16_t>(p + PieceField::kFlags);
+  PutLE<uint16_t>(p + PieceField::kFlags, static_cast<uint16_t>(flags | kPieceCrc));
+  PutLE<uint32_t>(p + PieceField::kCrc, crc);
 }
 
 Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
@@ -290,19 +311,23 @@ Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
                                        std::to_string(kPieceHeaderBytes) + "-byte piece header");
   }
   const uint8_t* p = bytes.data();
-  out->seq = GetLE<uint64_t>(p);
-  out->piece = GetLE<uint32_t>(p + 8);
-  out->pieces = GetLE<uint32_t>(p + 12);
-  const auto dtype = DataTypeFromWire(p[16]);
-  const auto op = ReduceOpFromWire(p[17]);
-  if (!dtype) return Status(Code::kProtocol, "unknown data type " + std::to_string(p[16]));
-  if (!op) return Status(Code::kProtocol, "unknown reduction op " + std::to_string(p[17]));
+  out->seq = GetLE<uint64_t>(p + PieceField::kSeq);
+  out->piece = GetLE<uint32_t>(p + PieceField::kPiece);
+  out->pieces = GetLE<uint32_t>(p + PieceField::kPieces);
+  const uint8_t dtype_byte = p[PieceField::kDtype];
+  const uint8_t op_byte = p[PieceField::kOp];
+  const auto dtype = DataTypeFromWire(dtype_byte);
+  const auto op = ReduceOpFromWire(op_byte);
+  if (!dtype) return Status(Code::kProtocol, "unknown data type " + std::to_string(dtype_byte));
+  if (!op) return Status(Code::kProtocol, "unknown reduction op " + std::to_string(op_byte));
   out->dtype = *dtype;
   out->op = *op;
-  out->flags = GetLE<uint16_t>(p + 18);
-  out->crc = GetLE<uint32_t>(p + 20);
+  out->flags = GetLE<uint16_t>(p + PieceField::kFlags);
+  out->crc = GetLE<uint32_t>(p + PieceField::kCrc);
   if ((out->flags & ~kKnownPieceFlags) != 0) {
-    return Status(Code::kProtocol, "unknown piece flags 0x" + std::to_string(out->flags));
+    char buf[48];
+    std::snprintf(buf, sizeof(buf), "unknown piece flags 0x%04x", out->flags);
+    return Status(Code::kProtocol, buf);
   }
   if ((out->flags & kPieceWideSum) != 0 &&
       (out->op != ReduceOp::kSum || (out->dtype != DataType::kFloat32 && out->dtype != DataType::kBfloat16 &&
@@ -311,11 +336,11 @@ Status DecodePieceHeader(std::span<const uint8_t> bytes, uint32_t payload_bytes,
                                        std::string(DataTypeName(out->dtype)) + " " +
                                        std::string(ReduceOpName(out->op)));
   }
-  out->total_count = GetLE<uint64_t>(p + 24);
-  out->offset = GetLE<uint64_t>(p + 32);
-  out->count = GetLE<uint64_t>(p + 40);
-  out->epoch = GetLE<uint32_t>(p + 48);
-  out->watermark = GetLE<uint64_t>(p + 56);
+  out->total_count = GetLE<uint64_t>(p + PieceField::kTotalCount);
+  out->offset = GetLE<uint64_t>(p + PieceField::kOffset);
+  out->count = GetLE<uint64_t>(p + PieceField::kCount);
+  out->epoch = GetLE<uint32_t>(p + PieceField::kEpoch);
+  out->watermark = GetLE<uint64_t>(p + PieceField::kWatermark);
   const std::string where = "operation " + std::to_string(out->seq) + " piece " + std::to_string(out->piece);
   if (out->pieces == 0 || out->piece >= out->pieces) {
     return Status(Code::kProtocol, where + " is out of range (" + std::to_string(out->pieces) + " pieces)");

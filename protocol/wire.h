@@ -48,6 +48,9 @@ inline constexpr size_t kPieceHeaderBytes = 64;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;
 inline constexpr size_t kSessionIdBytes = 16;
+// HELLO's payload: session, rank, world, stream, streams, client nonce,
+// flags, liveness timeout, wire type.
+inline constexpr size_t kHelloPayloadBytes = kSessionIdBytes + 4 + 4 + 2 + 2 + kNonceBytes + 4 + 4 + 4;  // 72
 // Bounds on what a HELLO may ask for: a session allocates per rank and
 // stream, so these keep a hostile or broken frame from exhausting memory.
 inline constexpr uint32_t kMaxWorld = 16384;
@@ -202,7 +205,8 @@ void EncodePieceFrame(FrameType type, const PieceHeader& piece,
 void SetPieceCrc(uint32_t crc, std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes>* frame);
 
 // Payload decoders; each checks the exact payload size and field ranges and
-// says what was wrong.
+// says what was wrong, as kProtocol: the peer sent a frame this side cannot
+// take.
 Status DecodeHello(std::span<const uint8_t> payload, Hello* out);
 Status DecodeChallenge(std::span<const uint8_t> payload, Challenge* out);
 Status DecodeAuth(std::span<const uint8_t> payload, Auth* out);

@@ -13,6 +13,7 @@
 #include "common/settings.h"
 #include "common/status.h"
 #include "server/control/control_config.h"
+#include "server/core/server_defaults.h"
 #include "server/net/server_config.h"
 
 namespace rs::server {
@@ -20,7 +21,7 @@ namespace rs::server {
 struct Options {
   ServerConfig net;
   ControlConfig control;  // its drain_timeout is the one below
-  std::chrono::milliseconds drain_timeout{30'000};
+  std::chrono::milliseconds drain_timeout = kDefaultDrainTimeout.value;
   std::string log_level = "info";
   std::string log_format = "text";  // or "json"
   // Where to write the chosen ports, if set.

@@ -1,5 +1,9 @@
 #include "server/reducerd_settings.h"
 
+#include <string>
+
+#include "server/core/server_defaults.h"
+
 namespace rs::server {
 
 const std::vector<SettingInfo>& ReducerdSettings() {
@@ -13,38 +17,41 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       {"--io-threads", "REDUCER_IO_THREADS", "N", "", "half the cores, 1 to 8",
        "I/O threads (1 to 256); each owns its connections and reduces the pieces they complete",
        {{"--threads", ""}}, {{"REDUCER_THREADS", ""}}},
-      {"--memory-limit", "REDUCER_MEMORY_LIMIT", "SIZE", "1GiB", "",
+      {"--memory-limit", "REDUCER_MEMORY_LIMIT", "SIZE", kDefaultMemoryLimit.text, "",
        "memory for piece buffers; when used up the reducer stops reading sockets (TCP pushes back)"},
-      {"--max-piece", "REDUCER_MAX_PIECE", "SIZE", "4MiB", "",
+      {"--max-piece", "REDUCER_MAX_PIECE", "SIZE", kDefaultMaxPiece.text, "",
        "largest piece a worker may send, at least 4KiB (also capped so one piece per rank fits the memory limit)"},
       {"--job-token-file", "REDUCER_JOB_TOKEN_FILE", "FILE", "", "",
        "the job's shared secret (blanks around it ignored). Without a token any worker is accepted (a warning "
        "says so), and a worker that has a token refuses this reducer"},
       {"", "REDUCER_JOB_TOKEN", "", "", "",
        "the token itself, used when no token file is given; never logged"},
-      {"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", "60s", "",
+      {"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", kDefaultOpTimeout.text, "",
        "an operation still missing contributions after this long fails on every rank, naming the missing ranks; so "
        "does a rank that takes none of its results for this long (it stopped reading)"},
-      {"--join-timeout", "REDUCER_JOIN_TIMEOUT", "DUR", "300s", "",
+      {"--join-timeout", "REDUCER_JOIN_TIMEOUT", "DUR", kDefaultJoinTimeout.text, "",
        "a session whose ranks have not all joined after this long fails, naming the missing ranks"},
-      {"--handshake-timeout", "REDUCER_HANDSHAKE_TIMEOUT", "DUR", "10s", "",
+      {"--handshake-timeout", "REDUCER_HANDSHAKE_TIMEOUT", "DUR", kDefaultHandshakeTimeout.text, "",
        "a connection that has not finished its handshake (HELLO, AUTH) after this long is sent an error and closed"},
-      {"--idle-timeout", "REDUCER_IDLE_TIMEOUT", "DUR", "15m", "",
+      {"--idle-timeout", "REDUCER_IDLE_TIMEOUT", "DUR", kDefaultIdleTimeout.text, "",
        "a joined worker that turned its liveness off (`REDUCER_LIVENESS_TIMEOUT=0`) and sends nothing for this "
        "long fails its session, so that idle streams cannot hold connections for ever; workers with liveness on "
        "send heartbeats and are never idle"},
-      {"--max-connections", "REDUCER_MAX_CONNECTIONS", "N", "4096", "",
+      {"--max-connections", "REDUCER_MAX_CONNECTIONS", "N", std::to_string(kDefaultMaxConnections), "",
        "open connections in all; more are refused at once. Also the largest session served (ranks x streams per "
        "rank); reducerd raises its descriptor limit (`ulimit -n`) to fit, or lowers this with a warning"},
-      {"--max-connections-per-source", "REDUCER_MAX_CONNECTIONS_PER_SOURCE", "N", "2048", "",
+      {"--max-connections-per-source", "REDUCER_MAX_CONNECTIONS_PER_SOURCE", "N",
+       std::to_string(kDefaultMaxConnectionsPerSource), "",
        "open connections from one source: an IPv4 address, or an IPv6 /64 prefix (all ranks behind one NAT "
        "address count as one source)"},
-      {"--max-handshakes-per-source", "REDUCER_MAX_HANDSHAKES_PER_SOURCE", "N", "256", "",
+      {"--max-handshakes-per-source", "REDUCER_MAX_HANDSHAKES_PER_SOURCE", "N",
+       std::to_string(kDefaultMaxHandshakesPerSource), "",
        "connections from one source (IPv4 address, IPv6 /64) still in the handshake (a job's ranks all connect "
        "at once: keep this above the streams one address opens)"},
-      {"--max-pending-sessions", "REDUCER_MAX_PENDING_SESSIONS", "N", "64", "",
+      {"--max-pending-sessions", "REDUCER_MAX_PENDING_SESSIONS", "N", std::to_string(kDefaultMaxPendingSessions), "",
        "sessions waiting for their ranks to join; a worker that would open one more is refused"},
-      {"--max-pending-sessions-per-source", "REDUCER_MAX_PENDING_SESSIONS_PER_SOURCE", "N", "16", "",
+      {"--max-pending-sessions-per-source", "REDUCER_MAX_PENDING_SESSIONS_PER_SOURCE", "N",
+       std::to_string(kDefaultMaxPendingSessionsPerSource), "",
        "such sessions opened from one source (IPv4 address, IPv6 /64)"},
       {"--crc", "REDUCER_CRC", "0/1", "1", "",
        "1: check the CRC32C workers send with each piece (when their own check is on) and send one with each "
@@ -52,11 +59,11 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       {"--tls", "REDUCER_TLS", "0/1", "0", "",
        "1: TLS 1.3 on every worker connection, keyed by the job token (which it needs; no certificates); "
        "workers without REDUCER_TLS=1 are refused, naming it. For networks that are not private. 0: plain TCP"},
-      {"--result-part", "REDUCER_RESULT_PART", "SIZE", "32KiB", "",
+      {"--result-part", "REDUCER_RESULT_PART", "SIZE", kDefaultResultPart.text, "",
        "send a piece's result in parts of at least this size, each as soon as every rank's share of it has "
        "arrived, instead of after the whole piece (cut-through: on a link slower than the reducer, a piece's "
        "result goes out while the rest arrives). 0: whole pieces"},
-      {"--whole-pieces-from", "REDUCER_WHOLE_PIECES_FROM", "N", "64", "",
+      {"--whole-pieces-from", "REDUCER_WHOLE_PIECES_FROM", "N", std::to_string(kDefaultWholePiecesFrom), "",
        "operations cut into at least N pieces per worker get whole pieces all the same, while every worker's "
        "round trip is at most 2 ms: fewer frames and wake-ups (about an eighth less reducerd CPU per GB "
        "measured), and the operation ends at most about 1/N of its time later (one piece from every worker on "
@@ -70,7 +77,7 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "to its timer tick): a lost segment at the end of a piece costs this instead of 200 ms. Raised to twice a "
        "longer path's round trip (at most 200 ms), so that the pause between operations does not restart TCP's "
        "window. 0: the kernel's"},
-      {"--drain-timeout", "REDUCER_DRAIN_TIMEOUT", "DUR", "30s", "",
+      {"--drain-timeout", "REDUCER_DRAIN_TIMEOUT", "DUR", kDefaultDrainTimeout.text, "",
        "how long running sessions may go on after SIGTERM (0: fail them at once)"},
       {"--log-level", "REDUCER_LOG_LEVEL", "L", "info", "",
        "`trace`, `debug`, `info`, `warn`, `error`; one line per session start and end and per error, nothing per "
@@ -95,10 +102,11 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "Prometheus metrics at `http://HOST:PORT/metrics`; port 0 picks a free port", {}, {}, kControlPlaneTable},
       {"--metrics-port-file", "REDUCER_METRICS_PORT_FILE", "FILE", "", "", "write the metrics port here", {}, {},
        kControlPlaneTable},
-      {"--metrics-max-sessions", "REDUCER_METRICS_MAX_SESSIONS", "N", "16", "",
+      {"--metrics-max-sessions", "REDUCER_METRICS_MAX_SESSIONS", "N",
+       std::to_string(kDefaultMetricsMaxSessions), "",
        "sessions with per-session series (live ones first, then the most recently ended), 0 to 1024", {}, {},
        kControlPlaneTable},
-      {"--metrics-max-ranks", "REDUCER_METRICS_MAX_RANKS", "N", "8", "",
+      {"--metrics-max-ranks", "REDUCER_METRICS_MAX_RANKS", "N", std::to_string(kDefaultMetricsMaxRanks), "",
        "ranks per session in `reducer_straggler_last_arrivals_total` (those most often last), 0 to 1024", {}, {},
        kControlPlaneTable},
       {"--metrics-session-ids", "REDUCER_METRICS_SESSION_IDS", "0/1", "0", "",

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <string>
 
+#include "server/core/server_defaults.h"
+
 namespace rs::server {
 
 // The gRPC port's TLS: the files' PEM text, read and checked by the options
@@ -35,10 +37,10 @@ struct ControlConfig {
   // Cardinality bounds of the per-session series: at most this many
   // sessions (live ones first, then the most recently ended), and per
   // session at most this many ranks (those most often last to arrive).
-  size_t metrics_max_sessions = 16;
-  size_t metrics_max_ranks = 8;
+  size_t metrics_max_sessions = kDefaultMetricsMaxSessions;
+  size_t metrics_max_ranks = kDefaultMetricsMaxRanks;
   bool metrics_session_ids = false;  // label per-session series with the ids (else opaque labels)
-  std::chrono::milliseconds drain_timeout{30'000};  // reported by Drain
+  std::chrono::milliseconds drain_timeout = kDefaultDrainTimeout.value;  // reported by Drain
 };
 
 }  // namespace rs::server

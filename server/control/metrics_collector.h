@@ -18,13 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "server/core/server_defaults.h"
 #include "server/net/reducer_server.h"
 
 namespace rs::server {
 
 struct MetricsLimits {
-  size_t max_sessions = 16;
-  size_t max_ranks = 8;
+  size_t max_sessions = kDefaultMetricsMaxSessions;
+  size_t max_ranks = kDefaultMetricsMaxRanks;
   // Label per-session series with the session's id. Off: with an opaque
   // label (SessionLabel), since whoever reads the metrics could otherwise
   // send HELLOs for the sessions it names.

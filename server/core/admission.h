@@ -26,15 +26,16 @@
 
 #include "common/status.h"
 #include "server/core/reducer_stats.h"
+#include "server/core/server_defaults.h"
 
 namespace rs::server {
 
 struct AdmissionLimits {
-  size_t max_connections = 4096;
-  size_t max_connections_per_source = 2048;
-  size_t max_handshakes_per_source = 256;
-  size_t max_pending_sessions = 64;
-  size_t max_pending_sessions_per_source = 16;
+  size_t max_connections = kDefaultMaxConnections;
+  size_t max_connections_per_source = kDefaultMaxConnectionsPerSource;
+  size_t max_handshakes_per_source = kDefaultMaxHandshakesPerSource;
+  size_t max_pending_sessions = kDefaultMaxPendingSessions;
+  size_t max_pending_sessions_per_source = kDefaultMaxPendingSessionsPerSource;
 };
 
 // Which limit refused something; also the metric's label.

@@ -56,7 +56,15 @@ Handshake::Step Handshake::OnHeader(std::span<const uint8_t> header) {
 Handshake::Step Handshake::OnPayload(std::span<const uint8_t> payload) {
   if (state_ == State::kAwaitHello) {
     Status st = protocol::DecodeHello(payload, &hello_);
-    if (!st.ok()) return Refuse(std::move(st));
+    if (!st.ok()) {
+      // A HELLO of the right size with fields out of range comes from a
+      // misconfigured worker (rank not below world, too many streams, a
+      // newer client's flags), not a broken one: refused as
+      // kInvalidArgument, the `invalid_argument` kind of
+      // reducer_handshakes_refused_total, while garbage stays kProtocol.
+      if (payload.size() == protocol::kHelloPayloadBytes) st = Status(Code::kInvalidArgument, st.message());
+      return Refuse(std::move(st));
+    }
     has_hello_ = true;
     const uint64_t streams = uint64_t{hello_.world} * hello_.streams;
     if (streams > config_.max_session_streams) {

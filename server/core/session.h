@@ -35,6 +35,17 @@
 // received and reduced outside it. Members are called outside the lock.
 // Counters read by stats() are atomics, so observers never wait on a
 // reduction.
+//
+// Lock order: Session::mu_, then Piece::parts_mu_, then
+// Connection::results_mu_ (server/net/connection.h). A failure or a
+// teardown takes a pending piece's parts_mu_ under mu_ to let go of its
+// replies (ReleaseReplies); a piece's parts go to its members under
+// parts_mu_, so that they leave in order, and SendResult takes the
+// connection's results_mu_ only to queue them. Nothing takes mu_ under the
+// other two, and Deliver never runs under mu_. The MemoryBudget's mutex is
+// a leaf below mu_: buffers are allocated under it (BeginLocked) and freed
+// when a failure drops the pending pieces; the budget runs its wake-ups
+// after releasing its own lock, and they only post to a connection.
 #pragma once
 
 #include <atomic>
@@ -57,6 +68,7 @@
 #include "server/core/failover_coordinator.h"
 #include "server/core/memory_budget.h"
 #include "server/core/recent_seq_set.h"
+#include "server/core/server_defaults.h"
 #include "server/core/reducer_stats.h"
 #include "server/core/watermark_tracker.h"
 
@@ -150,6 +162,7 @@ class Piece {
   // Guarded by parts_mu_ (elements, from the piece's start): what each rank
   // has delivered, what is claimed for reduction, what went out, and the
   // reduced parts waiting for the ones before them (by first element).
+  // Taken after the session's mutex, never before it (lock order above).
   std::mutex parts_mu_;
   std::vector<uint64_t> arrived_;
   uint64_t claimed_ = 0;
@@ -167,9 +180,9 @@ inline constexpr std::chrono::microseconds kWholePiecesMaxRtt{2000};
 
 struct SessionLimits {
   // Largest piece payload accepted (bytes); also announced in WELCOME.
-  uint64_t max_piece_bytes = 4 << 20;
-  std::chrono::milliseconds op_timeout{30'000};
-  std::chrono::milliseconds join_timeout{60'000};
+  uint64_t max_piece_bytes = kDefaultMaxPiece.value;
+  std::chrono::milliseconds op_timeout = kDefaultOpTimeout.value;
+  std::chrono::milliseconds join_timeout = kDefaultJoinTimeout.value;
   // Send a CRC32C with the result of pieces whose contributions carry one.
   bool crc = true;
   // When the ranks take results in parts (kHelloResultParts): the smallest

@@ -176,6 +176,8 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   std::shared_ptr<Piece> piece_;               // the contribution being read
   RunningCrc piece_crc_;                       // over piece_'s bytes, when checked
 
+  // Taken in SendResult under a piece's parts_mu_ (lock order:
+  // server/core/session.h), so nothing is called while holding it.
   std::mutex results_mu_;
   std::vector<ResultPart> results_in_;  // guarded by results_mu_: parts not yet queued, in order
   std::deque<Outgoing> write_queue_;

@@ -93,6 +93,9 @@ TEST(ClientSettingsTest, UnsetSettingsKeepTheClientsDefaults) {
   EXPECT_EQ(o.failover, want.failover);
   EXPECT_EQ(o.min_reducers, want.min_reducers);
   EXPECT_EQ(o.retention_bytes, want.retention_bytes);
+  EXPECT_EQ(o.tls, want.tls);
+  EXPECT_EQ(o.tcp.congestion, want.tcp.congestion);
+  EXPECT_EQ(o.tcp.rto_min, want.tcp.rto_min);
 }
 
 TEST(ClientSettingsTest, BadValuesNameTheSettingAndWhatItTakes) {

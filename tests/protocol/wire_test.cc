@@ -44,7 +44,7 @@ TEST(WireTest, HelloRoundTrip) {
   EXPECT_EQ(out.flags, kHelloFailover);
   EXPECT_EQ(out.liveness_ms, 5000u);
   in.flags = 0x80000000u;  // a flag this version does not know
-  EXPECT_EQ(DecodeHello(Payload(EncodeHello(in)), &out).code(), Code::kInvalidArgument);
+  EXPECT_EQ(DecodeHello(Payload(EncodeHello(in)), &out).code(), Code::kProtocol);
 }
 
 TEST(WireTest, HeartbeatRoundTrip) {
@@ -116,8 +116,59 @@ TEST(WireTest, PieceHeaderRoundTrip) {
   EXPECT_EQ(out.epoch, 3u);
   EXPECT_EQ(out.watermark, 987654321987ull);
   frame[kHeaderBytes + 19] = 0x80;  // a flag this version does not know
-  EXPECT_EQ(DecodePieceHeader(std::span(frame).subspan(kHeaderBytes), h.payload_bytes, 1 << 20, &out).code(),
-            Code::kProtocol);
+  const Status st = DecodePieceHeader(std::span(frame).subspan(kHeaderBytes), h.payload_bytes, 1 << 20, &out);
+  EXPECT_EQ(st.code(), Code::kProtocol);
+  EXPECT_EQ(st.message(), "unknown piece flags 0x8001");
+}
+
+// The piece header's bytes as protocol v3 lays them out (little-endian),
+// written out here independently of the encoder: a change of layout fails
+// this test, not only the round trip.
+TEST(WireTest, PieceHeaderLayoutIsPinned) {
+  PieceHeader in;
+  in.seq = 0x0102030405060708ull;
+  in.piece = 0x11121314u;
+  in.pieces = 0x21222324u;
+  in.dtype = DataType::kFloat16;
+  in.op = ReduceOp::kMin;
+  in.flags = kPieceWideSum;
+  in.crc = 0x31323334u;
+  in.total_count = 0x4142434445464748ull;
+  in.offset = 0x0000000000000010ull;
+  in.count = 0x0000000000000020ull;
+  in.epoch = 0x51525354u;
+  in.watermark = 0x6162636465666768ull;
+  std::array<uint8_t, kHeaderBytes + kPieceHeaderBytes> frame;
+  EncodePieceFrame(FrameType::kResult, in, &frame);
+  const uint8_t* p = frame.data() + kHeaderBytes;
+  const auto le = [p](size_t at, size_t bytes) {
+    uint64_t v = 0;
+    for (size_t i = bytes; i-- > 0;) v = (v << 8) | p[at + i];
+    return v;
+  };
+  EXPECT_EQ(le(0, 8), in.seq);
+  EXPECT_EQ(le(8, 4), in.piece);
+  EXPECT_EQ(le(12, 4), in.pieces);
+  EXPECT_EQ(p[16], static_cast<uint8_t>(DataType::kFloat16));
+  EXPECT_EQ(p[17], static_cast<uint8_t>(ReduceOp::kMin));
+  EXPECT_EQ(le(18, 2), kPieceWideSum);
+  EXPECT_EQ(le(20, 4), in.crc);
+  EXPECT_EQ(le(24, 8), in.total_count);
+  EXPECT_EQ(le(32, 8), in.offset);
+  EXPECT_EQ(le(40, 8), in.count);
+  EXPECT_EQ(le(48, 4), in.epoch);
+  EXPECT_EQ(le(52, 4), 0u);  // reserved
+  EXPECT_EQ(le(56, 8), in.watermark);
+
+  // SetPieceCrc patches the flags and the CRC in place, and nothing else.
+  auto patched = frame;
+  SetPieceCrc(0xA1A2A3A4u, &patched);
+  const uint8_t* q = patched.data() + kHeaderBytes;
+  EXPECT_EQ(q[18] | (q[19] << 8), kPieceWideSum | kPieceCrc);
+  EXPECT_EQ(uint32_t{q[20]} | uint32_t{q[21]} << 8 | uint32_t{q[22]} << 16 | uint32_t{q[23]} << 24, 0xA1A2A3A4u);
+  for (size_t i = 0; i < patched.size(); ++i) {
+    if (i < kHeaderBytes + 18 || i >= kHeaderBytes + 24) EXPECT_EQ(patched[i], frame[i]) << "byte " << i;
+  }
 }
 
 TEST(WireTest, RejectsTruncatedHeader) {
@@ -184,7 +235,7 @@ TEST(WireTest, RejectsMalformedPayloads) {
   auto frame = EncodeHello(hello);
   Hello out;
   Status st = DecodeHello(Payload(frame), &out);
-  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_EQ(st.code(), Code::kProtocol);
   EXPECT_NE(st.message().find("rank 4 is not below world size 4"), std::string::npos);
 
   frame.pop_back();
@@ -196,14 +247,14 @@ TEST(WireTest, RejectsHellosThatWouldExhaustMemory) {
   hello.world = kMaxWorld + 1;
   Hello out;
   Status st = DecodeHello(Payload(EncodeHello(hello)), &out);
-  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_EQ(st.code(), Code::kProtocol);
   EXPECT_NE(st.message().find("outside 1 to 16384"), std::string::npos) << st.message();
 
   hello.world = kMaxWorld;
   hello.streams = 65535;
   hello.stream = 0;
   st = DecodeHello(Payload(EncodeHello(hello)), &out);
-  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_EQ(st.code(), Code::kProtocol);
   EXPECT_NE(st.message().find("at most 64"), std::string::npos) << st.message();
 
   hello.streams = kMaxStreams;

@@ -27,7 +27,7 @@ TEST(WireTypeTest, HelloCarriesTheWireType) {
   frame[kHeaderBytes + kSessionIdBytes + 12 + kNonceBytes + 8] = 4;  // int64: not a wire type
   Hello out;
   const Status st = DecodeHello(Payload(frame), &out);
-  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_EQ(st.code(), Code::kProtocol);
   EXPECT_EQ(st.message(), "unknown wire type 4 in HELLO");
 }
 

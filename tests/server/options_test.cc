@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/core/session.h"
 #include "server/reducerd_settings.h"
 
 namespace rs::server {
@@ -59,6 +60,45 @@ TEST(ReducerdOptions, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(o->control.metrics_max_sessions, 16u);
   EXPECT_FALSE(o->control.metrics_session_ids);  // ids are not handed to whoever scrapes
   EXPECT_TRUE(o->notices.empty());
+}
+
+// Each default is written once (server/core/server_defaults.h): what
+// reducerd gets from its registry's texts is what the structs start from,
+// so code and tests that build a struct by hand run with reducerd's values.
+TEST(ReducerdOptions, TheRegistrysDefaultsAreTheStructsDefaults) {
+  StatusOr<Options> o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  const ServerConfig net;
+  EXPECT_EQ(o->net.memory_limit, net.memory_limit);
+  EXPECT_EQ(o->net.max_piece_bytes, net.max_piece_bytes);
+  EXPECT_EQ(o->net.result_part_bytes, net.result_part_bytes);
+  EXPECT_EQ(o->net.whole_pieces_from, net.whole_pieces_from);
+  EXPECT_EQ(o->net.op_timeout, net.op_timeout);
+  EXPECT_EQ(o->net.join_timeout, net.join_timeout);
+  EXPECT_EQ(o->net.handshake_timeout, net.handshake_timeout);
+  EXPECT_EQ(o->net.idle_timeout, net.idle_timeout);
+  EXPECT_EQ(o->net.crc, net.crc);
+  EXPECT_EQ(o->net.tls, net.tls);
+  const SessionLimits session;
+  EXPECT_EQ(o->net.max_piece_bytes, session.max_piece_bytes);
+  EXPECT_EQ(o->net.op_timeout, session.op_timeout);
+  EXPECT_EQ(o->net.join_timeout, session.join_timeout);
+  EXPECT_EQ(o->net.crc, session.crc);
+  const AdmissionLimits admission;
+  EXPECT_EQ(o->net.limits.max_connections, admission.max_connections);
+  EXPECT_EQ(o->net.limits.max_connections_per_source, admission.max_connections_per_source);
+  EXPECT_EQ(o->net.limits.max_handshakes_per_source, admission.max_handshakes_per_source);
+  EXPECT_EQ(o->net.limits.max_pending_sessions, admission.max_pending_sessions);
+  EXPECT_EQ(o->net.limits.max_pending_sessions_per_source, admission.max_pending_sessions_per_source);
+  const ControlConfig control;
+  EXPECT_EQ(o->control.metrics_max_sessions, control.metrics_max_sessions);
+  EXPECT_EQ(o->control.metrics_max_ranks, control.metrics_max_ranks);
+  EXPECT_EQ(o->control.metrics_session_ids, control.metrics_session_ids);
+  EXPECT_EQ(o->control.drain_timeout, control.drain_timeout);
+  const Options options;
+  EXPECT_EQ(o->drain_timeout, options.drain_timeout);
+  EXPECT_EQ(o->log_level, options.log_level);
+  EXPECT_EQ(o->log_format, options.log_format);
 }
 
 TEST(ReducerdOptions, EnvironmentGivesDefaultsAndFlagsWin) {

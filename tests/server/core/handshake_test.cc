@@ -160,12 +160,16 @@ TEST(HandshakeTest, AHelloOfTheWrongSizeOrWithBadFieldsIsExplained) {
     frame.push_back(0);
     const uint32_t bytes = static_cast<uint32_t>(frame.size() - protocol::kHeaderBytes);
     protocol::EncodeHeader({protocol::kProtocolVersion, FrameType::kHello, bytes}, frame.data());
-    EXPECT_EQ(Feed(hs, frame).error.message(),
+    const Handshake::Step step = Feed(hs, frame);
+    EXPECT_EQ(step.error.code(), Code::kProtocol);
+    EXPECT_EQ(step.error.message(),
               "HELLO payload is " + std::to_string(bytes) + " bytes, expected " + std::to_string(bytes - 1));
   }
   {
     Handshake hs(WithToken(), NonceOf(1));
     const Handshake::Step step = Feed(hs, protocol::EncodeHello(HelloFor(5, 4)));
+    // The decoder's kProtocol, told apart at the handshake: a worker's
+    // settings are wrong (the metrics' `invalid_argument`).
     EXPECT_EQ(step.error.code(), Code::kInvalidArgument);
     EXPECT_EQ(step.error.message(), "rank 5 is not below world size 4");
   }

@@ -1,0 +1,37 @@
+// The client's defaults and bounds, each written once: ClientOptions
+// (client.h) starts from them, the shared settings list
+// (client_settings.cc) shows and enforces them for every front end
+// (reducer-bench, rs-train, the NCCL plugin, the Python package), and
+// Client::Create checks options built by hand against the same bounds.
+//
+// A size or a duration is kept beside the text the settings list shows for
+// it ("64KiB", "90s"), which the front ends parse; a test
+// (tests/client/client_settings_test.cc, UnsetSettingsKeepTheClientsDefaults)
+// checks that the parsed values are what ClientOptions starts from.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace rs::client {
+
+// A default value and the text the settings list shows for it.
+template <typename T>
+struct Default {
+  T value;
+  const char* text;
+};
+
+inline constexpr Default<uint64_t> kDefaultMinPiece{uint64_t{64} << 10, "64KiB"};
+inline constexpr Default<uint64_t> kDefaultRetention{uint64_t{256} << 20, "256MiB"};
+inline constexpr Default<std::chrono::milliseconds> kDefaultConnectTimeout{std::chrono::seconds(60), "60s"};
+inline constexpr Default<std::chrono::milliseconds> kDefaultOpTimeout{std::chrono::seconds(90), "90s"};
+inline constexpr Default<std::chrono::milliseconds> kDefaultLivenessTimeout{std::chrono::seconds(5), "5s"};
+
+// The smallest piece a rank may ask for (REDUCER_MAX_PIECE), and the
+// longest of any timeout.
+inline constexpr uint64_t kMinMaxPieceBytes = 4096;
+inline constexpr std::chrono::milliseconds kMaxTimeout = std::chrono::hours(24);
+
+}  // namespace rs::client

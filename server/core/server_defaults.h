@@ -1,0 +1,49 @@
+// reducerd's defaults, each written once. The settings registry
+// (server/reducerd_settings.cc) shows them in --help and in
+// docs/reference/settings.md, and reducerd fills its structs from it; the
+// structs (ServerConfig, SessionLimits, AdmissionLimits, ControlConfig)
+// start from the same values, so that code and tests that build one by hand
+// get what reducerd gets.
+//
+// A size or a duration is kept beside the text the registry shows for it
+// ("4MiB", "60s"), which reducerd parses; tests/server/options_test.cc
+// checks that what it gets is what the structs start from. Counts go into
+// the registry through std::to_string.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace rs::server {
+
+// A default value and the text the settings registry shows for it.
+template <typename T>
+struct Default {
+  T value;
+  const char* text;
+};
+
+inline constexpr Default<uint64_t> kDefaultMemoryLimit{uint64_t{1} << 30, "1GiB"};
+inline constexpr Default<uint64_t> kDefaultMaxPiece{uint64_t{4} << 20, "4MiB"};
+inline constexpr Default<uint64_t> kDefaultResultPart{uint64_t{32} << 10, "32KiB"};
+inline constexpr uint32_t kDefaultWholePiecesFrom = 64;
+
+inline constexpr Default<std::chrono::milliseconds> kDefaultOpTimeout{std::chrono::seconds(60), "60s"};
+inline constexpr Default<std::chrono::milliseconds> kDefaultJoinTimeout{std::chrono::seconds(300), "300s"};
+inline constexpr Default<std::chrono::milliseconds> kDefaultHandshakeTimeout{std::chrono::seconds(10), "10s"};
+inline constexpr Default<std::chrono::milliseconds> kDefaultIdleTimeout{std::chrono::minutes(15), "15m"};
+inline constexpr Default<std::chrono::milliseconds> kDefaultDrainTimeout{std::chrono::seconds(30), "30s"};
+
+// Admission (admission.h).
+inline constexpr size_t kDefaultMaxConnections = 4096;
+inline constexpr size_t kDefaultMaxConnectionsPerSource = 2048;
+inline constexpr size_t kDefaultMaxHandshakesPerSource = 256;
+inline constexpr size_t kDefaultMaxPendingSessions = 64;
+inline constexpr size_t kDefaultMaxPendingSessionsPerSource = 16;
+
+// The metrics' cardinality bounds (server/control/control_config.h).
+inline constexpr size_t kDefaultMetricsMaxSessions = 16;
+inline constexpr size_t kDefaultMetricsMaxRanks = 8;
+
+}  // namespace rs::server
