@@ -109,7 +109,7 @@ StatusOr<std::shared_ptr<const DataTls>> DataTls::Create(Role role, std::string_
   // connection either way. Partial writes: a write returns after each record.
   SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS | SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_TICKET);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
   // Read several records per system call.
   SSL_CTX_set_read_ahead(ctx, 1);
   SSL_CTX_set_default_read_buffer_len(ctx, 64 << 10);
