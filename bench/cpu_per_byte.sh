@@ -94,18 +94,10 @@ run_one() {
   logs=$OUT/run$run-$index-$(basename "$dir")
   rm -rf "$logs"
   mkdir -p "$logs"
-  for ((i = 0; i < REDUCERS; i++)); do
-    # shellcheck disable=SC2086  # REDUCERD_ARGS is a list of flags
-    "$reducerd" --listen 127.0.0.1:0 --port-file "$logs/reducer$i.port" --log-level warn $REDUCERD_ARGS \
-      >"$logs/reducer$i.log" 2>&1 &
-    PIDS+=($!)
-    rpids+=($!)
-  done
-  for ((i = 0; i < REDUCERS; i++)); do
-    port=$(wait_port "$logs/reducer$i.port") ||
-      { echo "reducer $i did not start:" >&2; cat "$logs/reducer$i.log" >&2; return 1; }
-    addrs+="${addrs:+,}127.0.0.1:$port"
-  done
+  # shellcheck disable=SC2086  # REDUCERD_ARGS is a list of flags
+  start_reducers "$logs" "$REDUCERS" all "$reducerd" $REDUCERD_ARGS || return 1
+  rpids=("${REDUCER_PIDS[@]}")
+  addrs=$REDUCER_ADDRS
   local cpu0=() m0 m1 t0 t1
   for i in "${!rpids[@]}"; do cpu0+=("$(proc_cpu "${rpids[i]}")"); done
   m0=$(machine_cpu)

@@ -149,18 +149,10 @@ run_one() {
   mkdir -p "$logs"
   [[ $REDUCER_IO_THREADS == auto ]] || rio=(--io-threads "$REDUCER_IO_THREADS")
   [[ $streams == auto ]] || sflag=(--streams "$streams")
-  for ((i = 0; i < REDUCERS; i++)); do
-    # shellcheck disable=SC2086  # REDUCERD_ARGS is a list of flags
-    taskset -c "$REDUCER_CPUS" "$REDUCERD" --listen 127.0.0.1:0 --port-file "$logs/reducer$i.port" --log-level warn \
-      "${rio[@]}" $REDUCERD_ARGS >"$logs/reducer$i.log" 2>&1 &
-    PIDS+=($!)
-    rpids+=($!)
-  done
-  for ((i = 0; i < REDUCERS; i++)); do
-    port=$(wait_port "$logs/reducer$i.port") ||
-      { echo "reducer $i did not start:" >&2; cat "$logs/reducer$i.log" >&2; return 1; }
-    addrs+="${addrs:+,}127.0.0.1:$port"
-  done
+  # shellcheck disable=SC2086  # REDUCERD_ARGS is a list of flags
+  start_reducers "$logs" "$REDUCERS" "$REDUCER_CPUS" "$REDUCERD" "${rio[@]}" $REDUCERD_ARGS || return 1
+  rpids=("${REDUCER_PIDS[@]}")
+  addrs=$REDUCER_ADDRS
   local cpu0=()
   for i in "${!rpids[@]}"; do cpu0+=("$(proc_cpu "${rpids[i]}")"); done
   for ((r = 0; r < WORKERS; r++)); do

@@ -87,6 +87,27 @@ void DataStream::Handshake(std::function<void(const Status&)> done) {
   done(Status(Code::kAuth, DataTls::DescribeFailure(openssl_error, tls_->role())));
 }
 
+// What a failed SSL_read_ex or SSL_write_ex means: wait for the socket, or
+// done with `*ec` set. `end` is the error for a connection that just ended.
+DataStream::Io DataStream::Failed(int rc, int saved_errno, const asio::error_code& end, asio::error_code* ec) {
+  switch (SSL_get_error(ssl_, rc)) {
+    case SSL_ERROR_WANT_READ:
+      return Io::kWantRead;
+    case SSL_ERROR_WANT_WRITE:
+      return Io::kWantWrite;
+    case SSL_ERROR_ZERO_RETURN:  // close_notify, or EOF (SSL_OP_IGNORE_UNEXPECTED_EOF)
+      *ec = end;
+      return Io::kDone;
+    case SSL_ERROR_SYSCALL:
+      *ec = saved_errno != 0 ? asio::error_code(saved_errno, asio::system_category()) : end;
+      return Io::kDone;
+    default:
+      *ec = asio::error_code(static_cast<int>(ERR_peek_last_error()), tls_category());
+      ERR_clear_error();
+      return Io::kDone;
+  }
+}
+
 DataStream::Io DataStream::TryRead(asio::mutable_buffer buffer, size_t* n, asio::error_code* ec) {
   // Every record OpenSSL has or the socket holds, up to the buffer's size,
   // in one completion: a record is at most 16 KiB.
@@ -100,27 +121,9 @@ DataStream::Io DataStream::TryRead(asio::mutable_buffer buffer, size_t* n, asio:
       *n += got;
       continue;
     }
-    const int saved_errno = errno;
-    const int err = SSL_get_error(ssl_, rc);
     // What was read goes first; an error comes again on the next call.
     if (*n > 0) return Io::kDone;
-    switch (err) {
-      case SSL_ERROR_WANT_READ:
-        return Io::kWantRead;
-      case SSL_ERROR_WANT_WRITE:
-        return Io::kWantWrite;
-      case SSL_ERROR_ZERO_RETURN:  // close_notify, or EOF (SSL_OP_IGNORE_UNEXPECTED_EOF)
-        *ec = asio::error::eof;
-        return Io::kDone;
-      case SSL_ERROR_SYSCALL:
-        *ec = saved_errno != 0 ? asio::error_code(saved_errno, asio::system_category())
-                               : asio::error_code(asio::error::eof);
-        return Io::kDone;
-      default:
-        *ec = asio::error_code(static_cast<int>(ERR_peek_last_error()), tls_category());
-        ERR_clear_error();
-        return Io::kDone;
-    }
+    return Failed(rc, errno, asio::error::eof, ec);
   }
   return Io::kDone;
 }
@@ -165,23 +168,8 @@ DataStream::Io DataStream::TryWrite(const WriteBuffers& buffers, size_t* n, asio
       }
       continue;
     }
-    const int saved_errno = errno;
-    const int err = SSL_get_error(ssl_, rc);
     if (*n > 0) return Io::kDone;  // the next call repeats this write, as OpenSSL needs
-    switch (err) {
-      case SSL_ERROR_WANT_WRITE:
-        return Io::kWantWrite;
-      case SSL_ERROR_WANT_READ:
-        return Io::kWantRead;
-      case SSL_ERROR_SYSCALL:
-        *ec = saved_errno != 0 ? asio::error_code(saved_errno, asio::system_category())
-                               : asio::error_code(asio::error::broken_pipe);
-        return Io::kDone;
-      default:
-        *ec = asio::error_code(static_cast<int>(ERR_peek_last_error()), tls_category());
-        ERR_clear_error();
-        return Io::kDone;
-    }
+    return Failed(rc, errno, asio::error::broken_pipe, ec);
   }
   return Io::kDone;
 }

@@ -68,12 +68,13 @@ class DataStream {
   // One non-blocking attempt; kDone with `ec` and `n` set.
   Io TryRead(asio::mutable_buffer buffer, size_t* n, asio::error_code* ec);
   Io TryWrite(const WriteBuffers& buffers, size_t* n, asio::error_code* ec);
+  Io Failed(int rc, int saved_errno, const asio::error_code& end, asio::error_code* ec);
   void Handshake(std::function<void(const Status&)> done);
 
-  template <typename Handler>
-  void ReadTls(asio::mutable_buffer buffer, Handler handler, bool in_completion);
-  template <typename Handler>
-  void WriteTls(const WriteBuffers& buffers, Handler handler, bool in_completion);
+  // Makes `attempt` (TryRead or TryWrite, bound to its buffers) until it
+  // is done, waiting for the socket between attempts, then completes.
+  template <typename Attempt, typename Handler>
+  void Drive(Attempt attempt, Handler handler, bool in_completion);
   // Calls `handler` now when already inside a completion, else posts it
   // (asio never calls a handler from the function that started the work).
   template <typename Handler>
@@ -99,7 +100,8 @@ void DataStream::async_read_some(const Buffers& buffers, Handler&& handler) {
     first = asio::mutable_buffer(*it);
     if (first.size() > 0) break;
   }
-  ReadTls(first, std::forward<Handler>(handler), false);
+  Drive([this, first](size_t* n, asio::error_code* ec) { return first.size() == 0 ? Io::kDone : TryRead(first, n, ec); },
+        std::forward<Handler>(handler), false);
 }
 
 template <typename Buffers, typename Handler>
@@ -114,7 +116,8 @@ void DataStream::async_write_some(const Buffers& buffers, Handler&& handler) {
     const asio::const_buffer b(*it);
     if (b.size() > 0) some.items[some.count++] = b;
   }
-  WriteTls(some, std::forward<Handler>(handler), false);
+  Drive([this, some](size_t* n, asio::error_code* ec) { return some.count == 0 ? Io::kDone : TryWrite(some, n, ec); },
+        std::forward<Handler>(handler), false);
 }
 
 template <typename Handler>
@@ -126,41 +129,22 @@ void DataStream::Complete(Handler handler, const asio::error_code& ec, size_t n,
   asio::post(socket_.get_executor(), [handler = std::move(handler), ec, n]() mutable { handler(ec, n); });
 }
 
-template <typename Handler>
-void DataStream::ReadTls(asio::mutable_buffer buffer, Handler handler, bool in_completion) {
+template <typename Attempt, typename Handler>
+void DataStream::Drive(Attempt attempt, Handler handler, bool in_completion) {
   size_t n = 0;
   asio::error_code ec;
-  const Io io = buffer.size() == 0 ? Io::kDone : TryRead(buffer, &n, &ec);
+  const Io io = attempt(&n, &ec);
   if (io == Io::kDone) {
     Complete(std::move(handler), ec, n, in_completion);
     return;
   }
   socket_.async_wait(io == Io::kWantRead ? asio::socket_base::wait_read : asio::socket_base::wait_write,
-                     [this, buffer, handler = std::move(handler)](const asio::error_code& wait_ec) mutable {
+                     [this, attempt, handler = std::move(handler)](const asio::error_code& wait_ec) mutable {
                        if (wait_ec) {
                          handler(wait_ec, 0);
                          return;
                        }
-                       ReadTls(buffer, std::move(handler), true);
-                     });
-}
-
-template <typename Handler>
-void DataStream::WriteTls(const WriteBuffers& buffers, Handler handler, bool in_completion) {
-  size_t n = 0;
-  asio::error_code ec;
-  const Io io = buffers.count == 0 ? Io::kDone : TryWrite(buffers, &n, &ec);
-  if (io == Io::kDone) {
-    Complete(std::move(handler), ec, n, in_completion);
-    return;
-  }
-  socket_.async_wait(io == Io::kWantRead ? asio::socket_base::wait_read : asio::socket_base::wait_write,
-                     [this, buffers, handler = std::move(handler)](const asio::error_code& wait_ec) mutable {
-                       if (wait_ec) {
-                         handler(wait_ec, 0);
-                         return;
-                       }
-                       WriteTls(buffers, std::move(handler), true);
+                       Drive(attempt, std::move(handler), true);
                      });
 }
 

@@ -60,3 +60,25 @@ wait_port() {
   done
   return 1
 }
+
+# start_reducers LOGS COUNT CPUS REDUCERD [FLAG...]: COUNT reducerd on
+# 127.0.0.1 pinned to CPUS ("all": not pinned), logs and port files in LOGS.
+# Sets REDUCER_ADDRS (host:port,...) and REDUCER_PIDS, appends to PIDS (the
+# caller's list to stop on exit). Fails, printing the log, when one does not start.
+start_reducers() {
+  local logs=$1 count=$2 cpus=$3 reducerd=$4 i port pin=()
+  shift 4
+  [[ $cpus == all ]] || pin=(taskset -c "$cpus")
+  REDUCER_ADDRS="" REDUCER_PIDS=()
+  for ((i = 0; i < count; i++)); do
+    "${pin[@]}" "$reducerd" --listen 127.0.0.1:0 --port-file "$logs/reducer$i.port" --log-level warn "$@" \
+      >"$logs/reducer$i.log" 2>&1 &
+    PIDS+=($!)
+    REDUCER_PIDS+=($!)
+  done
+  for ((i = 0; i < count; i++)); do
+    port=$(wait_port "$logs/reducer$i.port") ||
+      { echo "reducer $i did not start:" >&2; cat "$logs/reducer$i.log" >&2; return 1; }
+    REDUCER_ADDRS+="${REDUCER_ADDRS:+,}127.0.0.1:$port"
+  done
+}
