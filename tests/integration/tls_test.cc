@@ -3,6 +3,8 @@
 // mismatch (one end without TLS, another token, a peer that never finishes
 // the handshake) ends in an error that names its fix while the reducer goes
 // on serving everyone else.
+#include <signal.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -200,6 +202,39 @@ TEST_F(TlsTest, ReducerdWithTlsAndNoTokenDoesNotStart) {
   ReducerProcess no_token({"--tls", "1"});
   EXPECT_FALSE(no_token.ok());
   EXPECT_NE(no_token.Log().find("keyed by the job token"), std::string::npos) << no_token.Log();
+}
+
+TEST_F(TlsTest, AKilledReducerIsSurvivedOverTlsWithExactResults) {
+  ReducerProcess second({"--job-token-file", token_file_, "--tls", "1", "--op-timeout", "60s"});
+  ASSERT_TRUE(second.ok()) << second.Log();
+  const std::vector<client::Endpoint> reducers = {reducer_->endpoint(), second.endpoint()};
+  constexpr uint32_t kWorld = 2;
+  constexpr int kOps = 40;
+  std::atomic<bool> killed{false};
+  RunRanks(kWorld, [&](uint32_t rank) {
+    auto o = Options(reducers, "tls-failover", rank, kWorld, kToken);
+    o.tls = true;
+    o.failover = true;
+    o.liveness_timeout = milliseconds(2000);
+    o.connect_timeout = seconds(15);
+    o.op_timeout = seconds(30);
+    auto c = client::Client::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    for (int k = 0; k < kOps; ++k) {
+      std::vector<float> v(200'000);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 3 + k * 7 + rank * 11) % 4096);
+      const Status st =
+          (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(60));
+      ASSERT_TRUE(st.ok()) << "rank " << rank << " operation " << k << ": " << st.ToString();
+      for (size_t i = 0; i < v.size(); i += 997) {
+        float want = 0;
+        for (uint32_t r = 0; r < kWorld; ++r) want += static_cast<float>((i * 3 + k * 7 + r * 11) % 4096);
+        ASSERT_EQ(v[i], want) << "rank " << rank << " operation " << k;
+      }
+      if (rank == 0 && k == 10 && !killed.exchange(true)) kill(second.pid(), SIGKILL);
+    }
+    EXPECT_GE((*c)->stats().epoch, 1u) << "rank " << rank << " never moved past the killed reducer";
+  });
 }
 
 TEST_F(TlsTest, APeerThatStallsInTheTlsHandshakeIsClosedAtTheHandshakeTimeout) {
