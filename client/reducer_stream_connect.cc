@@ -60,7 +60,6 @@ void ReducerStream::Connected(const TcpTuningResult& tcp) {
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   if (auto line = TcpTuningLineOnce(tcp)) owner_->Log(tcp.refused ? LogLevel::kWarn : LogLevel::kInfo, *line);
-  stream_.Reset();
   // Off with TLS (data_stream.h).
   low_water_ = params_.tls ? ReceiveLowWater() : ReceiveLowWater(socket_.native_handle());
   waits_.Reconnected();
