@@ -74,9 +74,10 @@ class Report {
     const std::string piece = c.max_piece_bytes ? FormatBytes(*c.max_piece_bytes) : "auto";
     const std::string window =
         !c.send_window_bytes ? "auto" : *c.send_window_bytes ? FormatBytes(*c.send_window_bytes) : "unlimited";
+    const std::string threads = c.io_threads ? std::to_string(*c.io_threads) : "auto";
     std::printf("# %s stream(s) per reducer, pieces up to %s, send window %s, %d operation(s) in flight, "
-                "%d I/O thread(s)\n",
-                streams.c_str(), piece.c_str(), window.c_str(), o_.inflight, c.io_threads);
+                "%s I/O thread(s)\n",
+                streams.c_str(), piece.c_str(), window.c_str(), o_.inflight, threads.c_str());
     std::printf("# iters %d, warmup %d, check %s, job token %s\n", o_.iters, o_.warmup, o_.check ? "on" : "off",
                 o_.job_token.empty() ? "none" : "set");
     std::printf("# liveness timeout %lld ms, CRC32C %s, wire %s, failover %s\n",
@@ -151,8 +152,9 @@ class Report {
 // path, so it is reported as the streams' range at the end of the run.
 void PrintTransport(const client::ClientStats& st) {
   auto window = [](size_t w) { return w ? FormatBytes(w) : std::string("unlimited"); };
-  std::printf("# Transport      : %d stream(s) per reducer, pieces of %s, send window %s", st.streams_per_reducer,
-              FormatBytes(st.piece_bytes).c_str(), window(st.send_window_min).c_str());
+  std::printf("# Transport      : %d I/O thread(s), %d stream(s) per reducer, pieces of %s, send window %s",
+              st.io_threads, st.streams_per_reducer, FormatBytes(st.piece_bytes).c_str(),
+              window(st.send_window_min).c_str());
   if (st.send_window_max != st.send_window_min) std::printf(" to %s", window(st.send_window_max).c_str());
   std::printf("\n");
   // Rank 0's streams only: a buffer ceiling below the path's bandwidth-delay

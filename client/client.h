@@ -61,7 +61,13 @@ struct ClientOptions {
   // per piece (64 KiB to 512 KiB), a window of 4 pieces or more on paths
   // with a large bandwidth-delay product. A value given here always wins.
   std::optional<int> streams_per_reducer;  // must be the same on every rank
-  int io_threads = 1;
+  // I/O threads; unset: chosen from this rank's link speed and usable cores
+  // (common/host_capacity.h), at most one per stream, and logged once.
+  std::optional<int> io_threads;
+  // This rank's link speed in bits per second where the caller knows it (the
+  // NCCL plugin: its NIC's, or REDUCER_NIC_SPEED); unset: the speed of the
+  // interface the route to the first reducer leaves by, when it reports one.
+  std::optional<uint64_t> link_bits_per_second;
   // Upper bound for one piece; the reducers may announce a smaller one.
   // Must be the same on every rank (a difference is reported as a mismatch):
   // the automatic one depends only on the number of reducers.
@@ -162,6 +168,7 @@ struct ClientStats {
   uint64_t retention_waits = 0;     // operations that waited for retention memory
   // The transport in use (the user's settings or the automatic ones).
   int streams_per_reducer = 0;
+  int io_threads = 0;
   size_t piece_bytes = 0;
   size_t send_window_min = 0;       // the streams' send windows now (0: no limit)
   size_t send_window_max = 0;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "client/transport_plan.h"
+#include "common/host_capacity.h"
 #include "common/io_context.h"
 #include "common/units.h"
 #include "protocol/liveness.h"
@@ -22,6 +23,27 @@ std::string List(const std::vector<std::string>& items) {
 // the liveness checks do not already catch.
 std::chrono::milliseconds ChangeTimeout(const ClientOptions& o) {
   return std::max<std::chrono::milliseconds>(std::chrono::seconds(10), 4 * o.liveness_timeout);
+}
+
+// The I/O threads when the user sets none (common/host_capacity.h): from the
+// link the caller names, else the interface the route to the first reducer
+// leaves by. A stream stays on one thread, so threads beyond the streams
+// would idle.
+IoThreadChoice ChooseIoThreads(const ClientOptions& o, int streams) {
+  HostCapacity host;
+  host.cores = UsableCores();
+  if (o.link_bits_per_second) {
+    host.link_bits_per_second = o.link_bits_per_second;
+    host.link = "given by the caller";
+  } else if (const std::optional<std::string> nic = InterfaceTowards(o.reducers.front().host)) {
+    host.link_bits_per_second = InterfaceBitsPerSecond(*nic);
+    host.link = *nic + (host.link_bits_per_second ? "" : " reports no speed");
+  } else {
+    host.link = "no route to " + o.reducers.front().host + " found";
+  }
+  const std::string what = std::to_string(streams) + " stream" + (streams == 1 ? "" : "s") +
+                           " in all (REDUCER_STREAMS, the same on every rank, adds more)";
+  return AutoIoThreads(host, streams, what);
 }
 
 }  // namespace
@@ -79,7 +101,13 @@ Status ClientImpl::Connect() {
     Log(LogLevel::kInfo, "to the reducers: " + DataTls::Describe());
   }
   if (opts_.failover) membership_.emplace(names_, opts_.min_reducers, ChangeTimeout(opts_));
-  const int threads = std::max(1, opts_.io_threads);
+  int threads = opts_.io_threads.value_or(0);
+  if (threads < 1) {
+    const IoThreadChoice choice = ChooseIoThreads(opts_, static_cast<int>(opts_.reducers.size()) * streams_);
+    threads = choice.threads;
+    Log(LogLevel::kInfo, std::to_string(threads) + " I/O thread" + (threads == 1 ? "" : "s") + " (automatic: " +
+                             choice.reason + "; REDUCER_IO_THREADS sets them)");
+  }
   for (int i = 0; i < threads; ++i) {
     contexts_.push_back(MakeIoContext());
     guards_.push_back(asio::make_work_guard(*contexts_.back()));
@@ -238,6 +266,7 @@ ClientStats ClientImpl::stats() const {
   out.retained_bytes = retention_.in_use();
   out.retained_peak_bytes = retention_.peak();
   out.streams_per_reducer = streams_;
+  out.io_threads = static_cast<int>(contexts_.size());
   out.piece_bytes = piece_bytes_;
   for (const Slot& slot : slots_) {
     for (const auto& stream : slot.streams) {

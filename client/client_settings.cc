@@ -52,7 +52,8 @@ Status WriteSlice(const Settings& s, std::string_view name, ClientOptions* o) {
   return AssignIfSet(s, name, &Settings::Size, 0, kTiB, &o->write_slice_bytes);
 }
 Status IoThreads(const Settings& s, std::string_view name, ClientOptions* o) {
-  return Assign(s.Int(name, 1, 64), &o->io_threads);
+  if (!s.IsSet(name)) return Status::Ok();
+  return Assign(s.Int(name, 1, 64), &o->io_threads.emplace());
 }
 Status OpTimeout(const Settings& s, std::string_view name, ClientOptions* o) {
   return Assign(s.Duration(name, milliseconds(1), kMaxTimeout), &o->op_timeout);
@@ -125,7 +126,11 @@ const std::vector<ClientSetting>& ClientSettings() {
         "on this rank's link; 0: whole batches. Unset: half a millisecond of the stream's typical delivery "
         "rate as TCP measures it, at least 64KiB"},
        WriteSlice},
-      {{"--io-threads", "REDUCER_IO_THREADS", "N", "1", "", "Client I/O threads (1-64)"}, IoThreads},
+      {{"--io-threads", "REDUCER_IO_THREADS", "N", "", "auto: the link's speed and the cores",
+        "Client I/O threads (1-64). Unset: one per 1.5 GB/s of the link the route to the first reducer leaves "
+        "by, at most half the usable cores (affinity and cgroup quota), at most one per stream; 8 at most where "
+        "the link reports no speed. The choice and why are logged once"},
+       IoThreads},
       {{"--op-timeout", "REDUCER_OP_TIMEOUT", "DUR", kDefaultOpTimeout.text, "",
         "An all-reduce with no answer from a reducer for this long fails; keep it above the reducers' "
         "`--op-timeout` so their error, which names the missing ranks, arrives first",

@@ -51,8 +51,14 @@ std::unique_ptr<Plugin> Plugin::Create(const Env& env, const std::vector<Interfa
   } else {
     p2p_status = cfg.status();
   }
+  StatusOr<CollNetConfig> collnet = CollNetConfigFromEnv(env);
+  // The speed the user gave for NCCL's sake is the client's too: its I/O
+  // threads follow it (otherwise the client reads the NIC's own).
+  if (collnet.ok() && p2p.nic_speed_mbps) {
+    collnet->client.link_bits_per_second = static_cast<uint64_t>(*p2p.nic_speed_mbps) * 1'000'000;
+  }
   std::unique_ptr<Plugin> plugin(
-      new Plugin(std::move(p2p_status), std::move(p2p), std::move(devices), CollNetConfigFromEnv(env)));
+      new Plugin(std::move(p2p_status), std::move(p2p), std::move(devices), std::move(collnet)));
 
   if (!plugin->p2p_status_.ok()) {
     RS_PLOG_WARN("point-to-point misconfigured: %s", plugin->p2p_status_.message().c_str());

@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
     parts += " (whole pieces from " + std::to_string(cfg.whole_pieces_from) + " pieces per worker on paths up to " +
              std::to_string(rs::server::kWholePiecesMaxRtt.count() / 1000) + " ms)";
   }
+  if (!options->io_threads_origin.empty()) spdlog::info("I/O threads: {}", options->io_threads_origin);
   spdlog::info("{} I/O threads, memory limit {}, max piece {}, result parts {}, op timeout {} ms, kernels: {}, "
                "CRC32C: {}",
                cfg.io_threads, rs::FormatBytes(cfg.memory_limit), rs::FormatBytes(cfg.max_piece_bytes), parts,

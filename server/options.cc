@@ -3,11 +3,13 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <arpa/inet.h>
+
 #include <limits>
-#include <thread>
 
 #include "common/cli_parse.h"
 #include "common/cluster_spec.h"
+#include "common/host_capacity.h"
 #include "common/pem_file.h"
 #include "common/units.h"
 #include "protocol/auth.h"
@@ -20,6 +22,26 @@ namespace {
 using std::chrono::milliseconds;
 constexpr milliseconds kForever = milliseconds::max();
 constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
+
+// The I/O threads when --io-threads is not given (common/host_capacity.h):
+// the link is the interface holding the listen address, or for a wildcard
+// the fastest one; the reason is for main() to log.
+IoThreadChoice ReducerIoThreads(const std::string& listen_host) {
+  HostCapacity host;
+  host.cores = UsableCores();
+  in6_addr any;
+  const bool numeric = listen_host.empty() || ::inet_pton(AF_INET, listen_host.c_str(), &any) == 1 ||
+                       ::inet_pton(AF_INET6, listen_host.c_str(), &any) == 1;
+  const std::optional<std::string> nic =
+      numeric ? InterfaceForLocalAddress(listen_host) : InterfaceTowards(listen_host);
+  if (nic) host.link_bits_per_second = InterfaceBitsPerSecond(*nic);
+  if (nic) {
+    host.link = *nic + (host.link_bits_per_second ? "" : " reports no speed");
+  } else {
+    host.link = "no interface that is up reports a speed, or none holds " + listen_host;
+  }
+  return AutoIoThreads(host);
+}
 
 // Validates an optional HOST:PORT setting and writes it the way gRPC and the
 // HTTP server take it ("[v6]:port" for IPv6). Empty stays empty (off).
@@ -131,7 +153,9 @@ StatusOr<Options> Validate(const Settings& s) {
   if (s.IsSet("--io-threads")) {
     RS_RETURN_IF_ERROR(Assign(s.Int("--io-threads", 1, 256), &out.net.io_threads));
   } else {
-    out.net.io_threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u));
+    const IoThreadChoice threads = ReducerIoThreads(out.net.listen_host);
+    out.net.io_threads = threads.threads;
+    out.io_threads_origin = "automatic: " + threads.reason + "; --io-threads sets them";
   }
   RS_RETURN_IF_ERROR(Assign(s.Size("--memory-limit", 0, kNoLimit), &out.net.memory_limit));
   RS_RETURN_IF_ERROR(Assign(s.Size("--max-piece", 4096, kNoLimit), &out.net.max_piece_bytes));

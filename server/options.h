@@ -32,6 +32,9 @@ struct Options {
   // variable or the default (on Vertex AI: "CLUSTER_SPEC workerpool2[1]
   // (host:2222)"), for main() to log; empty otherwise.
   std::string listen_origin;
+  // How the I/O threads were chosen when --io-threads was not given, for
+  // main() to log beside their number; empty otherwise.
+  std::string io_threads_origin;
   // One line per deprecated name in use or setting ignored, for main() to
   // log as a warning once it has a logger.
   std::vector<std::string> notices;

@@ -14,8 +14,11 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "Vertex AI's cluster JSON (Vertex sets it). In `workerpool2` the reducer listens on `0.0.0.0` and the "
        "port of its own entry (`task.type`, `task.index`), so the container needs no arguments; `--listen` and "
        "`REDUCER_LISTEN` still win"},
-      {"--io-threads", "REDUCER_IO_THREADS", "N", "", "half the cores, 1 to 8",
-       "I/O threads (1 to 256); each owns its connections and reduces the pieces they complete",
+      {"--io-threads", "REDUCER_IO_THREADS", "N", "", "auto: the link's speed and the cores",
+       "I/O threads (1 to 256); each owns its connections and reduces the pieces they complete. Unset: one per "
+       "1.5 GB/s of the link (the interface holding the listen address; for 0.0.0.0 the fastest one), at most "
+       "half the usable cores (affinity and cgroup quota); half the cores, at most 8, where the link reports no "
+       "speed. The choice and why are logged at start",
        {{"--threads", ""}}, {{"REDUCER_THREADS", ""}}},
       {"--memory-limit", "REDUCER_MEMORY_LIMIT", "SIZE", kDefaultMemoryLimit.text, "",
        "memory for piece buffers; when used up the reducer stops reading sockets (TCP pushes back)"},

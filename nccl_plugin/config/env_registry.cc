@@ -30,12 +30,14 @@ constexpr std::array<EnvVarInfo, kNumEnvVars> kVars = {{
     {EnvKey::kNicSpeed, "REDUCER_NIC_SPEED", "",
      "The speed the plugin reports to NCCL for its network devices, with its unit (`800Mbit`, `25Gbit`). Unset: "
      "the interface's own (`/sys/class/net/IF/speed`), 10Gbit when it reports none. NCCL leaves CollNet (the "
-     "reducers) off below 960Mbit, and the tuner's choice depends on it: must be equal on every node."},
+     "reducers) off below 960Mbit, and the tuner's choice depends on it: must be equal on every node. When set, "
+     "the CollNet client's automatic I/O threads follow it too."},
     // The client's settings: default, description and old name from
     // client/client_settings.h (Resolved below); here only what the plugin
     // adds to the description.
     {EnvKey::kStreams, "REDUCER_STREAMS", "", ""},
-    {EnvKey::kIoThreads, "REDUCER_IO_THREADS", "", "One set per CollNet communicator."},
+    {EnvKey::kIoThreads, "REDUCER_IO_THREADS", "", "One set per CollNet communicator; NCCL's info log "
+     "(`NCCL_DEBUG=INFO`) has the automatic choice and why."},
     {EnvKey::kMaxPiece, "REDUCER_MAX_PIECE", "", ""},
     {EnvKey::kMinPiece, "REDUCER_MIN_PIECE", "", ""},
     {EnvKey::kSendWindow, "REDUCER_SEND_WINDOW", "", ""},

@@ -2,10 +2,15 @@
 // transport_plan.h), through real reducerd processes: every rank derives the
 // same streams and piece size from the reducer list, so a session forms and
 // its results are right; the send window starts at 4 pieces and only grows
-// from there; settings given explicitly are used as given.
+// from there; the I/O threads follow the machine (loopback reports no speed,
+// so the cores decide, at most one per stream) and the log says why;
+// settings given explicitly are used as given.
 #include <gtest/gtest.h>
 
+#include <mutex>
+
 #include "client/transport_plan.h"
+#include "common/host_capacity.h"
 #include "tests/support/test_cluster.h"
 #include "tests/support/test_data.h"
 
@@ -40,9 +45,25 @@ TEST(TransportDefaults, UnsetSettingsAreChosenAlikeOnEveryRank) {
   ReducerProcess a, b;
   ASSERT_TRUE(a.ok()) << a.Log();
   ASSERT_TRUE(b.ok()) << b.Log();
-  const client::ClientStats st =
-      RunOnce({a.endpoint(), b.endpoint()}, "transport-auto", [](client::ClientOptions*) {}, 3'000'001);
+  std::mutex mu;
+  std::vector<std::string> thread_lines;
+  const client::ClientStats st = RunOnce(
+      {a.endpoint(), b.endpoint()}, "transport-auto",
+      [&](client::ClientOptions* o) {
+        o->log = [&](client::LogLevel, const std::string& line) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (line.find("I/O thread") != std::string::npos) thread_lines.push_back(line);
+        };
+      },
+      3'000'001);
   EXPECT_EQ(st.streams_per_reducer, client::AutoStreams(2));
+  HostCapacity loopback;
+  loopback.cores = UsableCores();
+  const int streams = 2 * client::AutoStreams(2);
+  EXPECT_EQ(st.io_threads, AutoIoThreads(loopback, streams).threads);
+  ASSERT_EQ(thread_lines.size(), kWorld) << "one line per rank";
+  EXPECT_NE(thread_lines[0].find("(automatic: the link's speed is unknown (lo reports no speed)"), std::string::npos)
+      << thread_lines[0];
   EXPECT_EQ(st.piece_bytes, client::AutoPieceBytes(2));
   // At least 4 pieces (more only where TCP measured a long path).
   EXPECT_GE(st.send_window_min, 4 * client::AutoPieceBytes(2));
@@ -59,9 +80,11 @@ TEST(TransportDefaults, ExplicitSettingsWin) {
         o->streams_per_reducer = 2;
         o->max_piece_bytes = 96 << 10;
         o->send_window_bytes = 0;  // no limit
+        o->io_threads = 3;
       },
       1'000'003);
   EXPECT_EQ(st.streams_per_reducer, 2);
+  EXPECT_EQ(st.io_threads, 3);
   EXPECT_EQ(st.piece_bytes, size_t{96} << 10);
   EXPECT_EQ(st.send_window_min, 0u);
   EXPECT_EQ(st.send_window_max, 0u);

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/host_capacity.h"
+
 #include "server/core/session.h"
 #include "server/reducerd_settings.h"
 
@@ -43,7 +45,8 @@ TEST(ReducerdOptions, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(o->net.listen_host, "0.0.0.0");
   EXPECT_EQ(o->net.listen_port, 7450);
   EXPECT_GE(o->net.io_threads, 1);
-  EXPECT_LE(o->net.io_threads, 8);
+  EXPECT_LE(o->net.io_threads, kMaxAutoIoThreads);
+  EXPECT_NE(o->io_threads_origin.find("automatic: "), std::string::npos) << o->io_threads_origin;
   EXPECT_EQ(o->net.memory_limit, size_t{1} << 30);
   EXPECT_EQ(o->net.max_piece_bytes, size_t{4} << 20);
   EXPECT_EQ(o->net.result_part_bytes, size_t{32} << 10);
