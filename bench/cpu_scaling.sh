@@ -20,7 +20,7 @@ WORKER_CPUS=${WORKER_CPUS:-0-$((HALF - 1))}
 REDUCER_CPUS=${REDUCER_CPUS:-$((CPUS > 1 ? HALF : 0))-$((CPUS - 1))}
 WORKERS=${WORKERS:-$((HALF < 4 ? HALF : 4))}
 REDUCERS=${REDUCERS:-$WORKERS}
-IO_THREADS=${IO_THREADS:-1 2 4}
+IO_THREADS=${IO_THREADS:-auto 1 2 4}
 STREAMS=${STREAMS:-auto}
 REDUCER_IO_THREADS=${REDUCER_IO_THREADS:-auto}
 SIZE=${SIZE:-64M}
@@ -49,7 +49,7 @@ of the reducers. Exit status: 0 when every run succeeded, 1 otherwise, 2 for bad
 Settings, from the environment (current value):
   WORKER_CPUS=$WORKER_CPUS REDUCER_CPUS=$REDUCER_CPUS   taskset core lists (default: halves of the $CPUS CPUs)
   WORKERS=$WORKERS REDUCERS=$REDUCERS   processes of each kind
-  IO_THREADS='$IO_THREADS'   the client's I/O threads (--io-threads), a list
+  IO_THREADS='$IO_THREADS'   the client's I/O threads (--io-threads), a list; auto = the client's own choice
   STREAMS='$STREAMS'   streams per reducer (--streams), a list; auto = the client's own choice
   REDUCER_IO_THREADS='$REDUCER_IO_THREADS'   reducerd --io-threads; auto = its own choice
   SIZE=$SIZE ITERS=$ITERS WARMUP=$WARMUP REPEAT=$REPEAT   REPEAT runs of each combination (min - max shown)
@@ -143,12 +143,13 @@ echo "io_threads,streams,run,per_worker_GBps,worker_s_per_GB,reducer_s_per_GB" >
 
 # run_one IO_THREADS STREAMS RUN: one measurement, a row appended to the CSV.
 run_one() {
-  local io=$1 streams=$2 run=$3 logs i r port addrs="" pids=() rpids=() rio=() sflag=()
+  local io=$1 streams=$2 run=$3 logs i r port addrs="" pids=() rpids=() rio=() sflag=() iflag=()
   logs=$OUT/io$io-s$streams-run$run
   rm -rf "$logs"
   mkdir -p "$logs"
   [[ $REDUCER_IO_THREADS == auto ]] || rio=(--io-threads "$REDUCER_IO_THREADS")
   [[ $streams == auto ]] || sflag=(--streams "$streams")
+  [[ $io == auto ]] || iflag=(--io-threads "$io")
   # shellcheck disable=SC2086  # REDUCERD_ARGS is a list of flags
   start_reducers "$logs" "$REDUCERS" "$REDUCER_CPUS" "$REDUCERD" "${rio[@]}" $REDUCERD_ARGS || return 1
   rpids=("${REDUCER_PIDS[@]}")
@@ -159,7 +160,7 @@ run_one() {
     # shellcheck disable=SC2016,SC2086  # expanded by the inner shell; BENCH_ARGS is a list of flags
     timeout -k 5 "$RUN_TIMEOUT" taskset -c "$WORKER_CPUS" bash -c '"$@"; rc=$?; times >"$0"; exit $rc' \
       "$logs/rank$r.times" "$BENCH" --reducers "$addrs" --world "$WORKERS" --rank "$r" \
-      --session "cpu-scaling-$$-$io-$streams-$run" --io-threads "$io" "${sflag[@]}" \
+      --session "cpu-scaling-$$-$io-$streams-$run" "${iflag[@]}" "${sflag[@]}" \
       -b "$SIZE" -e "$SIZE" -n "$ITERS" -w "$WARMUP" --check 0 -d float32 $BENCH_ARGS \
       >"$logs/rank$r.out" 2>"$logs/rank$r.err" &
     PIDS+=($!)
@@ -177,6 +178,8 @@ run_one() {
   per_rank=$(awk '/^# Input bytes/ { print $5 }' "$logs/rank0.out")
   gb=$(awk -v b=$((WORKERS * per_rank)) 'BEGIN { printf "%.4f", b / 1e9 }')
   bw=$(awk '!/^#/ && NF >= 8 { v = $6 } END { print v + 0 }' "$logs/rank0.out")
+  # What the client chose: "# Transport      : N I/O thread(s), ...".
+  [[ $io != auto ]] || io="auto ($(awk '/^# Transport/ { print $4 }' "$logs/rank0.out"))"
   awk -v io="$io" -v s="$streams" -v run="$run" -v bw="$bw" -v gb="$gb" -v w="$wrk" -v r="$red" 'BEGIN {
     split(w, x, " "); split(r, y, " ")
     printf "%s,%s,%s,%.3f,%.3f,%.3f\n", io, s, run, bw, (x[1] + x[2]) / gb, (y[1] + y[2]) / gb }' >>"$CSV"
