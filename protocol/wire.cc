@@ -13,6 +13,42 @@ constexpr size_t kChallengeBytes = kNonceBytes + 4;
 constexpr size_t kWelcomeBytes = kMacBytes + 8;
 constexpr size_t kErrorHeadBytes = 4;
 
+// Where each field of the frame header lies (byte offsets from the frame's
+// start, little-endian): the one table EncodeHeader and DecodeHeader read.
+struct HeaderField {
+  static constexpr size_t kMagic = 0;     // u32
+  static constexpr size_t kVersion = 4;   // u16
+  static constexpr size_t kType = 6;      // u16
+  static constexpr size_t kPayload = 8;   // u32, payload bytes
+  static constexpr size_t kReserved = 12;  // u32, written 0
+};
+static_assert(HeaderField::kReserved + sizeof(uint32_t) == kHeaderBytes,
+              "the frame header's last field must end at kHeaderBytes");
+
+// HELLO's payload, the same way.
+struct HelloField {
+  static constexpr size_t kSession = 0;                         // kSessionIdBytes
+  static constexpr size_t kRank = kSessionIdBytes;              // u32
+  static constexpr size_t kWorld = kRank + 4;                   // u32
+  static constexpr size_t kStream = kWorld + 4;                 // u16
+  static constexpr size_t kStreams = kStream + 2;               // u16
+  static constexpr size_t kClientNonce = kStreams + 2;          // kNonceBytes
+  static constexpr size_t kFlags = kClientNonce + kNonceBytes;  // u32
+  static constexpr size_t kLiveness = kFlags + 4;               // u32, milliseconds
+  static constexpr size_t kWire = kLiveness + 4;                // u32, a DataType
+};
+static_assert(HelloField::kWire + sizeof(uint32_t) == kHelloPayloadBytes,
+              "HELLO's last field must end at kHelloPayloadBytes");
+
+// HEARTBEAT's payload.
+struct HeartbeatField {
+  static constexpr size_t kEpoch = 0;      // u32
+  static constexpr size_t kFlags = 4;      // u32
+  static constexpr size_t kWatermark = 8;  // u64
+};
+static_assert(HeartbeatField::kWatermark + sizeof(uint64_t) == kHeartbeatBytes,
+              "HEARTBEAT's last field must end at kHeartbeatBytes");
+
 // Where each field of the piece header lies (byte offsets after the frame
 // header, little-endian): the one table its encoder, its decoder and
 // SetPieceCrc all read.
@@ -94,11 +130,11 @@ std::string SessionIdToString(const SessionId& id) {
 }
 
 void EncodeHeader(const FrameHeader& header, uint8_t* out) {
-  PutLE<uint32_t>(out + 0, kMagic);
-  PutLE<uint16_t>(out + 4, header.version);
-  PutLE<uint16_t>(out + 6, static_cast<uint16_t>(header.type));
-  PutLE<uint32_t>(out + 8, header.payload_bytes);
-  PutLE<uint32_t>(out + 12, 0);
+  PutLE<uint32_t>(out + HeaderField::kMagic, kMagic);
+  PutLE<uint16_t>(out + HeaderField::kVersion, header.version);
+  PutLE<uint16_t>(out + HeaderField::kType, static_cast<uint16_t>(header.type));
+  PutLE<uint32_t>(out + HeaderField::kPayload, header.payload_bytes);
+  PutLE<uint32_t>(out + HeaderField::kReserved, 0);
 }
 
 Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, FrameHeader* out,
@@ -107,16 +143,16 @@ Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, F
     return Status(Code::kProtocol, "truncated frame header: " + std::to_string(bytes.size()) +
                                        " of " + std::to_string(kHeaderBytes) + " bytes");
   }
-  const uint32_t magic = GetLE<uint32_t>(bytes.data());
+  const uint32_t magic = GetLE<uint32_t>(bytes.data() + HeaderField::kMagic);
   if (magic != kMagic) {
     char buf[96];
     std::snprintf(buf, sizeof(buf), "bad magic 0x%08x (expected 0x%08x): not a reduction server peer",
                   magic, kMagic);
     return Status(Code::kProtocol, buf);
   }
-  const uint16_t version = GetLE<uint16_t>(bytes.data() + 4);
-  const uint16_t type = GetLE<uint16_t>(bytes.data() + 6);
-  const uint32_t payload = GetLE<uint32_t>(bytes.data() + 8);
+  const uint16_t version = GetLE<uint16_t>(bytes.data() + HeaderField::kVersion);
+  const uint16_t type = GetLE<uint16_t>(bytes.data() + HeaderField::kType);
+  const uint32_t payload = GetLE<uint32_t>(bytes.data() + HeaderField::kPayload);
   out->version = version;
   out->type = static_cast<FrameType>(type);
   out->payload_bytes = payload;
@@ -141,32 +177,30 @@ Status DecodeHeader(std::span<const uint8_t> bytes, uint64_t max_data_payload, F
 std::vector<uint8_t> EncodeHello(const Hello& hello, uint16_t version) {
   auto out = Frame(FrameType::kHello, kHelloPayloadBytes, version);
   uint8_t* p = out.data() + kHeaderBytes;
-  std::memcpy(p, hello.session.data(), kSessionIdBytes);
-  p += kSessionIdBytes;
-  PutLE<uint32_t>(p, hello.rank);
-  PutLE<uint32_t>(p + 4, hello.world);
-  PutLE<uint16_t>(p + 8, hello.stream);
-  PutLE<uint16_t>(p + 10, hello.streams);
-  std::memcpy(p + 12, hello.client_nonce.data(), kNonceBytes);
-  PutLE<uint32_t>(p + 12 + kNonceBytes, hello.flags);
-  PutLE<uint32_t>(p + 16 + kNonceBytes, hello.liveness_ms);
-  PutLE<uint32_t>(p + 20 + kNonceBytes, static_cast<uint32_t>(hello.wire));
+  std::memcpy(p + HelloField::kSession, hello.session.data(), kSessionIdBytes);
+  PutLE<uint32_t>(p + HelloField::kRank, hello.rank);
+  PutLE<uint32_t>(p + HelloField::kWorld, hello.world);
+  PutLE<uint16_t>(p + HelloField::kStream, hello.stream);
+  PutLE<uint16_t>(p + HelloField::kStreams, hello.streams);
+  std::memcpy(p + HelloField::kClientNonce, hello.client_nonce.data(), kNonceBytes);
+  PutLE<uint32_t>(p + HelloField::kFlags, hello.flags);
+  PutLE<uint32_t>(p + HelloField::kLiveness, hello.liveness_ms);
+  PutLE<uint32_t>(p + HelloField::kWire, static_cast<uint32_t>(hello.wire));
   return out;
 }
 
 Status DecodeHello(std::span<const uint8_t> payload, Hello* out) {
   if (payload.size() != kHelloPayloadBytes) return SizeError("HELLO", payload.size(), kHelloPayloadBytes);
   const uint8_t* p = payload.data();
-  std::memcpy(out->session.data(), p, kSessionIdBytes);
-  p += kSessionIdBytes;
-  out->rank = GetLE<uint32_t>(p);
-  out->world = GetLE<uint32_t>(p + 4);
-  out->stream = GetLE<uint16_t>(p + 8);
-  out->streams = GetLE<uint16_t>(p + 10);
-  std::memcpy(out->client_nonce.data(), p + 12, kNonceBytes);
-  out->flags = GetLE<uint32_t>(p + 12 + kNonceBytes);
-  out->liveness_ms = GetLE<uint32_t>(p + 16 + kNonceBytes);
-  const uint32_t wire = GetLE<uint32_t>(p + 20 + kNonceBytes);
+  std::memcpy(out->session.data(), p + HelloField::kSession, kSessionIdBytes);
+  out->rank = GetLE<uint32_t>(p + HelloField::kRank);
+  out->world = GetLE<uint32_t>(p + HelloField::kWorld);
+  out->stream = GetLE<uint16_t>(p + HelloField::kStream);
+  out->streams = GetLE<uint16_t>(p + HelloField::kStreams);
+  std::memcpy(out->client_nonce.data(), p + HelloField::kClientNonce, kNonceBytes);
+  out->flags = GetLE<uint32_t>(p + HelloField::kFlags);
+  out->liveness_ms = GetLE<uint32_t>(p + HelloField::kLiveness);
+  const uint32_t wire = GetLE<uint32_t>(p + HelloField::kWire);
   if (wire != static_cast<uint32_t>(DataType::kFloat32) && wire != static_cast<uint32_t>(DataType::kBfloat16) &&
       wire != static_cast<uint32_t>(DataType::kFloat16)) {
     return Status(Code::kProtocol, "unknown wire type " + std::to_string(wire) + " in HELLO");
@@ -242,17 +276,17 @@ std::vector<uint8_t> EncodeBye() { return Frame(FrameType::kBye, 0); }
 std::vector<uint8_t> EncodeHeartbeat(const Heartbeat& heartbeat) {
   auto out = Frame(FrameType::kHeartbeat, kHeartbeatBytes);
   uint8_t* p = out.data() + kHeaderBytes;
-  PutLE<uint32_t>(p, heartbeat.epoch);
-  PutLE<uint32_t>(p + 4, heartbeat.flags);
-  PutLE<uint64_t>(p + 8, heartbeat.watermark);
+  PutLE<uint32_t>(p + HeartbeatField::kEpoch, heartbeat.epoch);
+  PutLE<uint32_t>(p + HeartbeatField::kFlags, heartbeat.flags);
+  PutLE<uint64_t>(p + HeartbeatField::kWatermark, heartbeat.watermark);
   return out;
 }
 
 Status DecodeHeartbeat(std::span<const uint8_t> payload, Heartbeat* out) {
   if (payload.size() != kHeartbeatBytes) return SizeError("HEARTBEAT", payload.size(), kHeartbeatBytes);
-  out->epoch = GetLE<uint32_t>(payload.data());
-  out->flags = GetLE<uint32_t>(payload.data() + 4);
-  out->watermark = GetLE<uint64_t>(payload.data() + 8);
+  out->epoch = GetLE<uint32_t>(payload.data() + HeartbeatField::kEpoch);
+  out->flags = GetLE<uint32_t>(payload.data() + HeartbeatField::kFlags);
+  out->watermark = GetLE<uint64_t>(payload.data() + HeartbeatField::kWatermark);
   return Status::Ok();
 }
 
