@@ -14,14 +14,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/default_value.h"
+
 namespace rs::client {
 
-// A default value and the text the settings list shows for it.
-template <typename T>
-struct Default {
-  T value;
-  const char* text;
-};
 
 inline constexpr Default<uint64_t> kDefaultMinPiece{uint64_t{64} << 10, "64KiB"};
 inline constexpr Default<uint64_t> kDefaultRetention{uint64_t{256} << 20, "256MiB"};

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "common/tcp_tuning.h"
 #include "protocol/wire.h"
 
 namespace rs::client {
@@ -174,12 +175,12 @@ const std::vector<ClientSetting>& ClientSettings() {
         "With failover, memory for the copies of inputs not yet completed on every rank (at least 1MiB); "
         "when full, new all-reduces wait for the slowest rank"},
        Retention},
-      {{"--tcp-congestion", "REDUCER_TCP_CONGESTION", "NAME", "auto", "",
+      {{"--tcp-congestion", "REDUCER_TCP_CONGESTION", "NAME", kDefaultTcpCongestion.text, "",
         "TCP congestion control of the streams to the reducers: `auto` replaces a host default of bbr with "
         "cubic (reno where cubic is not allowed), since bbr's pacing held pieces back; `system` keeps the "
         "host's; or an algorithm's name. Logged once"},
        TcpCongestion},
-      {{"--tcp-rto-min", "REDUCER_TCP_RTO_MIN", "DUR", "5ms", "",
+      {{"--tcp-rto-min", "REDUCER_TCP_RTO_MIN", "DUR", kDefaultTcpRtoMin.text, "",
         "Floor of TCP's retransmission timeout on those streams (kernels with TCP_RTO_MIN_US, recent Linux; rounded up to the "
         "kernel's timer tick): a segment lost at the end of a piece costs this instead of 200 ms. Raised to twice "
         "a longer path's round trip (at most 200 ms), so that the pause between operations does not restart "

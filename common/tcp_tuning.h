@@ -25,20 +25,25 @@
 #include <optional>
 #include <string>
 
+#include "common/default_value.h"
 #include "common/status.h"
 
 namespace rs {
+
+// Both ends' defaults, shown by both settings registries.
+inline constexpr Default<const char*> kDefaultTcpCongestion{"auto", "auto"};
+inline constexpr Default<std::chrono::milliseconds> kDefaultTcpRtoMin{std::chrono::milliseconds(5), "5ms"};
 
 struct TcpTuning {
   // "auto": where the host's default is bbr (any bbr variant), cubic where
   // the host allows it, else reno; any other default is kept. "system": the
   // host's default, untouched. Otherwise an algorithm's name (cubic, reno,
   // bbr, dctcp...), used where the kernel allows it.
-  std::string congestion = "auto";
+  std::string congestion = kDefaultTcpCongestion.value;
   // The floor of the retransmission timeout (TCP_RTO_MIN_US); 0: the
   // kernel's own (200 ms unless the route or net.ipv4.tcp_rto_min_us says
   // otherwise). The kernel rounds it up to its timer tick.
-  std::chrono::milliseconds rto_min{5};
+  std::chrono::milliseconds rto_min = kDefaultTcpRtoMin.value;
 };
 
 // Checks a setting's text: "auto", "system", or a name of letters, digits

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/tcp_tuning.h"
 #include "server/core/server_defaults.h"
 
 namespace rs::server {
@@ -71,11 +72,11 @@ const std::vector<SettingInfo>& ReducerdSettings() {
        "round trip is at most 2 ms: fewer frames and wake-ups (about an eighth less reducerd CPU per GB "
        "measured), and the operation ends at most about 1/N of its time later (one piece from every worker on "
        "the reducer's link). 0: parts for every operation"},
-      {"--tcp-congestion", "REDUCER_TCP_CONGESTION", "NAME", "auto", "",
+      {"--tcp-congestion", "REDUCER_TCP_CONGESTION", "NAME", kDefaultTcpCongestion.text, "",
        "TCP congestion control of the connections to workers: `auto` replaces a host default of bbr with cubic "
        "(reno where cubic is not allowed), since bbr's pacing held pieces back; `system` keeps the host's; or an "
        "algorithm's name. Logged at start-up"},
-      {"--tcp-rto-min", "REDUCER_TCP_RTO_MIN", "DUR", "5ms", "",
+      {"--tcp-rto-min", "REDUCER_TCP_RTO_MIN", "DUR", kDefaultTcpRtoMin.text, "",
        "floor of TCP's retransmission timeout on those connections (kernels with TCP_RTO_MIN_US, recent Linux; the kernel rounds it up "
        "to its timer tick): a lost segment at the end of a piece costs this instead of 200 ms. Raised to twice a "
        "longer path's round trip (at most 200 ms), so that the pause between operations does not restart TCP's "

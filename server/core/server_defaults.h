@@ -15,14 +15,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/default_value.h"
+
 namespace rs::server {
 
-// A default value and the text the settings registry shows for it.
-template <typename T>
-struct Default {
-  T value;
-  const char* text;
-};
 
 inline constexpr Default<uint64_t> kDefaultMemoryLimit{uint64_t{1} << 30, "1GiB"};
 inline constexpr Default<uint64_t> kDefaultMaxPiece{uint64_t{4} << 20, "4MiB"};
