@@ -107,9 +107,6 @@ class OperationImpl final : public Operation {
   // An I/O lease on `op`, or an empty one when `op` is null or already has
   // a result (no new I/O on buffers the caller may have freed).
   [[nodiscard]] static OpLease Lease(std::shared_ptr<OperationImpl> op);
-  // Takes an I/O lease unless the operation already has a result.
-  bool Acquire();
-  void Release();
 
   enum class Claim { kClaimed, kStale, kError };
   // Checks a RESULT header against what was sent to `reducer`: the whole
@@ -134,6 +131,9 @@ class OperationImpl final : public Operation {
   std::vector<uint32_t> PendingReducers() const;
 
  private:
+  friend class OpLease;
+  bool Acquire();  // unless the operation has a result
+  void Release();  // OpLease's, once per Acquire
   void MaybeSignalLocked();
 
   const uint64_t seq_;

@@ -185,8 +185,8 @@ std::vector<PieceSend> SendsOf(const std::shared_ptr<OperationImpl>& op, const s
     s.bytes = span.count * sizeof(float);
     s.epoch = epoch;
     protocol::EncodePieceFrame(FrameType::kData, h, &s.head);
-    EXPECT_TRUE(op->Acquire());
-    s.op = op;
+    s.lease = OperationImpl::Lease(op);
+    EXPECT_TRUE(s.lease);
     sends.push_back(std::move(s));
   }
   return sends;
