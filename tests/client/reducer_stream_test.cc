@@ -43,6 +43,11 @@ class RecordingOwner : public StreamOwner {
     std::lock_guard<std::mutex> lock(mu_);
     return failure_;
   }
+  Status WaitFailure() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(20), [&] { return !failure_.ok(); });
+    return failure_;
+  }
 
  private:
   void Set(bool* flag) {
@@ -393,6 +398,52 @@ TEST(ReducerStreamTest, PiecesOfAnEpochWhoseResetHasNotRunYetWaitForIt) {
     op->Finish(Status::Ok());
     EXPECT_TRUE(op->Done());  // every lease went back
   }
+}
+
+// The operation a stream's results are for.
+class OwnerOf : public RecordingOwner {
+ public:
+  explicit OwnerOf(std::shared_ptr<OperationImpl> op) : op_(std::move(op)) {}
+  std::shared_ptr<OperationImpl> FindOperation(uint64_t seq) override { return seq == op_->seq() ? op_ : nullptr; }
+
+ private:
+  std::shared_ptr<OperationImpl> op_;
+};
+
+// A result is read straight into the caller's buffer, under a lease on its
+// operation. A reducer lost halfway through one must not keep that lease:
+// the client fails the operation, and it must then report Done, or the
+// caller (a training step) waits for ever.
+TEST(ReducerStreamTest, AResultCutShortGivesItsLeaseBackSoTheFailedOperationCompletes) {
+  asio::io_context test_io;
+  ScriptedReducer reducer(test_io);
+  constexpr uint64_t kElems = 1024;
+  std::vector<float> send(kElems, 1.0f), recv(send.size());
+  auto op = MakeOp(5, send, recv, 1, 0);
+  OwnerOf owner(op);
+  IoThread io_thread;
+  StartedStream started(io_thread.io(), reducer, &owner, 0);
+  std::string why;
+  ASSERT_TRUE(reducer.Handshake(1 << 20, &why)) << why;
+  ASSERT_TRUE(owner.WaitReady()) << owner.failure().ToString();
+
+  protocol::PieceHeader result;
+  result.seq = 5;
+  result.pieces = 1;
+  result.total_count = kElems;
+  result.count = kElems;
+  std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
+  protocol::EncodePieceFrame(FrameType::kResult, result, &head);
+  std::vector<uint8_t> half(head.begin(), head.end());
+  half.resize(half.size() + kElems * sizeof(float) / 2);
+  reducer.Write(half);
+  reducer.Close();
+
+  // The stream reports the loss after the read's lease has gone back.
+  EXPECT_EQ(owner.WaitFailure().code(), Code::kPeerFailed);
+  op->Finish(Status(Code::kPeerFailed, "reducer 0 lost"));
+  EXPECT_TRUE(op->Done()) << "the cut-short read still holds the receive buffer";
+  EXPECT_EQ(op->Wait(std::chrono::milliseconds(0)).code(), Code::kPeerFailed);
 }
 
 }  // namespace
