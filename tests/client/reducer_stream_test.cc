@@ -197,6 +197,21 @@ std::vector<PieceSend> SendsOf(const std::shared_ptr<OperationImpl>& op, const s
   return sends;
 }
 
+// The start of a RESULT frame for all `count` float32 elements of operation
+// `seq` (one piece): its heads and the first `bytes` of its data.
+std::vector<uint8_t> ResultStart(uint64_t seq, uint64_t count, size_t bytes) {
+  protocol::PieceHeader result;
+  result.seq = seq;
+  result.pieces = 1;
+  result.total_count = count;
+  result.count = count;
+  std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
+  protocol::EncodePieceFrame(FrameType::kResult, result, &head);
+  std::vector<uint8_t> start(head.begin(), head.end());
+  start.resize(start.size() + bytes);
+  return start;
+}
+
 // A stream to `reducer` on `io`, closed (without goodbye) however the test ends.
 struct StartedStream {
   StartedStream(asio::io_context& io, const ScriptedReducer& reducer, RecordingOwner* owner, uint32_t flags) {
@@ -312,16 +327,7 @@ TEST(ReducerStreamTest, AnAbortedStreamDeliversWhatItWroteAndItsReasonWithInputU
   // operation it knows) and 16 KiB of it, which it reads; then, once its
   // read waits for the rest (its low-water mark: no wake-up for less),
   // 16 KiB more, which stay in the kernel's queue.
-  protocol::PieceHeader result;
-  result.seq = 99;
-  result.pieces = 1;
-  result.total_count = 256 * 1024;
-  result.count = 256 * 1024;
-  std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
-  protocol::EncodePieceFrame(FrameType::kResult, result, &head);
-  std::vector<uint8_t> partial(head.begin(), head.end());
-  partial.resize(partial.size() + 16 * 1024);
-  reducer.Write(partial);
+  reducer.Write(ResultStart(99, 256 * 1024, 16 * 1024));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   reducer.Write(std::vector<uint8_t>(16 * 1024));
 
@@ -427,16 +433,7 @@ TEST(ReducerStreamTest, AResultCutShortGivesItsLeaseBackSoTheFailedOperationComp
   ASSERT_TRUE(reducer.Handshake(1 << 20, &why)) << why;
   ASSERT_TRUE(owner.WaitReady()) << owner.failure().ToString();
 
-  protocol::PieceHeader result;
-  result.seq = 5;
-  result.pieces = 1;
-  result.total_count = kElems;
-  result.count = kElems;
-  std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
-  protocol::EncodePieceFrame(FrameType::kResult, result, &head);
-  std::vector<uint8_t> half(head.begin(), head.end());
-  half.resize(half.size() + kElems * sizeof(float) / 2);
-  reducer.Write(half);
+  reducer.Write(ResultStart(5, kElems, kElems * sizeof(float) / 2));
   reducer.Close();
 
   // The stream reports the loss after the read's lease has gone back.
