@@ -335,8 +335,8 @@ void ClientImpl::IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* 
     s.epoch = epoch;
     s.crc = opts_.crc;
     protocol::EncodePieceFrame(protocol::FrameType::kData, h, &s.head);
-    if (!op->Acquire()) break;  // failed meanwhile
-    s.op = op;
+    s.lease = OperationImpl::Lease(op);
+    if (!s.lease) break;  // failed meanwhile
     (*batches)[{p.reducer, p.stream}].push_back(std::move(s));
   }
 }
@@ -347,7 +347,7 @@ void ClientImpl::PostLocked(Batches* batches) {
     if (key.second < slot.streams.size() && slot.state == Slot::State::kLive) {
       slot.streams[key.second]->Send(std::move(sends));
     } else {
-      for (PieceSend& s : sends) s.op->Release();  // lost meanwhile: the next epoch redoes it
+      sends.clear();  // lost meanwhile: their leases go back, and the next epoch redoes them
     }
   }
   batches->clear();

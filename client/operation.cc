@@ -56,6 +56,25 @@ std::vector<protocol::PieceSpan> OperationImpl::pieces() const {
   return pieces_;
 }
 
+OpLease& OpLease::operator=(OpLease&& other) noexcept {
+  if (this != &other) {
+    reset();
+    op_ = std::move(other.op_);
+  }
+  return *this;
+}
+
+void OpLease::reset() {
+  if (op_ == nullptr) return;
+  const std::shared_ptr<OperationImpl> op = std::move(op_);
+  op->Release();
+}
+
+OpLease OperationImpl::Lease(std::shared_ptr<OperationImpl> op) {
+  if (op == nullptr || !op->Acquire()) return OpLease();
+  return OpLease(std::move(op));
+}
+
 bool OperationImpl::Acquire() {
   std::lock_guard<std::mutex> lock(mu_);
   if (has_result_) return false;

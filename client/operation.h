@@ -28,6 +28,37 @@
 
 namespace rs::client {
 
+class OperationImpl;
+
+// An I/O lease on an operation: while any is held, a socket may still read
+// into or write from the operation's buffers, so it is not Done(). Made only
+// by OperationImpl::Lease; gives the lease back exactly once, when destroyed
+// or reset, so whatever holds one (a piece queued on a stream, a read in
+// flight) cannot be dropped without giving it back. Move-only: a moved-from
+// lease holds nothing. Giving it back takes the operation's mutex (and may
+// complete it, which wakes its waiters and may free its retained copy): fine
+// under the client's mutex (lock order: the client's, then an operation's,
+// client_impl.h), never under the operation's own.
+class OpLease {
+ public:
+  OpLease() = default;
+  OpLease(OpLease&& other) noexcept = default;  // a moved-from shared_ptr is empty
+  OpLease& operator=(OpLease&& other) noexcept;
+  OpLease(const OpLease&) = delete;
+  OpLease& operator=(const OpLease&) = delete;
+  ~OpLease() { reset(); }
+
+  void reset();
+  explicit operator bool() const { return op_ != nullptr; }
+  OperationImpl* operator->() const { return op_.get(); }
+
+ private:
+  friend class OperationImpl;
+  explicit OpLease(std::shared_ptr<OperationImpl> op) : op_(std::move(op)) {}
+
+  std::shared_ptr<OperationImpl> op_;
+};
+
 class OperationImpl final : public Operation {
  public:
   // Pieces are sent from `send` until a retained copy takes over (see
@@ -73,9 +104,9 @@ class OperationImpl final : public Operation {
   uint32_t epoch() const;
   std::vector<protocol::PieceSpan> pieces() const;
 
-  // Takes an I/O lease unless the operation already has a result.
-  bool Acquire();
-  void Release();
+  // An I/O lease on `op`, or an empty one when `op` is null or already has
+  // a result (no new I/O on buffers the caller may have freed).
+  [[nodiscard]] static OpLease Lease(std::shared_ptr<OperationImpl> op);
 
   enum class Claim { kClaimed, kStale, kError };
   // Checks a RESULT header against what was sent to `reducer`: the whole
@@ -100,6 +131,9 @@ class OperationImpl final : public Operation {
   std::vector<uint32_t> PendingReducers() const;
 
  private:
+  friend class OpLease;
+  bool Acquire();  // unless the operation has a result
+  void Release();  // OpLease's, once per Acquire
   void MaybeSignalLocked();
 
   const uint64_t seq_;

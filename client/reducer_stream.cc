@@ -264,32 +264,34 @@ void ReducerStream::ReadResult() {
     if (!st.ok()) return self->Fail(st.Prefixed(self->Name()));
     const protocol::PieceHeader& h = self->result_header_;
     if (h.watermark != 0) self->owner_->OnWatermark(self->params_.id, h.epoch, h.watermark);
-    std::shared_ptr<OperationImpl> op = self->owner_->FindOperation(h.seq);
-    if (op && !op->Acquire()) op.reset();
+    // Held until the result is in place: the read below writes into the
+    // operation's receive buffer.
+    OpLease lease = OperationImpl::Lease(self->owner_->FindOperation(h.seq));
     OperationImpl::Claim claim = OperationImpl::Claim::kStale;
     self->result_ends_piece_ = false;
-    if (op) {
-      claim = op->ClaimResult(self->params_.id.reducer, h, &self->result_ends_piece_, &st);
+    if (lease) {
+      claim = lease->ClaimResult(self->params_.id.reducer, h, &self->result_ends_piece_, &st);
       if (claim == OperationImpl::Claim::kError) {
-        op->Release();
+        lease.reset();  // before the failure is reported, as it reads nothing
         return self->Fail(st.Prefixed(self->Name()));
       }
     }
     const bool claimed = claim == OperationImpl::Claim::kClaimed;
     self->result_narrow_ = claimed && (h.flags & protocol::kPieceWideSum) != 0 && h.dtype != DataType::kFloat32;
-    if (claimed && !op->shadow()) {
+    if (claimed && !lease->shadow()) {
       // In the operation's type: a part on a 16-bit wire lands widened.
-      const size_t elem = DataTypeSize(op->dtype());
+      const size_t elem = DataTypeSize(lease->dtype());
       const size_t offset = h.offset * elem;
-      op->BeforeResult(offset, h.count * elem);  // the failover copy of an in-place input first
-      uint8_t* dest = static_cast<uint8_t*>(op->recv()) + offset;
+      lease->BeforeResult(offset, h.count * elem);  // the failover copy of an in-place input first
+      uint8_t* dest = static_cast<uint8_t*>(lease->recv()) + offset;
       if (self->result_narrow_) {
         self->wire_result_.resize(h.PayloadBytes());
         dest = self->wire_result_.data();
       }
       self->Read(asio::buffer(dest, h.PayloadBytes()),
-                 [op](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec2) {
-                   self->OnResultRead(op, true, ec2);
+                 [lease = std::move(lease)](const std::shared_ptr<ReducerStream>& self,
+                                            const asio::error_code& ec2) mutable {
+                   self->OnResultRead(std::move(lease), true, ec2);
                  });
       return;
     }
@@ -297,8 +299,9 @@ void ReducerStream::ReadResult() {
     // results this rank has already): drain the bytes.
     self->discard_.resize(h.PayloadBytes());
     self->Read(asio::buffer(self->discard_),
-               [op, claimed](const std::shared_ptr<ReducerStream>& self, const asio::error_code& ec2) {
-                 self->OnResultRead(op, claimed, ec2);
+               [lease = std::move(lease), claimed](const std::shared_ptr<ReducerStream>& self,
+                                                   const asio::error_code& ec2) mutable {
+                 self->OnResultRead(std::move(lease), claimed, ec2);
                });
   });
 }
@@ -316,32 +319,32 @@ Status ReducerStream::CheckResultCrc(const uint8_t* data) const {
                                      values + " (data corrupted in transit: NIC, memory or a middlebox)");
 }
 
-void ReducerStream::OnResultRead(const std::shared_ptr<OperationImpl>& op, bool claimed, const asio::error_code& ec) {
+void ReducerStream::OnResultRead(OpLease lease, bool claimed, const asio::error_code& ec) {
   // The window reopens by what this result answered, even for a dropped one.
   unanswered_bytes_ -= std::min<uint64_t>(unanswered_bytes_, result_header_.PayloadBytes());
   SampleWindow();
   if (!writing_ && !queue_.empty() && state_ != State::kClosed && !write_failed_) WriteNext();
-  if (op) {
+  if (lease) {
     if (claimed && !ec) {
       uint8_t* recv = nullptr;
       const uint8_t* data = discard_.data();
-      if (!op->shadow()) {
-        recv = static_cast<uint8_t*>(op->recv()) + result_header_.offset * DataTypeSize(op->dtype());
+      if (!lease->shadow()) {
+        recv = static_cast<uint8_t*>(lease->recv()) + result_header_.offset * DataTypeSize(lease->dtype());
         data = result_narrow_ ? wire_result_.data() : recv;
       }
       Status corrupt = CheckResultCrc(data);
       if (!corrupt.ok()) {
-        op->Release();
+        lease.reset();
         Fail(corrupt);
         return;
       }
-      if (result_narrow_ && !op->shadow()) {
+      if (result_narrow_ && !lease->shadow()) {
         WidenPart(result_header_.dtype, reinterpret_cast<const uint16_t*>(wire_result_.data()),
                   reinterpret_cast<float*>(recv), result_header_.count);
       }
-      if (result_ends_piece_ && op->PieceDone(result_header_.epoch)) owner_->OperationComplete(op->seq());
+      if (result_ends_piece_ && lease->PieceDone(result_header_.epoch)) owner_->OperationComplete(lease->seq());
     }
-    op->Release();
+    lease.reset();  // the result is in place (or dropped): before reading on
   }
   if (state_ == State::kClosed) return;
   if (ec) {
@@ -390,7 +393,7 @@ void ReducerStream::Send(std::vector<PieceSend> sends) {
         // Reset, to go after the Reset's own.
         self->early_.push_back(std::move(s));
       } else {
-        s.op->Release();  // this stream has moved on, or is gone
+        s.lease.reset();  // this stream has moved on, or is gone
       }
     }
     if (open && !self->writing_) self->WriteNext();
@@ -402,8 +405,8 @@ void ReducerStream::Reset(uint32_t epoch, std::vector<uint8_t> announce, std::ve
                    sends = std::move(sends)]() mutable {
     self->epoch_ = std::max(self->epoch_, epoch);
     if (self->state_ != State::kReady || self->write_failed_) {
-      for (auto& s : sends) s.op->Release();
-      self->ReleaseEarly();
+      sends.clear();  // their leases go back
+      self->early_.clear();
       return;
     }
     self->DropQueuedPieces();
@@ -414,18 +417,16 @@ void ReducerStream::Reset(uint32_t epoch, std::vector<uint8_t> announce, std::ve
       if (s.epoch >= self->epoch_) {
         self->queue_.push_back(Outgoing{{}, std::move(s)});
       } else {
-        s.op->Release();
+        s.lease.reset();  // an older epoch's: not sent
       }
     }
     // Then what was issued in this epoch before this Reset ran, in order.
     while (!self->early_.empty() && self->early_.front().epoch <= self->epoch_) {
       PieceSend s = std::move(self->early_.front());
       self->early_.pop_front();
-      if (s.epoch == self->epoch_) {
-        self->queue_.push_back(Outgoing{{}, std::move(s)});
-      } else {
-        s.op->Release();  // for an epoch passed over: redone in this one
-      }
+      // One for an epoch passed over is dropped here (its lease goes back):
+      // it is redone in this one.
+      if (s.epoch == self->epoch_) self->queue_.push_back(Outgoing{{}, std::move(s)});
     }
     if (!self->writing_) self->WriteNext();
   });
@@ -504,7 +505,7 @@ void ReducerStream::WriteNext() {
   size_t taken = 0;
   for (size_t i = 0; i < in_flight_; ++i) {
     Outgoing& out = queue_[i];
-    if (!out.piece.op) {
+    if (!out.piece.lease) {
       buffers.emplace_back(out.control.data(), out.control.size());
       write_end_ = out.control.size();
       continue;
@@ -538,13 +539,12 @@ void ReducerStream::WriteNext() {
     self->urgent_in_flight_ = 0;
     for (size_t i = 0; i < self->in_flight_; ++i) {
       Outgoing& out = self->queue_.front();
-      const size_t size = out.piece.op ? out.piece.head.size() + out.piece.bytes : out.control.size();
+      const size_t size = out.piece.lease ? out.piece.head.size() + out.piece.bytes : out.control.size();
       if (!ec && i + 1 == self->in_flight_ && self->write_end_ < size) {
         self->front_written_ = self->write_end_;  // the rest goes in the next write
         break;
       }
-      if (out.piece.op) out.piece.op->Release();
-      self->queue_.pop_front();
+      self->queue_.pop_front();  // a piece written: its lease goes back
       self->front_written_ = 0;
     }
     self->in_flight_ = 0;
@@ -573,7 +573,7 @@ size_t ReducerStream::BatchSize() const {
   size_t n = 0;
   for (; n < std::min(queue_.size(), kMaxBatch); ++n) {
     const Outgoing& out = queue_[n];
-    if (out.piece.op) {
+    if (out.piece.lease) {
       if (window != 0 && unanswered != 0 && unanswered + out.piece.bytes > window) break;
       unanswered += out.piece.bytes;
     }
@@ -652,19 +652,11 @@ size_t ReducerStream::Pinned(bool keep_partial) const {
   return std::max(in_flight_, keep_partial && front_written_ > 0 ? size_t{1} : size_t{0});
 }
 
-void ReducerStream::ReleaseEarly() {
-  for (PieceSend& s : early_) s.op->Release();
-  early_.clear();
-}
-
 void ReducerStream::DropQueued(bool keep_partial) {
   // What is not being written goes; its leases go back to the operations.
-  ReleaseEarly();
+  early_.clear();
   const size_t pinned = Pinned(keep_partial);
-  while (queue_.size() > pinned) {
-    if (queue_.back().piece.op) queue_.back().piece.op->Release();
-    queue_.pop_back();
-  }
+  while (queue_.size() > pinned) queue_.pop_back();
   if (queue_.empty()) front_written_ = 0;
   while (urgent_.size() > urgent_in_flight_) urgent_.pop_back();
 }
@@ -678,13 +670,9 @@ void ReducerStream::DropQueuedPieces() {
   std::vector<std::vector<uint8_t>> controls;
   const size_t pinned = Pinned(/*keep_partial=*/true);
   for (size_t i = pinned; i < queue_.size(); ++i) {
-    if (queue_[i].piece.op) {
-      queue_[i].piece.op->Release();
-    } else {
-      controls.push_back(std::move(queue_[i].control));
-    }
+    if (!queue_[i].piece.lease) controls.push_back(std::move(queue_[i].control));
   }
-  while (queue_.size() > pinned) queue_.pop_back();
+  while (queue_.size() > pinned) queue_.pop_back();  // the pieces' leases go back
   for (auto& control : controls) queue_.push_back(Outgoing{std::move(control), {}});
 }
 

@@ -102,7 +102,8 @@ struct StreamParams {
 };
 
 // A DATA frame to write: header plus a view of the operation's source.
-// The operation's lease is held until the bytes have been written. The
+// It holds the operation's lease until the bytes have been written: a piece
+// dropped unwritten (or written) gives it back as it goes. The
 // CRC32C, when asked for, is computed just before the frame is written.
 // A float32 sum on a 16-bit wire (`wire` not kFloat32) is narrowed into
 // `narrowed` just before it is written, like the CRC: on the I/O thread, one
@@ -113,7 +114,7 @@ struct PieceSend {
   size_t bytes = 0;
   uint32_t epoch = 0;
   bool crc = false;
-  std::shared_ptr<OperationImpl> op;
+  OpLease lease;  // empty only in a queue entry that holds a control frame
   DataType wire = DataType::kFloat32;  // set back to kFloat32 once narrowed (or not)
   protocol::PieceHeader header;        // wide sums: `head` is re-encoded from it
   std::vector<uint16_t> narrowed;      // moves keep `data` valid: the storage moves with it
@@ -169,7 +170,9 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void ArmLiveness();
   void OnLivenessTick();
   void ReadResult();
-  void OnResultRead(const std::shared_ptr<OperationImpl>& op, bool claimed, const asio::error_code& ec);
+  // `lease`: on the operation the result is for (empty if none); given back
+  // once the result is in place.
+  void OnResultRead(OpLease lease, bool claimed, const asio::error_code& ec);
   Status CheckResultCrc(const uint8_t* data) const;
   // Narrows a wide sum's piece (PieceSend::wire) before its first byte goes.
   void PrepareWideSum(PieceSend* piece);
@@ -201,7 +204,6 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void DropQueued(bool keep_partial);
   void DropQueuedPieces();  // leaves queued control frames in place
   size_t Pinned(bool keep_partial) const;  // queue_ entries that must stay
-  void ReleaseEarly();  // gives back the leases of early_
 
   asio::io_context& io_;
   asio::ip::tcp::socket socket_;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "client/retention.h"
 #include "protocol/partition.h"
@@ -18,9 +19,9 @@ using std::chrono::milliseconds;
 
 // Two pieces of 8 float32 elements each: piece 0 to reducer 0, piece 1 to
 // reducer 1.
-std::unique_ptr<OperationImpl> TwoPieces(std::vector<float>& buf) {
+std::shared_ptr<OperationImpl> TwoPieces(std::vector<float>& buf) {
   std::vector<protocol::PieceSpan> pieces = {{0, 0, 8, 0, 0}, {1, 8, 8, 1, 0}};
-  return std::make_unique<OperationImpl>(7, buf.data(), buf.data(), 16, DataType::kFloat32, ReduceOp::kSum,
+  return std::make_shared<OperationImpl>(7, buf.data(), buf.data(), 16, DataType::kFloat32, ReduceOp::kSum,
                                          /*epoch=*/0, std::move(pieces), 2, Clock::now());
 }
 
@@ -58,13 +59,14 @@ TEST(Operation, DoneOnlyWhenEveryPieceIsBackAndNoSocketHoldsTheBuffers) {
   std::vector<float> buf(16);
   auto op = TwoPieces(buf);
   EXPECT_FALSE(op->Done());
-  ASSERT_TRUE(op->Acquire());  // a socket is reading into recv
+  OpLease read = OperationImpl::Lease(op);  // a socket is reading into recv
+  ASSERT_TRUE(read);
   ASSERT_TRUE(Claim(*op, 0, ResultFor(0)).ok());
   EXPECT_FALSE(op->PieceDone(0));
   ASSERT_TRUE(Claim(*op, 1, ResultFor(1)).ok());
   EXPECT_TRUE(op->PieceDone(0));  // the last piece
   EXPECT_FALSE(op->Done()) << "a socket still holds the buffers";
-  op->Release();
+  read.reset();
   EXPECT_TRUE(op->Done());
   EXPECT_TRUE(op->Wait(milliseconds(0)).ok());
   EXPECT_TRUE(op->status().ok());
@@ -75,7 +77,7 @@ TEST(Operation, FailureIsKeptAndNoLeaseIsGivenAfterIt) {
   auto op = TwoPieces(buf);
   op->Finish(Status(Code::kPeerFailed, "rank 3 disconnected"));
   EXPECT_TRUE(op->Done());
-  EXPECT_FALSE(op->Acquire()) << "no new I/O on buffers the caller may already have freed";
+  EXPECT_FALSE(OperationImpl::Lease(op)) << "no new I/O on buffers the caller may already have freed";
   op->Finish(Status(Code::kTimeout, "later error"));
   EXPECT_EQ(op->status().code(), Code::kPeerFailed);
   EXPECT_EQ(op->Wait(milliseconds(0)).message(), "rank 3 disconnected");
@@ -187,7 +189,8 @@ TEST(Operation, ItsOverflowCopyOutlivesTheWatermarkUntilItsLastWriteEnds) {
     op->RetainInto(copy);
   }
   op->CopyInput();
-  ASSERT_TRUE(op->Acquire());  // a piece of epoch 0 being written
+  OpLease write = OperationImpl::Lease(op);  // a piece of epoch 0 being written
+  ASSERT_TRUE(write);
   op->Restart(1, {{0, 0, 8, 0, 0}, {1, 8, 8, 1, 0}});
   const uint8_t* source = op->source();
   std::fill(buf.begin(), buf.end(), -1.0f);  // the caller reuses its buffer
@@ -197,9 +200,44 @@ TEST(Operation, ItsOverflowCopyOutlivesTheWatermarkUntilItsLastWriteEnds) {
   const auto* kept = reinterpret_cast<const float*>(source);
   for (size_t i = 0; i < buf.size(); ++i) EXPECT_EQ(kept[i], static_cast<float>(i + 1)) << "element " << i;
   EXPECT_FALSE(op->Done());
-  op->Release();  // the write ends
+  write.reset();  // the write ends
   EXPECT_TRUE(op->Done());
   EXPECT_TRUE(watch.expired()) << "nothing reads the copy any more: it must go, though the handle is kept";
+}
+
+// Whatever holds a lease (a piece queued on a stream, a read in flight) may
+// be dropped on any path without its result: the operation must still
+// become Done once it has a result, or the training job hangs. And a lease
+// gives back one count only, however it is moved or reset, or the operation
+// would report Done while a socket still writes from the caller's buffer.
+TEST(Operation, LeasesDroppedWithoutAResultEachGiveBackOneCountOnce) {
+  std::vector<float> buf(16);
+  auto op = TwoPieces(buf);
+  std::vector<OpLease> pieces;
+  pieces.push_back(OperationImpl::Lease(op));
+  pieces.push_back(OperationImpl::Lease(op));
+  OpLease reading = OperationImpl::Lease(op);
+  ASSERT_TRUE(pieces[0] && pieces[1] && reading);
+  op->Finish(Status(Code::kPeerFailed, "reducer 1 lost"));
+  EXPECT_FALSE(op->Done()) << "three sockets still hold the buffers";
+
+  OpLease moved = std::move(pieces[0]);
+  EXPECT_FALSE(pieces[0]) << "a moved-from lease holds nothing";
+  pieces.clear();           // the moved-from one gives back nothing, the other its one count
+  reading.reset();
+  reading.reset();  // twice: nothing more
+  EXPECT_FALSE(op->Done()) << "`moved` still holds the buffers";
+  OpLease other;
+  other = std::move(moved);
+  EXPECT_FALSE(op->Done()) << "a move hands the lease on without giving it back";
+
+  other = OpLease();  // assigning over a lease gives it back
+  EXPECT_TRUE(op->Done());
+  EXPECT_EQ(op->Wait(milliseconds(0)).code(), Code::kPeerFailed);
+}
+
+TEST(Operation, NoLeaseOnNoOperation) {
+  EXPECT_FALSE(OperationImpl::Lease(nullptr)) << "a result for an operation this client does not know";
 }
 
 }  // namespace

@@ -43,6 +43,11 @@ class RecordingOwner : public StreamOwner {
     std::lock_guard<std::mutex> lock(mu_);
     return failure_;
   }
+  Status WaitFailure() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(20), [&] { return !failure_.ok(); });
+    return failure_;
+  }
 
  private:
   void Set(bool* flag) {
@@ -185,11 +190,26 @@ std::vector<PieceSend> SendsOf(const std::shared_ptr<OperationImpl>& op, const s
     s.bytes = span.count * sizeof(float);
     s.epoch = epoch;
     protocol::EncodePieceFrame(FrameType::kData, h, &s.head);
-    EXPECT_TRUE(op->Acquire());
-    s.op = op;
+    s.lease = OperationImpl::Lease(op);
+    EXPECT_TRUE(s.lease);
     sends.push_back(std::move(s));
   }
   return sends;
+}
+
+// The start of a RESULT frame for all `count` float32 elements of operation
+// `seq` (one piece): its heads and the first `bytes` of its data.
+std::vector<uint8_t> ResultStart(uint64_t seq, uint64_t count, size_t bytes) {
+  protocol::PieceHeader result;
+  result.seq = seq;
+  result.pieces = 1;
+  result.total_count = count;
+  result.count = count;
+  std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
+  protocol::EncodePieceFrame(FrameType::kResult, result, &head);
+  std::vector<uint8_t> start(head.begin(), head.end());
+  start.resize(start.size() + bytes);
+  return start;
 }
 
 // A stream to `reducer` on `io`, closed (without goodbye) however the test ends.
@@ -307,16 +327,7 @@ TEST(ReducerStreamTest, AnAbortedStreamDeliversWhatItWroteAndItsReasonWithInputU
   // operation it knows) and 16 KiB of it, which it reads; then, once its
   // read waits for the rest (its low-water mark: no wake-up for less),
   // 16 KiB more, which stay in the kernel's queue.
-  protocol::PieceHeader result;
-  result.seq = 99;
-  result.pieces = 1;
-  result.total_count = 256 * 1024;
-  result.count = 256 * 1024;
-  std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
-  protocol::EncodePieceFrame(FrameType::kResult, result, &head);
-  std::vector<uint8_t> partial(head.begin(), head.end());
-  partial.resize(partial.size() + 16 * 1024);
-  reducer.Write(partial);
+  reducer.Write(ResultStart(99, 256 * 1024, 16 * 1024));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   reducer.Write(std::vector<uint8_t>(16 * 1024));
 
@@ -393,6 +404,43 @@ TEST(ReducerStreamTest, PiecesOfAnEpochWhoseResetHasNotRunYetWaitForIt) {
     op->Finish(Status::Ok());
     EXPECT_TRUE(op->Done());  // every lease went back
   }
+}
+
+// The operation a stream's results are for.
+class OwnerOf : public RecordingOwner {
+ public:
+  explicit OwnerOf(std::shared_ptr<OperationImpl> op) : op_(std::move(op)) {}
+  std::shared_ptr<OperationImpl> FindOperation(uint64_t seq) override { return seq == op_->seq() ? op_ : nullptr; }
+
+ private:
+  std::shared_ptr<OperationImpl> op_;
+};
+
+// A result is read straight into the caller's buffer, under a lease on its
+// operation. A reducer lost halfway through one must not keep that lease:
+// the client fails the operation, and it must then report Done, or the
+// caller (a training step) waits for ever.
+TEST(ReducerStreamTest, AResultCutShortGivesItsLeaseBackSoTheFailedOperationCompletes) {
+  asio::io_context test_io;
+  ScriptedReducer reducer(test_io);
+  constexpr uint64_t kElems = 1024;
+  std::vector<float> send(kElems, 1.0f), recv(send.size());
+  auto op = MakeOp(5, send, recv, 1, 0);
+  OwnerOf owner(op);
+  IoThread io_thread;
+  StartedStream started(io_thread.io(), reducer, &owner, 0);
+  std::string why;
+  ASSERT_TRUE(reducer.Handshake(1 << 20, &why)) << why;
+  ASSERT_TRUE(owner.WaitReady()) << owner.failure().ToString();
+
+  reducer.Write(ResultStart(5, kElems, kElems * sizeof(float) / 2));
+  reducer.Close();
+
+  // The stream reports the loss after the read's lease has gone back.
+  EXPECT_EQ(owner.WaitFailure().code(), Code::kPeerFailed);
+  op->Finish(Status(Code::kPeerFailed, "reducer 0 lost"));
+  EXPECT_TRUE(op->Done()) << "the cut-short read still holds the receive buffer";
+  EXPECT_EQ(op->Wait(std::chrono::milliseconds(0)).code(), Code::kPeerFailed);
 }
 
 }  // namespace
