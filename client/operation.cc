@@ -84,7 +84,7 @@ bool OperationImpl::Acquire() {
 
 void OperationImpl::Release() {
   std::lock_guard<std::mutex> lock(mu_);
-  --leases_;
+  if (leases_ > 0) --leases_;  // Abandon zeroes them: a lease given back after it counts for nothing
   MaybeSignalLocked();
 }
 

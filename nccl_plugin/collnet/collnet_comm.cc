@@ -93,14 +93,21 @@ StatusOr<CollRequest*> CollComm::IAllReduce(const void* send, void* recv, size_t
     return Status(Code::kInvalidArgument, "iallreduce of " + std::to_string(count) +
                                               " elements, above the maxCollBytes this plugin reports");
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  RS_RETURN_IF_ERROR(CheckRegistration(send_mhandle, send, bytes, "send"));
-  RS_RETURN_IF_ERROR(CheckRegistration(recv_mhandle, recv, bytes, "receive"));
-  CollRequest* r = pool_.Acquire();
-  if (r == nullptr) return nullptr;  // pool full: NCCL retries
-  r->bytes = bytes;
-  // A failed session yields an operation that has already failed: test()
-  // reports it, so NCCL learns of the failure on its usual path.
+  CollRequest* r = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RS_RETURN_IF_ERROR(CheckRegistration(send_mhandle, send, bytes, "send"));
+    RS_RETURN_IF_ERROR(CheckRegistration(recv_mhandle, recv, bytes, "receive"));
+    r = pool_.Acquire();
+    if (r == nullptr) return nullptr;  // pool full: NCCL retries
+    r->bytes = bytes;
+  }
+  // Outside the comm's lock: with failover on, AllReduce copies the input
+  // as its pieces go out, and test() on other requests need not wait for
+  // that. The request is this caller's until it is returned, so nothing
+  // else reads its op meanwhile. A failed session yields an operation that
+  // has already failed: test() reports it, so NCCL learns of the failure on
+  // its usual path.
   r->op = client_->AllReduce(send, recv, count, type, op);
   return r;
 }

@@ -132,7 +132,9 @@ class CollComm final : public OpaqueObject {
   std::unique_ptr<client::Client> client_;
   const std::string what_;
   mutable std::mutex mu_;
-  CollRequestPool pool_;                                         // guarded by mu_
+  // guarded by mu_, except an acquired request's op, which IAllReduce sets
+  // outside it before handing the request out
+  CollRequestPool pool_;
   std::vector<std::unique_ptr<CollRegistration>> registrations_;  // guarded by mu_
 };
 
