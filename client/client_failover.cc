@@ -14,7 +14,7 @@ constexpr auto kRejoinInterval = std::chrono::seconds(1);
 }  // namespace
 
 protocol::Heartbeat ClientImpl::HeartbeatNow() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   protocol::Heartbeat hb;
   if (!membership_) return hb;
   hb.epoch = membership_->epoch();
@@ -28,7 +28,7 @@ void ClientImpl::OnHeartbeat(StreamId id, const protocol::Heartbeat& heartbeat) 
 }
 
 void ClientImpl::OnWatermark(StreamId id, uint32_t epoch, uint64_t watermark) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Only a live reducer's, in this rank's epoch: a watermark counts
   // completions within one epoch.
   if (!membership_ || !Current(id) || slots_[id.reducer].state != Slot::State::kLive) return;
@@ -39,7 +39,7 @@ void ClientImpl::OnWatermark(StreamId id, uint32_t epoch, uint64_t watermark) {
 void ClientImpl::OnMembership(StreamId id, const protocol::MembershipFrame& frame) {
   Status fail;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!Current(id) || !health_.ok()) return;
     const auto now = Clock::now();
     if (!membership_) {

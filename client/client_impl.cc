@@ -100,7 +100,10 @@ Status ClientImpl::Connect() {
     data_tls_ = std::move(tls).value();
     Log(LogLevel::kInfo, "to the reducers: " + DataTls::Describe());
   }
-  if (opts_.failover) membership_.emplace(names_, opts_.min_reducers, ChangeTimeout(opts_));
+  if (opts_.failover) {
+    MutexLock lock(mu_);  // no I/O thread runs yet; the lock is for the analysis
+    membership_.emplace(names_, opts_.min_reducers, ChangeTimeout(opts_));
+  }
   int threads = opts_.io_threads.value_or(0);
   if (threads < 1) {
     const IoThreadChoice choice = ChooseIoThreads(opts_, static_cast<int>(opts_.reducers.size()) * streams_);
@@ -116,7 +119,7 @@ Status ClientImpl::Connect() {
   const auto deadline = start + opts_.connect_timeout;
   size_t total_streams = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     grace_end_ = start + Grace();
     reach_.resize(opts_.reducers.size());
     slots_.resize(opts_.reducers.size());
@@ -128,11 +131,11 @@ Status ClientImpl::Connect() {
   }
   for (auto& ctx : contexts_) threads_.emplace_back([this, c = ctx.get()] { RunIoLoop(*c); });
 
-  std::unique_lock<std::mutex> lock(mu_);
-  const auto settled_now = [&] { return !health_.ok() || ready_streams_ == total_streams; };
+  UniqueLock lock(mu_);
+  const auto settled_now = [&]() RS_REQUIRES(mu_) { return !health_.ok() || ready_streams_ == total_streams; };
   bool settled = false;
   if (start + kNoAnswerWarning < deadline) {
-    settled = cv_.wait_until(lock, start + kNoAnswerWarning, settled_now);
+    settled = cv_.wait_until(lock.native(), start + kNoAnswerWarning, settled_now);
     if (!settled) {
       // A connect with no answer yet is said early too, and waited for.
       WarnUnansweredLocked();
@@ -141,7 +144,7 @@ Status ClientImpl::Connect() {
       lock.lock();
     }
   }
-  if (!settled) settled = cv_.wait_until(lock, deadline + std::chrono::milliseconds(500), settled_now);
+  if (!settled) settled = cv_.wait_until(lock.native(), deadline + std::chrono::milliseconds(500), settled_now);
   if (!health_.ok()) return health_;
   if (!settled) {
     const std::string unreachable = UnreachableLocked();
@@ -207,7 +210,7 @@ ClientImpl::~ClientImpl() {
   std::vector<std::shared_ptr<ReducerStream>> streams;
   bool healthy = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     healthy = health_.ok();
     for (Slot& slot : slots_) {
       // Goodbyes only where a session is ready and in use.
@@ -229,8 +232,8 @@ ClientImpl::~ClientImpl() {
   if (sweep_) asio::post(*contexts_[0], [this] { sweep_->cancel(); });
   {
     // Let the goodbyes go out, but never wait long for a dead peer.
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::seconds(2), [this] { return open_streams_ == 0; });
+    UniqueLock lock(mu_);
+    cv_.wait_for(lock.native(), std::chrono::seconds(2), [this]() RS_REQUIRES(mu_) { return open_streams_ == 0; });
   }
   for (auto& g : guards_) g.reset();
   for (auto& ctx : contexts_) ctx->stop();
@@ -254,12 +257,12 @@ ClientImpl::~ClientImpl() {
 }
 
 Status ClientImpl::health() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return health_;
 }
 
 ClientStats ClientImpl::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ClientStats out = counters_;
   out.epoch = membership_ ? membership_->epoch() : 0;
   out.live_reducers = membership_ ? membership_->live().Count() : slots_.size();
@@ -361,7 +364,7 @@ uint64_t ClientImpl::ReportedLocked() const {
 
 std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, size_t count, DataType dtype,
                                                  ReduceOp op) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   const uint64_t seq = next_seq_++;
   if (count > 0 && (send == nullptr || recv == nullptr)) {
     return FailedOp(seq, send, recv, count, dtype, op,
@@ -426,7 +429,7 @@ bool ClientImpl::Current(StreamId id) const {
 void ClientImpl::OnStreamReady(StreamId id, uint64_t max_piece_bytes) {
   Status fail;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!Current(id)) return;
     if (!connected_) {
       ++ready_streams_;
@@ -454,7 +457,7 @@ void ClientImpl::OnStreamReady(StreamId id, uint64_t max_piece_bytes) {
 void ClientImpl::OnStreamLost(StreamId id, const Status& status) {
   Status fail;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!Current(id)) return;
     if (!connected_ && !reach_[id.reducer].connected && reach_[id.reducer].failure) {
       // It gave up connecting: name every reducer not reached, not just it.
@@ -476,7 +479,7 @@ void ClientImpl::OnStreamLost(StreamId id, const Status& status) {
 void ClientImpl::OnStreamFailed(StreamId id, const Status& status) {
   Status fail;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!Current(id)) return;
     const Slot::State state = slots_[id.reducer].state;
     if (connected_ && membership_ && (state == Slot::State::kRejoining || state == Slot::State::kReady)) {
@@ -497,7 +500,7 @@ std::chrono::milliseconds ClientImpl::Grace() const {
 
 void ClientImpl::OnConnectAttempt(StreamId id, std::optional<ConnectFailure> failure, const std::string& error) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (connected_ || !Current(id)) return;  // a reducer being taken back is not news
     Reach& reach = reach_[id.reducer];
     if (!failure) {
@@ -550,19 +553,19 @@ std::string ClientImpl::UnreachableLocked() const {
 }
 
 void ClientImpl::OnStreamClosed() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   --open_streams_;
   cv_.notify_all();
 }
 
 std::shared_ptr<OperationImpl> ClientImpl::FindOperation(uint64_t seq) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = ops_.find(seq);
   return it == ops_.end() ? nullptr : it->second.op;
 }
 
 void ClientImpl::OperationComplete(uint64_t seq) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ops_.erase(seq);
   if (!membership_) return;
   if (auto it = retained_.find(seq); it != retained_.end()) it->second.done = true;
@@ -573,7 +576,7 @@ void ClientImpl::OperationComplete(uint64_t seq) {
 void ClientImpl::Fail(const Status& status) {
   std::map<uint64_t, OpEntry> ops;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!health_.ok()) return;
     health_ = status;
     ops.swap(ops_);
@@ -599,7 +602,7 @@ void ClientImpl::ArmSweep() {
     if (ec) return;
     Status fail;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       const auto now = Clock::now();
       std::shared_ptr<OperationImpl> late;
       for (auto& [seq, entry] : ops_) {
@@ -652,7 +655,7 @@ void ClientImpl::LogLocked(LogLevel level, std::string message) {
 void ClientImpl::FlushLogs() {
   std::vector<std::pair<LogLevel, std::string>> logs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     logs.swap(pending_logs_);
   }
   for (auto& [level, message] : logs) Log(level, message);

@@ -27,6 +27,7 @@
 #include "client/operation.h"
 #include "client/reducer_stream.h"
 #include "client/retention.h"
+#include "common/thread_annotations.h"
 
 namespace rs::client {
 
@@ -89,37 +90,37 @@ class ClientImpl final : public Client, public StreamOwner {
   // Messages logged under mu_ wait here until it is released (the user's
   // callback must never run under it): every entry point that may log
   // flushes after unlocking.
-  void LogLocked(LogLevel level, std::string message);
+  void LogLocked(LogLevel level, std::string message) RS_REQUIRES(mu_);
   void FlushLogs();
   void RunIoLoop(asio::io_context& io);
   void ArmSweep();
-  bool Current(StreamId id) const;  // mu_ held: the callback is from the slot's current streams
+  bool Current(StreamId id) const RS_REQUIRES(mu_);  // mu_ held: the callback is from the slot's current streams
   // Connecting (mu_ held): what each reducer not reached yet answered, for
   // the warnings and for the error that names every one of them.
   std::chrono::milliseconds Grace() const;  // ClientOptions::connect_grace, resolved
-  std::string UnreachableLocked() const;  // "10.0.0.5:7450 (Connection refused: ...), ..."; "" if none
-  void WarnUnansweredLocked();            // reducers with no answer after kNoAnswerWarning
+  std::string UnreachableLocked() const RS_REQUIRES(mu_);  // "10.0.0.5:7450 (Connection refused: ...), ..."; "" if none
+  void WarnUnansweredLocked() RS_REQUIRES(mu_);            // reducers with no answer after kNoAnswerWarning
 
   // Data path (mu_ held).
-  void OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline);
-  std::vector<protocol::PieceSpan> PartitionLocked(uint64_t seq, uint64_t count, DataType dtype) const;
-  void IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* batches);
-  void PostLocked(Batches* batches);
-  uint64_t WatermarkLocked() const;  // every operation below it completed here, this epoch
-  uint64_t ReportedLocked() const;   // what this rank says it is (frozen during a change)
+  void OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline) RS_REQUIRES(mu_);
+  std::vector<protocol::PieceSpan> PartitionLocked(uint64_t seq, uint64_t count, DataType dtype) const RS_REQUIRES(mu_);
+  void IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* batches) RS_REQUIRES(mu_);
+  void PostLocked(Batches* batches) RS_REQUIRES(mu_);
+  uint64_t WatermarkLocked() const RS_REQUIRES(mu_);  // every operation below it completed here, this epoch
+  uint64_t ReportedLocked() const RS_REQUIRES(mu_);   // what this rank says it is (frozen during a change)
   std::shared_ptr<OperationImpl> FailedOp(uint64_t seq, const void* send, void* recv, size_t count, DataType dtype,
                                           ReduceOp op, const Status& status);
 
   // Failover (client_failover.cc, mu_ held). Each returns the status to
   // fail the session with, once mu_ is released.
-  Status ApplyLocked(Membership::Actions actions, Clock::time_point now);
-  void DropReducerLocked(uint32_t reducer, Clock::time_point now);
-  Status InstallLocked(Clock::time_point now);
-  void AdvanceGlobalLocked(uint64_t watermark);
-  void IssuePendingLocked();
-  void SendWatermarkLocked();
-  Status SweepLocked(Clock::time_point now);
-  void LostLocked(uint32_t reducer, const Status& why, Clock::time_point now, Status* fail);
+  Status ApplyLocked(Membership::Actions actions, Clock::time_point now) RS_REQUIRES(mu_);
+  void DropReducerLocked(uint32_t reducer, Clock::time_point now) RS_REQUIRES(mu_);
+  Status InstallLocked(Clock::time_point now) RS_REQUIRES(mu_);
+  void AdvanceGlobalLocked(uint64_t watermark) RS_REQUIRES(mu_);
+  void IssuePendingLocked() RS_REQUIRES(mu_);
+  void SendWatermarkLocked() RS_REQUIRES(mu_);
+  Status SweepLocked(Clock::time_point now) RS_REQUIRES(mu_);
+  void LostLocked(uint32_t reducer, const Status& why, Clock::time_point now, Status* fail) RS_REQUIRES(mu_);
 
   const ClientOptions opts_;
   std::vector<std::string> names_;  // reducers' addresses
@@ -127,14 +128,14 @@ class ClientImpl final : public Client, public StreamOwner {
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
   std::unique_ptr<asio::steady_timer> sweep_;
-  size_t next_context_ = 0;  // round-robin for new streams; mu_
+  size_t next_context_ RS_GUARDED_BY(mu_) = 0;  // round-robin for new streams
   size_t piece_bytes_ = 0;   // fixed once ready
   int streams_ = 1;          // per reducer: the user's or the automatic one, set by Connect
   size_t piece_request_ = 0; // the user's piece size or the automatic one, set by Connect
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool connected_ = false;                  // guarded by mu_: Connect() succeeded
+  bool connected_ RS_GUARDED_BY(mu_) = false;  // Connect() succeeded
   // What connecting to each reducer met, during Connect() (guarded by mu_).
   struct Reach {
     bool connected = false;                 // a stream got through to it
@@ -142,31 +143,31 @@ class ClientImpl final : public Client, public StreamOwner {
     std::string error;                      // the OS's message for it
     std::optional<ConnectFailure> warned;   // logged already (again when the kind changes)
   };
-  std::vector<Reach> reach_;
+  std::vector<Reach> reach_ RS_GUARDED_BY(mu_);
   Clock::time_point grace_end_{};  // set by Connect before any stream starts
-  size_t ready_streams_ = 0;                // guarded by mu_: during Connect()
-  size_t open_streams_ = 0;                 // guarded by mu_: created and not yet closed
-  uint64_t max_piece_bytes_ = UINT64_MAX;   // guarded by mu_
-  Status health_;                           // guarded by mu_
-  std::vector<Slot> slots_;                 // guarded by mu_; one per reducer
+  size_t ready_streams_ RS_GUARDED_BY(mu_) = 0;  // during Connect()
+  size_t open_streams_ RS_GUARDED_BY(mu_) = 0;   // created and not yet closed
+  uint64_t max_piece_bytes_ RS_GUARDED_BY(mu_) = UINT64_MAX;
+  Status health_ RS_GUARDED_BY(mu_);
+  std::vector<Slot> slots_ RS_GUARDED_BY(mu_);  // one per reducer
   std::shared_ptr<const DataTls> data_tls_;  // set by Connect when opts_.tls
-  uint64_t next_seq_ = 0;                   // guarded by mu_
-  std::map<uint64_t, OpEntry> ops_;         // guarded by mu_: not completed here (shadows included)
+  uint64_t next_seq_ RS_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, OpEntry> ops_ RS_GUARDED_BY(mu_);  // not completed here (shadows included)
   // Every operation handed to the caller that may still be referenced: the
   // destructor finishes those not done yet, so that no caller waits on an
   // operation of a client that is gone. Expired ones are pruned as it grows.
-  std::vector<std::weak_ptr<OperationImpl>> handed_out_;  // guarded by mu_
-  size_t prune_handed_out_at_ = 64;                       // guarded by mu_
+  std::vector<std::weak_ptr<OperationImpl>> handed_out_ RS_GUARDED_BY(mu_);
+  size_t prune_handed_out_at_ RS_GUARDED_BY(mu_) = 64;
 
   // Failover state, all guarded by mu_.
-  std::optional<Membership> membership_;    // set when failover is on
+  std::optional<Membership> membership_ RS_GUARDED_BY(mu_);  // set when failover is on
   RetentionRing retention_;
-  std::map<uint64_t, Retained> retained_;   // by seq, until the global watermark passes it
-  std::deque<uint64_t> waiting_;            // ops waiting for retention memory, in order
-  uint64_t global_watermark_ = 0;           // every operation below it completed on every rank
-  ClientStats counters_;
+  std::map<uint64_t, Retained> retained_ RS_GUARDED_BY(mu_);  // by seq, until the global watermark passes it
+  std::deque<uint64_t> waiting_ RS_GUARDED_BY(mu_);  // ops waiting for retention memory, in order
+  uint64_t global_watermark_ RS_GUARDED_BY(mu_) = 0;  // every operation below it completed on every rank
+  ClientStats counters_ RS_GUARDED_BY(mu_);
   std::atomic<uint64_t> wire_fallbacks_{0};  // the streams count into it
-  std::vector<std::pair<LogLevel, std::string>> pending_logs_;
+  std::vector<std::pair<LogLevel, std::string>> pending_logs_ RS_GUARDED_BY(mu_);
 };
 
 }  // namespace rs::client

@@ -28,13 +28,13 @@ OperationImpl::OperationImpl(uint64_t seq, const void* send, void* recv, uint64_
 }
 
 bool OperationImpl::Done() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return done_;
 }
 
 Status OperationImpl::Wait(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [this] { return done_; })) {
+  UniqueLock lock(mu_);
+  if (!cv_.wait_for(lock.native(), timeout, [this]() RS_REQUIRES(mu_) { return done_; })) {
     return Status(Code::kTimeout, "operation " + std::to_string(seq_) + " still running after waiting " +
                                       std::to_string(timeout.count()) + " ms");
   }
@@ -42,17 +42,17 @@ Status OperationImpl::Wait(std::chrono::milliseconds timeout) {
 }
 
 Status OperationImpl::status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return done_ ? status_ : Status::Ok();
 }
 
 uint32_t OperationImpl::epoch() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return epoch_;
 }
 
 std::vector<protocol::PieceSpan> OperationImpl::pieces() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return pieces_;
 }
 
@@ -76,14 +76,14 @@ OpLease OperationImpl::Lease(std::shared_ptr<OperationImpl> op) {
 }
 
 bool OperationImpl::Acquire() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (has_result_) return false;
   ++leases_;
   return true;
 }
 
 void OperationImpl::Release() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (leases_ > 0) --leases_;  // Abandon zeroes them: a lease given back after it counts for nothing
   MaybeSignalLocked();
 }
@@ -91,7 +91,7 @@ void OperationImpl::Release() {
 OperationImpl::Claim OperationImpl::ClaimResult(uint32_t reducer, const protocol::PieceHeader& h, bool* last,
                                                 Status* error) {
   const std::string where = "operation " + std::to_string(seq_) + " piece " + std::to_string(h.piece);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (h.epoch != epoch_) return Claim::kStale;
   if (h.piece >= pieces_.size() || h.pieces != pieces_.size()) {
     *error = Status(Code::kProtocol, "reducer sent a result for " + where + ", which was never sent to it");
@@ -127,7 +127,7 @@ OperationImpl::Claim OperationImpl::ClaimResult(uint32_t reducer, const protocol
 }
 
 bool OperationImpl::PieceDone(uint32_t epoch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (epoch != epoch_ || pieces_left_ == 0) return false;
   --pieces_left_;  // pieces are claimed once per epoch, so each counts once
   const bool last = pieces_left_ == 0 && !has_result_;
@@ -151,14 +151,14 @@ void OperationImpl::RetainInto(const RetainedCopy& retained) {
     return;
   }
   copy_ = std::make_unique<CopyBehind>(in, copy, bytes);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   copying_ = true;
 }
 
 void OperationImpl::CopyInput() {
   if (!copy_) return;
   copy_->EnsureAll();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   copying_ = false;
   if (done_) source_lease_.reset();
 }
@@ -171,7 +171,7 @@ void OperationImpl::Restart(uint32_t epoch, std::vector<protocol::PieceSpan> pie
   // Outside mu_: completing the copy may wait for an I/O thread's chunk.
   if (copy_) copy_->EnsureAll();
   if (retained_ != nullptr) source_ = retained_;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   epoch_ = epoch;
   pieces_ = std::move(pieces);
   claimed_.assign(pieces_.size(), 0);
@@ -179,7 +179,7 @@ void OperationImpl::Restart(uint32_t epoch, std::vector<protocol::PieceSpan> pie
 }
 
 void OperationImpl::Finish(const Status& status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (has_result_) return;
   has_result_ = true;
   status_ = status;
@@ -187,7 +187,7 @@ void OperationImpl::Finish(const Status& status) {
 }
 
 void OperationImpl::Abandon(const Status& status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!has_result_) {
     has_result_ = true;
     status_ = status;
@@ -197,7 +197,7 @@ void OperationImpl::Abandon(const Status& status) {
 }
 
 std::vector<uint32_t> OperationImpl::PendingReducers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<uint32_t> owed(reducers_, 0);
   for (size_t i = 0; i < pieces_.size(); ++i) {
     if (claimed_[i] < pieces_[i].count && pieces_[i].reducer < reducers_) ++owed[pieces_[i].reducer];

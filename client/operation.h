@@ -24,6 +24,7 @@
 #include "client/copy_behind.h"
 #include "client/retention.h"
 #include "common/clock.h"
+#include "common/thread_annotations.h"
 #include "protocol/partition.h"
 
 namespace rs::client {
@@ -134,7 +135,7 @@ class OperationImpl final : public Operation {
   friend class OpLease;
   bool Acquire();  // unless the operation has a result
   void Release();  // OpLease's, once per Acquire
-  void MaybeSignalLocked();
+  void MaybeSignalLocked() RS_REQUIRES(mu_);
 
   const uint64_t seq_;
   const void* const send_;
@@ -151,17 +152,17 @@ class OperationImpl final : public Operation {
   uint8_t* retained_ = nullptr;        // the failover copy, if any
   std::unique_ptr<CopyBehind> copy_;   // how it is being made, if behind the sends
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  uint32_t epoch_;                          // guarded by mu_
-  std::vector<protocol::PieceSpan> pieces_;  // guarded by mu_
-  std::vector<uint64_t> claimed_;           // guarded by mu_: elements per piece
-  size_t pieces_left_;                      // guarded by mu_
-  int leases_ = 0;                          // guarded by mu_
-  bool has_result_ = false;                 // guarded by mu_
-  bool done_ = false;                       // guarded by mu_: result set and no leases
-  bool copying_ = false;                    // guarded by mu_: CopyInput has not returned yet
-  Status status_;                           // guarded by mu_
+  uint32_t epoch_ RS_GUARDED_BY(mu_);
+  std::vector<protocol::PieceSpan> pieces_ RS_GUARDED_BY(mu_);
+  std::vector<uint64_t> claimed_ RS_GUARDED_BY(mu_);  // elements per piece
+  size_t pieces_left_ RS_GUARDED_BY(mu_);
+  int leases_ RS_GUARDED_BY(mu_) = 0;
+  bool has_result_ RS_GUARDED_BY(mu_) = false;
+  bool done_ RS_GUARDED_BY(mu_) = false;     // result set and no leases
+  bool copying_ RS_GUARDED_BY(mu_) = false;  // CopyInput has not returned yet
+  Status status_ RS_GUARDED_BY(mu_);
 };
 
 }  // namespace rs::client
