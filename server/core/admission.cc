@@ -41,7 +41,7 @@ Status Admission::Refuse(Limit limit, Limit* out, std::string message) {
 }
 
 StatusOr<Admission::Ticket> Admission::Admit(const std::string& source, Limit* limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (connections_ >= limits_.max_connections) {
     return Refuse(Limit::kMaxConnections, limit,
                   "this reducer already has " + std::to_string(connections_) +
@@ -69,7 +69,7 @@ StatusOr<Admission::Ticket> Admission::Admit(const std::string& source, Limit* l
 }
 
 Status Admission::OpenPendingSession(const std::string& source, Limit* limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (pending_sessions_ >= limits_.max_pending_sessions) {
     return Refuse(Limit::kMaxPendingSessions, limit,
                   "this reducer already has " + std::to_string(pending_sessions_) +
@@ -89,7 +89,7 @@ Status Admission::OpenPendingSession(const std::string& source, Limit* limit) {
 }
 
 void Admission::ClosePendingSession(const std::string& source) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = sources_.find(source);
   if (it == sources_.end() || it->second.pending_sessions == 0) return;
   --it->second.pending_sessions;
@@ -98,7 +98,7 @@ void Admission::ClosePendingSession(const std::string& source) {
 }
 
 void Admission::Release(const std::string& source) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = sources_.find(source);
   if (it == sources_.end()) return;
   --it->second.connections;
@@ -121,7 +121,7 @@ void Admission::EndHandshake(const std::string& source, HandshakeEnd how, Code c
       abandoned_.fetch_add(1, std::memory_order_relaxed);
       break;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = sources_.find(source);
   if (it == sources_.end()) return;
   --it->second.handshakes;
@@ -136,7 +136,7 @@ void Admission::DropIfIdleLocked(std::unordered_map<std::string, Source>::iterat
 AdmissionSnapshot Admission::Snapshot() const {
   AdmissionSnapshot out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     out.connections = connections_;
     out.handshakes = handshakes_;
     out.pending_sessions = pending_sessions_;

@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "common/status.h"
+#include "common/thread_annotations.h"
 #include "server/core/reducer_stats.h"
 #include "server/core/server_defaults.h"
 
@@ -117,14 +118,14 @@ class Admission : public std::enable_shared_from_this<Admission> {
   Status Refuse(Limit limit, Limit* out, std::string message);
   void Release(const std::string& source);
   void EndHandshake(const std::string& source, HandshakeEnd how, Code code);
-  void DropIfIdleLocked(std::unordered_map<std::string, Source>::iterator it);
+  void DropIfIdleLocked(std::unordered_map<std::string, Source>::iterator it) RS_REQUIRES(mu_);
 
   const AdmissionLimits limits_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Source> sources_;  // guarded by mu_; only sources with something open
-  size_t connections_ = 0;                            // guarded by mu_
-  size_t handshakes_ = 0;                             // guarded by mu_
-  size_t pending_sessions_ = 0;                       // guarded by mu_
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Source> sources_ RS_GUARDED_BY(mu_);  // only sources with something open
+  size_t connections_ RS_GUARDED_BY(mu_) = 0;
+  size_t handshakes_ RS_GUARDED_BY(mu_) = 0;
+  size_t pending_sessions_ RS_GUARDED_BY(mu_) = 0;
 
   std::array<std::atomic<uint64_t>, kLimitKinds> refused_{};
   std::array<std::atomic<uint64_t>, kErrorKinds> handshakes_refused_{};

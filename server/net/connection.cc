@@ -624,7 +624,7 @@ void Connection::SendResult(const ResultPart& part) {
   // per part would keep the order too, at a handler per part).
   bool first = false;
   {
-    std::lock_guard<std::mutex> lock(results_mu_);
+    MutexLock lock(results_mu_);
     first = results_in_.empty();
     results_in_.push_back(part);
   }
@@ -634,7 +634,7 @@ void Connection::SendResult(const ResultPart& part) {
 void Connection::TakeResults() {
   std::vector<ResultPart> parts;
   {
-    std::lock_guard<std::mutex> lock(results_mu_);
+    MutexLock lock(results_mu_);
     parts.swap(results_in_);
   }
   if (state_ == State::kClosing) return;

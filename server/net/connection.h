@@ -28,6 +28,7 @@
 #include "common/socket_options.h"
 #include "common/tcp_tuning.h"
 #include "common/tcp_waits.h"
+#include "common/thread_annotations.h"
 #include "protocol/liveness.h"
 #include "protocol/wire.h"
 #include "server/core/admission.h"
@@ -178,8 +179,8 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
 
   // Taken in SendResult under a piece's parts_mu_ (lock order:
   // server/core/session.h), so nothing is called while holding it.
-  std::mutex results_mu_;
-  std::vector<ResultPart> results_in_;  // guarded by results_mu_: parts not yet queued, in order
+  Mutex results_mu_;
+  std::vector<ResultPart> results_in_ RS_GUARDED_BY(results_mu_);  // parts not yet queued, in order
   std::deque<Outgoing> write_queue_;
   bool writing_ = false;
   size_t in_flight_ = 0;                       // frames of write_queue_ being written

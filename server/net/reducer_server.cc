@@ -161,7 +161,7 @@ void ReducerServer::ArmSweep() {
     if (ec) return;
     std::vector<std::shared_ptr<Session>> sessions;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       for (auto& [id, s] : sessions_) sessions.push_back(s);
     }
     const auto now = Clock::now();
@@ -193,7 +193,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
   std::shared_ptr<Session> session;
   bool created = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return Status(Code::kCancelled, "this reducer is shutting down");
     auto it = sessions_.find(hello.session);
     if (it == sessions_.end()) {
@@ -225,7 +225,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
 
 void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32_t rank, uint16_t stream,
                                  Departure how, const Status& why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!session->Leave(rank, stream, how, why)) return;
   auto it = sessions_.find(session->id());
   if (it == sessions_.end() || it->second != session) return;
@@ -270,7 +270,7 @@ void ReducerServer::EndPendingLocked(const protocol::SessionId& id) {
 void ReducerServer::StopAccepting() {
   {
     // Under the registry lock so that no JoinSession is half way through.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_.exchange(true)) return;
   }
   asio::post(*contexts_[0], [this] {
@@ -283,8 +283,8 @@ size_t ReducerServer::Drain(std::chrono::milliseconds timeout) {
   StopAccepting();
   std::vector<std::shared_ptr<Session>> left;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    sessions_changed_.wait_for(lock, timeout, [this] { return sessions_.empty(); });
+    UniqueLock lock(mu_);
+    sessions_changed_.wait_for(lock.native(), timeout, [this]() RS_REQUIRES(mu_) { return sessions_.empty(); });
     for (auto& [id, s] : sessions_) left.push_back(s);
   }
   for (auto& s : left) {
@@ -292,8 +292,8 @@ size_t ReducerServer::Drain(std::chrono::milliseconds timeout) {
   }
   {
     // Give the error frames a moment to reach the workers.
-    std::unique_lock<std::mutex> lock(mu_);
-    sessions_changed_.wait_for(lock, std::chrono::seconds(2), [this] { return sessions_.empty(); });
+    UniqueLock lock(mu_);
+    sessions_changed_.wait_for(lock.native(), std::chrono::seconds(2), [this]() RS_REQUIRES(mu_) { return sessions_.empty(); });
   }
   Stop();
   return left.size();
@@ -316,7 +316,7 @@ ReducerServer::~ReducerServer() {
   // hold the last references and go with their io_context, closing sockets.
   std::map<protocol::SessionId, std::shared_ptr<Session>> sessions;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     sessions.swap(sessions_);
   }
   for (auto& [id, session] : sessions) session->DropMembers();
@@ -330,7 +330,7 @@ ReducerServer::~ReducerServer() {
 ServerStats ReducerServer::stats() const {
   ServerStats out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     out.sessions_started = sessions_started_;
     out.sessions_failed = sessions_failed_;
     out.sessions_active = sessions_.size();
@@ -351,7 +351,7 @@ std::vector<SessionSnapshot> ReducerServer::Sessions() const {
   std::vector<std::shared_ptr<Session>> live;
   std::vector<SessionSnapshot> ended;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, s] : sessions_) live.push_back(s);
     ended.assign(ended_.begin(), ended_.end());
   }

@@ -30,6 +30,7 @@
 #include <asio.hpp>
 
 #include "common/data_tls.h"
+#include "common/thread_annotations.h"
 #include "server/core/handshake.h"
 #include "server/core/memory_budget.h"
 #include "server/core/reducer_stats.h"
@@ -113,7 +114,7 @@ class ReducerServer {
   void Accept();
   void Admit(asio::ip::tcp::socket socket);
   void ArmSweep();
-  void EndPendingLocked(const protocol::SessionId& id);
+  void EndPendingLocked(const protocol::SessionId& id) RS_REQUIRES(mu_);
 
   ServerConfig config_;
   HandshakeConfig handshake_config_;
@@ -132,14 +133,14 @@ class ReducerServer {
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable sessions_changed_;
-  std::map<protocol::SessionId, std::shared_ptr<Session>> sessions_;  // guarded by mu_
+  std::map<protocol::SessionId, std::shared_ptr<Session>> sessions_ RS_GUARDED_BY(mu_);
   // Sessions not yet joined by every rank -> the source that opened them.
-  std::map<protocol::SessionId, std::string> pending_;            // guarded by mu_
-  uint64_t sessions_started_ = 0;                                 // guarded by mu_
-  uint64_t sessions_failed_ = 0;                                  // guarded by mu_
-  std::deque<SessionSnapshot> ended_;                             // guarded by mu_; newest first
+  std::map<protocol::SessionId, std::string> pending_ RS_GUARDED_BY(mu_);
+  uint64_t sessions_started_ RS_GUARDED_BY(mu_) = 0;
+  uint64_t sessions_failed_ RS_GUARDED_BY(mu_) = 0;
+  std::deque<SessionSnapshot> ended_ RS_GUARDED_BY(mu_);  // newest first
   std::atomic<uint64_t> connections_accepted_{0};
   std::atomic<uint64_t> connections_active_{0};
 };
