@@ -37,7 +37,8 @@
 // reduction.
 //
 // Lock order: Session::mu_, then Piece::parts_mu_, then
-// Connection::results_mu_ (server/net/connection.h). A failure or a
+// Connection::results_mu_ (server/net/connection.h); which of a piece's
+// fields each of the first two guards is in piece.h. A failure or a
 // teardown takes a pending piece's parts_mu_ under mu_ to let go of its
 // replies (ReleaseReplies); a piece's parts go to its members under
 // parts_mu_, so that they leave in order, and SendResult takes the
@@ -67,15 +68,13 @@
 #include "protocol/wire.h"
 #include "server/core/failover_coordinator.h"
 #include "server/core/memory_budget.h"
+#include "server/core/piece.h"
 #include "server/core/recent_seq_set.h"
 #include "server/core/server_defaults.h"
 #include "server/core/reducer_stats.h"
 #include "server/core/watermark_tracker.h"
 
 namespace rs::server {
-
-
-class Piece;
 
 // How a stream left its session (Session::Leave).
 enum class Departure {
@@ -88,87 +87,6 @@ enum class Departure {
   kClosed,
   // Anything else: a reset, a broken frame, a silent rank, an ERROR from it.
   kLost,
-};
-
-// Slots of one piece's buffer, each as large as the largest piece: one per
-// rank, and for a float32 sum on a 16-bit wire (`wire` not kFloat32) two
-// more for its result. The reducer's largest piece is sized from this, so
-// that one piece of any session it admits fits the memory limit.
-inline uint32_t PieceSlots(uint32_t world, DataType wire) {
-  return world + (wire == DataType::kFloat32 ? 0 : 2);
-}
-
-// A reduced run of a piece's elements, sent as one RESULT frame: the whole
-// piece, or one of its parts when the ranks take results in parts.
-struct ResultPart {
-  std::shared_ptr<Piece> piece;  // keeps `data` alive
-  protocol::PieceHeader header;  // offset and count of the run; its CRC32C when computed
-  const uint8_t* data = nullptr;
-};
-
-// One authenticated TCP stream of one rank, as the session sees it.
-// Implementations must be thread-safe and must not call back into the
-// session from these methods.
-class SessionMember {
- public:
-  virtual ~SessionMember() = default;
-  virtual void SendReady() = 0;
-  // Sends part.header and part.data; keeps the piece alive until sent. The
-  // parts of one piece arrive in order.
-  virtual void SendResult(const ResultPart& part) = 0;
-  // Sends an ERROR frame, then closes the stream.
-  virtual void SendErrorAndClose(const Status& status) = 0;
-  // Sends a control frame (HEARTBEAT, MEMBERSHIP) ahead of queued results.
-  virtual void SendControl(std::vector<uint8_t> frame) = 0;
-  // Closes the stream without a word: the ranks have dropped this reducer.
-  virtual void CloseQuietly() = 0;
-};
-
-// One piece of one operation: a slot per rank, reduced into slot 0. The
-// result goes out whole, or in parts of at least `part_elements` (the last
-// may be shorter) as soon as every rank's contribution to a part is in.
-class Piece {
- public:
-  Piece(const protocol::PieceHeader& header, uint32_t first_rank, uint32_t world,
-        std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, uint64_t part_elements, Clock::time_point now);
-
-  const protocol::PieceHeader& header() const { return header_; }
-  // A float32 sum travelling in the session's wire type (kPieceWideSum).
-  bool wide_sum() const { return (header_.flags & protocol::kPieceWideSum) != 0; }
-  uint8_t* slot(uint32_t rank) { return buffer_->data() + rank * slot_bytes_; }
-  // Cut-through: the result may go out in several parts, so the connections
-  // report the contributions' progress (Session::ContributionProgress).
-  bool in_parts() const { return part_elements_ < header_.count; }
-
- private:
-  friend class Session;
-  protocol::PieceHeader header_;
-  uint32_t first_rank_;
-  std::unique_ptr<PieceBuffer> buffer_;
-  size_t slot_bytes_;
-  uint64_t part_elements_;           // header_.count: the result goes out whole
-  Clock::time_point first_arrival_;  // first rank began its contribution
-  // Guarded by the session's mutex:
-  Clock::time_point first_end_;      // first rank's contribution was complete
-  std::vector<uint8_t> begun_;   // rank has started sending its contribution
-  std::vector<uint8_t> ended_;   // rank's contribution is complete
-  // Per rank: the type its elements came in (its header's dtype). Set when
-  // the rank begins, before any of its bytes are delivered.
-  std::vector<DataType> types_;
-  uint32_t ended_count_ = 0;
-  // Per rank; set under the session's mutex when the rank begins, read once
-  // every rank has delivered some elements, cleared once the result is out.
-  std::vector<std::shared_ptr<SessionMember>> reply_to_;
-  // Guarded by parts_mu_ (elements, from the piece's start): what each rank
-  // has delivered, what is claimed for reduction, what went out, and the
-  // reduced parts waiting for the ones before them (by first element).
-  // Taken after the session's mutex, never before it (lock order above).
-  std::mutex parts_mu_;
-  std::vector<uint64_t> arrived_;
-  uint64_t claimed_ = 0;
-  uint64_t sent_ = 0;
-  // With the bytes each part is sent from.
-  std::map<uint64_t, std::pair<protocol::PieceHeader, const uint8_t*>> reduced_;
 };
 
 // Large operations (SessionLimits::whole_pieces_from) get whole pieces only
