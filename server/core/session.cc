@@ -221,109 +221,128 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
                                   Clock::time_point now, std::vector<std::shared_ptr<SessionMember>>* notify,
                                   Outbox* outbox) {
   Contribution result;
-  if (!failure_.ok()) {
-    result.status = failure_;
-    return result;
-  }
-  if (!ready_) {
-    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent data before the session was ready");
-    return result;
-  }
-  const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
-  if (header.epoch < epoch) {
+  result.status = RefusalLocked(rank);
+  if (!result.status.ok()) return result;
+  if (header.epoch < epoch_.load(std::memory_order_relaxed)) {
     // Sent before the rank learned of the new epoch: refused, never mixed.
     result.kind = Contribution::Kind::kDiscard;
     return result;
   }
-  if (header.epoch > epoch) {
-    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
-                                                std::to_string(header.seq) + " of epoch " +
-                                                std::to_string(header.epoch) + " before announcing the epoch (" +
-                                                "this reducer is at epoch " + std::to_string(epoch) + ")");
-    *notify = FailLocked(result.status);
+  // Each check below fails the session: the rank broke the protocol, or
+  // disagrees with the others, or waits for a rank that has left.
+  auto fail = [&](Status status) {
+    *notify = FailLocked(status);
+    result.status = std::move(status);
     return result;
-  }
+  };
+  if (Status s = UnannouncedEpochLocked(rank, header); !s.ok()) return fail(std::move(s));
   if (failover()) ReportWatermarkLocked(rank, header.watermark, outbox);
+  if (Status s = OutOfOrderLocked(rank, stream, header); !s.ok()) return fail(std::move(s));
+  if (Status s = WideSumRefusedLocked(rank, header); !s.ok()) return fail(std::move(s));
+  auto it = pending_.find(PieceKey{header.seq, header.piece});
+  const Piece* pending = it == pending_.end() ? nullptr : it->second.get();
+  if (Status s = DepartedBeforeLocked(rank, header, pending); !s.ok()) return fail(std::move(s));
+  std::shared_ptr<Piece> piece = pending ? it->second : AllocateLocked(rank, header, std::move(wake), now);
+  if (piece == nullptr) {
+    result.kind = Contribution::Kind::kWaitForMemory;
+    return result;
+  }
+  if (Status s = AddToPieceLocked(rank, member, header, *piece); !s.ok()) return fail(std::move(s));
   Stream& s = members_[StreamIndex(rank, stream)];
-  const StreamKey order{header.epoch, header.seq, header.piece};
-  if (s.sent_any && order <= s.last) {
-    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
-                                                std::to_string(header.seq) + " piece " +
-                                                std::to_string(header.piece) + " out of order or twice");
-    *notify = FailLocked(result.status);
-    return result;
-  }
-  const bool wide = (header.flags & protocol::kPieceWideSum) != 0;
-  if (wide) {
-    std::string wrong;
-    if (wire_ == DataType::kFloat32) {
-      wrong = "but the session's wire type is off";
-    } else if (header.dtype != DataType::kFloat32 && header.dtype != wire_) {
-      wrong = "in " + std::string(DataTypeName(header.dtype)) + ", but the session's wire type is " +
-              std::string(protocol::WireTypeName(wire_));
-    } else if (header.count > limits_.max_piece_bytes / sizeof(float)) {
-      wrong = "of " + std::to_string(header.count) + " elements, more than a piece holds in float32";
-    }
-    if (!wrong.empty()) {
-      result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
-                                                  std::to_string(header.seq) + " piece " +
-                                                  std::to_string(header.piece) +
-                                                  " as a float32 sum on a 16-bit wire " + wrong);
-      *notify = FailLocked(result.status);
-      return result;
-    }
-  }
-  const PieceKey key{header.seq, header.piece};
-  auto it = pending_.find(key);
-  if (const auto gone = DepartedFromLocked(rank, it == pending_.end() ? nullptr : it->second.get())) {
-    // The other ranks learn that a rank has left when they need it.
-    const Left& left = *departed_[*gone];
-    const std::string who = "rank " + std::to_string(*gone);
-    const std::string before = "before operation " + std::to_string(header.seq);
-    result.status = Status(Code::kPeerFailed,
-                           left.how == Departure::kGoodbye
-                               ? who + " left the session (it closed its client after its last operation) " + before
-                               : who + " disconnected from the reducer (" + left.why + ") after its last operation, " +
-                                     before);
-    *notify = FailLocked(result.status);
-    return result;
-  }
-  if (it == pending_.end()) {
-    // A wide sum's slots fit either type, and two more hold its result.
-    const size_t slot = Piece::SlotBytes(header);
-    auto buffer = budget_->TryAllocate(slot * PieceSlots(world_, wide ? wire_ : DataType::kFloat32), std::move(wake));
-    if (buffer == nullptr) {
-      result.kind = Contribution::Kind::kWaitForMemory;
-      return result;
-    }
-    const uint64_t part_bytes = result_part_bytes();
-    const bool whole = part_bytes == 0 || (limits_.whole_pieces_from != 0 && paths_short_ &&
-                                           header.pieces >= uint64_t{limits_.whole_pieces_from} * world_);
-    const size_t elem = DataTypeSize(wide ? wire_ : header.dtype);
-    const uint64_t part = whole ? header.count : std::max<uint64_t>(1, part_bytes / elem);
-    it = pending_.emplace(key, std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, part, now))
-             .first;
-  }
-  Piece& piece = *it->second;
-  std::string disagreement = piece.DisagreementLocked(header, rank);
-  if (!disagreement.empty()) {
-    result.status = Status(Code::kMismatch, disagreement);
-    *notify = FailLocked(result.status);
-    return result;
-  }
-  if (!piece.BeginLocked(rank, header.dtype, member)) {
-    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
-                                                std::to_string(header.seq) + " piece " +
-                                                std::to_string(header.piece) + " twice");
-    *notify = FailLocked(result.status);
-    return result;
-  }
-  s.last = order;
+  s.last = StreamKey{header.epoch, header.seq, header.piece};
   s.sent_any = true;
   result.kind = Contribution::Kind::kReceive;
-  result.piece = it->second;
-  result.dest = piece.slot(rank);
+  result.dest = piece->slot(rank);
+  result.piece = std::move(piece);
   return result;
+}
+
+Status Session::RefusalLocked(uint32_t rank) const {
+  if (!failure_.ok()) return failure_;
+  if (!ready_) {
+    return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent data before the session was ready");
+  }
+  return Status::Ok();
+}
+
+Status Session::UnannouncedEpochLocked(uint32_t rank, const protocol::PieceHeader& header) const {
+  const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  if (header.epoch <= epoch) return Status::Ok();
+  return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " + std::to_string(header.seq) +
+                                     " of epoch " + std::to_string(header.epoch) + " before announcing the epoch (" +
+                                     "this reducer is at epoch " + std::to_string(epoch) + ")");
+}
+
+Status Session::OutOfOrderLocked(uint32_t rank, uint16_t stream, const protocol::PieceHeader& header) const {
+  const Stream& s = members_[StreamIndex(rank, stream)];
+  const StreamKey order{header.epoch, header.seq, header.piece};
+  if (!s.sent_any || order > s.last) return Status::Ok();
+  return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " + std::to_string(header.seq) +
+                                     " piece " + std::to_string(header.piece) + " out of order or twice");
+}
+
+Status Session::WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const {
+  if ((header.flags & protocol::kPieceWideSum) == 0) return Status::Ok();
+  std::string wrong;
+  if (wire_ == DataType::kFloat32) {
+    wrong = "but the session's wire type is off";
+  } else if (header.dtype != DataType::kFloat32 && header.dtype != wire_) {
+    wrong = "in " + std::string(DataTypeName(header.dtype)) + ", but the session's wire type is " +
+            std::string(protocol::WireTypeName(wire_));
+  } else if (header.count > limits_.max_piece_bytes / sizeof(float)) {
+    wrong = "of " + std::to_string(header.count) + " elements, more than a piece holds in float32";
+  }
+  if (wrong.empty()) return Status::Ok();
+  return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " + std::to_string(header.seq) +
+                                     " piece " + std::to_string(header.piece) +
+                                     " as a float32 sum on a 16-bit wire " + wrong);
+}
+
+Status Session::DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header,
+                                     const Piece* piece) const {
+  const auto gone = DepartedFromLocked(rank, piece);
+  if (!gone) return Status::Ok();
+  // The other ranks learn that a rank has left when they need it.
+  const Left& left = *departed_[*gone];
+  const std::string who = "rank " + std::to_string(*gone);
+  const std::string before = "before operation " + std::to_string(header.seq);
+  return Status(Code::kPeerFailed,
+                left.how == Departure::kGoodbye
+                    ? who + " left the session (it closed its client after its last operation) " + before
+                    : who + " disconnected from the reducer (" + left.why + ") after its last operation, " + before);
+}
+
+std::shared_ptr<Piece> Session::AllocateLocked(uint32_t rank, const protocol::PieceHeader& header,
+                                               std::function<void()> wake, Clock::time_point now) {
+  // A wide sum's slots fit either type, and two more hold its result.
+  const bool wide = (header.flags & protocol::kPieceWideSum) != 0;
+  const size_t slot = Piece::SlotBytes(header);
+  auto buffer = budget_->TryAllocate(slot * PieceSlots(world_, wide ? wire_ : DataType::kFloat32), std::move(wake));
+  if (buffer == nullptr) return nullptr;
+  auto piece = std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, PartElementsLocked(header), now);
+  pending_.emplace(PieceKey{header.seq, header.piece}, piece);
+  return piece;
+}
+
+uint64_t Session::PartElementsLocked(const protocol::PieceHeader& header) const {
+  const bool wide = (header.flags & protocol::kPieceWideSum) != 0;
+  const uint64_t part_bytes = result_part_bytes();
+  const bool whole = part_bytes == 0 || (limits_.whole_pieces_from != 0 && paths_short_ &&
+                                         header.pieces >= uint64_t{limits_.whole_pieces_from} * world_);
+  const size_t elem = DataTypeSize(wide ? wire_ : header.dtype);
+  return whole ? header.count : std::max<uint64_t>(1, part_bytes / elem);
+}
+
+Status Session::AddToPieceLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member,
+                                 const protocol::PieceHeader& header, Piece& piece) {
+  const std::string disagreement = piece.DisagreementLocked(header, rank);
+  if (!disagreement.empty()) return Status(Code::kMismatch, disagreement);
+  if (!piece.BeginLocked(rank, header.dtype, member)) {
+    return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
+                                       std::to_string(header.seq) + " piece " + std::to_string(header.piece) +
+                                       " twice");
+  }
+  return Status::Ok();
 }
 
 void Session::ReportRoundTrip(uint32_t rank, uint16_t stream, uint32_t min_rtt_us) {

@@ -256,6 +256,28 @@ class Session {
   Contribution BeginLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member, uint16_t stream,
                            const protocol::PieceHeader& header, std::function<void()> wake, Clock::time_point now,
                            std::vector<std::shared_ptr<SessionMember>>* notify, Outbox* outbox);
+  // BeginLocked's steps. Why the session takes no data now (failed, not
+  // ready), without failing it.
+  Status RefusalLocked(uint32_t rank) const;
+  // Each of these is an error that fails the session, or Ok: an epoch the
+  // rank has not announced; a piece not after the stream's last one; a wide
+  // sum the session cannot take; a rank that left and will not send its
+  // part of `piece` (nullptr: a piece nobody has sent yet).
+  Status UnannouncedEpochLocked(uint32_t rank, const protocol::PieceHeader& header) const;
+  Status OutOfOrderLocked(uint32_t rank, uint16_t stream, const protocol::PieceHeader& header) const;
+  Status WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const;
+  Status DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header, const Piece* piece) const;
+  // A new pending piece for `header`, first sent by `rank`; nullptr when
+  // the budget cannot cover it now (`wake` is then registered with it).
+  std::shared_ptr<Piece> AllocateLocked(uint32_t rank, const protocol::PieceHeader& header,
+                                        std::function<void()> wake, Clock::time_point now);
+  // The parts policy: the smallest result part of a new piece (elements),
+  // or its whole count when its result goes out whole.
+  uint64_t PartElementsLocked(const protocol::PieceHeader& header) const;
+  // `rank` begins its contribution to `piece`; an error if its header
+  // disagrees with the first rank's or the rank sent the piece twice.
+  Status AddToPieceLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member,
+                          const protocol::PieceHeader& header, Piece& piece);
   std::string MissingRanksLocked() const;
   // A rank that left cleanly and has not sent its part of `piece` (nullptr:
   // a piece nobody has sent yet), other than `rank`: it never will.
