@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "kernels/kernels.h"
 #include "protocol/crc32c.h"
+#include "server/core/part_reducer.h"
 
 namespace rs::server {
 namespace {
@@ -410,76 +410,25 @@ void Session::Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64
   Piece& p = *piece;
   const std::optional<Piece::Run> run = p.Claim(rank, elements);
   if (!run) return;
-  const uint64_t begin = run->begin;
-  const uint64_t end = run->end;
-  // Every rank has delivered [begin, end) and nobody writes there any more:
+  // Every rank has delivered the run and nobody writes there any more:
   // reduce it in rank order outside the lock, in parallel with other parts.
+  const ReducedPart out = ReducePart(p, wire_, *run);
   protocol::PieceHeader h = p.header();
-  h.offset += begin;
-  h.count = end - begin;
+  h.offset += run->begin;
+  h.count = run->end - run->begin;
+  h.dtype = out.dtype;
   h.flags = p.header().flags & protocol::kPieceWideSum;
   h.crc = 0;
-  const uint8_t* out = nullptr;
-  if (p.wide_sum()) {
-    out = ReduceWideSum(p, begin, end, &h);
-  } else {
-    // One list per thread, reused: a part is reduced often, and small.
-    thread_local std::vector<const void*> inputs;
-    inputs.resize(world_);
-    const size_t elem = DataTypeSize(p.header().dtype);
-    for (uint32_t r = 0; r < world_; ++r) inputs[r] = p.slot(r) + begin * elem;
-    uint8_t* dest = p.slot(0) + begin * elem;
-    kernels::Reduce(p.header().dtype, p.header().op, dest, inputs.data(), world_, end - begin);
-    out = dest;
-  }
   if (limits_.crc && (p.header().flags & protocol::kPieceCrc) != 0) {
     h.flags |= protocol::kPieceCrc;
-    h.crc = protocol::Crc32c(out, h.PayloadBytes());
+    h.crc = protocol::Crc32c(out.data, h.PayloadBytes());
   }
   if (p.wide_sum()) {
     const uint64_t sent = h.PayloadBytes() * world_;
     bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
     reducer_stats_->AddWireResult(sent, h.dtype == DataType::kFloat32);
   }
-  p.Release(begin, h, out, epoch_.load(std::memory_order_acquire));
-}
-
-const uint8_t* Session::ReduceWideSum(Piece& p, uint64_t begin, uint64_t end, protocol::PieceHeader* h) {
-  thread_local std::vector<const void*> inputs;
-  thread_local std::vector<DataType> types;
-  inputs.resize(world_);
-  types.resize(world_);
-  bool all_wire = true;
-  for (uint32_t r = 0; r < world_; ++r) {
-    types[r] = p.type(r);
-    inputs[r] = p.slot(r) + begin * DataTypeSize(types[r]);
-    all_wire = all_wire && types[r] == wire_;
-  }
-  const size_t n = end - begin;
-  auto* rounded = reinterpret_cast<uint16_t*>(p.slot(world_ + 1)) + begin;
-  // The common case: every rank's piece in the wire type. The 16-bit
-  // kernel sums in float32 in rank order and rounds once, with the inputs
-  // of a group in registers: ~1.8x faster than the float32 path below, and
-  // the same bits wherever the result is finite (kernels.h).
-  if (all_wire) {
-    kernels::Reduce(wire_, ReduceOp::kSum, rounded, inputs.data(), world_, n);
-    if (kernels::AllFinite(wire_, rounded, n)) {
-      h->dtype = wire_;
-      return reinterpret_cast<const uint8_t*>(rounded);
-    }
-  }
-  float* sum = reinterpret_cast<float*>(p.slot(world_)) + begin;
-  kernels::SumToFloat32(wire_, sum, inputs.data(), types.data(), world_, n);
-  if (kernels::NarrowFloat32(wire_, sum, rounded, n)) {
-    h->dtype = wire_;
-    return reinterpret_cast<const uint8_t*>(rounded);
-  }
-  // Some element's sum does not fit the wire type (or a rank sent Inf or
-  // NaN): the part goes as float32, so nothing new turns into Inf; the
-  // elements that fit still carry their rounded value (kernels.h).
-  kernels::WidenWhereFinite(wire_, rounded, sum, n);
-  h->dtype = DataType::kFloat32;
-  return reinterpret_cast<const uint8_t*>(sum);
+  p.Release(run->begin, h, out.data, epoch_.load(std::memory_order_acquire));
 }
 
 std::shared_ptr<SessionMember> Session::FirstMemberLocked(uint32_t rank) const {

@@ -21,7 +21,7 @@
 // rounded once to the wire type. Each result part goes in the wire type
 // when all of it fits, else in float32 (the elements that fit still
 // rounded), so no Inf or NaN is made on the way and every element's value
-// is the same however the piece was cut into parts.
+// is the same however the piece was cut into parts (part_reducer.h).
 //
 // With failover (the ranks' HELLO says so) it also takes part in membership
 // epochs (failover_coordinator.h): it keeps the session's completion
@@ -286,9 +286,6 @@ class Session {
   // rank has delivered since the last claim when it is a part's worth (or
   // the rest), then sends the reduced parts that are next in order.
   void Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements);
-  // Reduces [begin, end) of a wide sum (Piece::wide_sum); returns where the
-  // result part is and sets h's dtype to the type it goes in.
-  const uint8_t* ReduceWideSum(Piece& p, uint64_t begin, uint64_t end, protocol::PieceHeader* h);
   std::shared_ptr<SessionMember> FirstMemberLocked(uint32_t rank) const;
   void ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox);
   void InstallLocked(uint32_t epoch, uint64_t start);
