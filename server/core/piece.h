@@ -8,7 +8,8 @@
 //
 // The session owns the table of pending pieces and decides what a piece's
 // state means (a failure, a straggler, a completed operation); the piece
-// keeps the records and sends its own parts.
+// keeps the records and sends its own parts. A piece lives in a shared_ptr
+// (std::make_shared): each part it sends keeps it alive (ResultPart::piece).
 //
 // Threading: a piece is shared by the I/O threads of its ranks'
 // connections. Its fields are guarded as follows:
