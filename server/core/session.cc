@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "kernels/kernels.h"
 #include "protocol/crc32c.h"
+#include "server/core/part_reducer.h"
 
 namespace rs::server {
 namespace {
-
-constexpr size_t kSlotAlign = 64;
 
 std::string Seconds(std::chrono::milliseconds ms) {
   const double s = static_cast<double>(ms.count()) / 1000.0;
@@ -31,37 +29,6 @@ std::string RankList(const std::vector<uint32_t>& ranks) {
   return out;
 }
 
-// Describes the first field on which two ranks' headers for one piece differ.
-std::string Disagreement(const protocol::PieceHeader& a, uint32_t rank_a, const protocol::PieceHeader& b,
-                         uint32_t rank_b) {
-  const std::string op = " for operation " + std::to_string(b.seq);
-  auto say = [&](const std::string& what, const std::string& va, const std::string& vb) {
-    return "rank " + std::to_string(rank_b) + " sent " + vb + op + ", rank " + std::to_string(rank_a) +
-           " sent " + va + (what.empty() ? "" : " (" + what + ")");
-  };
-  // A float32 sum on a 16-bit wire may come in either type from each rank.
-  const auto type = [](const protocol::PieceHeader& h) {
-    return (h.flags & protocol::kPieceWideSum) ? std::string("float32 on the 16-bit wire")
-                                               : std::string(DataTypeName(h.dtype));
-  };
-  if (type(a) != type(b)) return say("", type(a), type(b));
-  if (a.op != b.op) {
-    return say("", "op " + std::string(ReduceOpName(a.op)), "op " + std::string(ReduceOpName(b.op)));
-  }
-  if (a.total_count != b.total_count) {
-    return say("", std::to_string(a.total_count) + " elements", std::to_string(b.total_count) + " elements");
-  }
-  if (a.pieces != b.pieces || a.offset != b.offset || a.count != b.count) {
-    auto layout = [](const protocol::PieceHeader& h) {
-      return "piece " + std::to_string(h.piece) + "/" + std::to_string(h.pieces) + " = elements [" +
-             std::to_string(h.offset) + ", " + std::to_string(h.offset + h.count) + ")";
-    };
-    return say("the ranks partition differently: check that piece-size settings match", layout(a),
-               layout(b));
-  }
-  return {};
-}
-
 }  // namespace
 
 std::vector<RankCount> SlowestRanks(const SessionStats& stats, size_t max) {
@@ -77,20 +44,6 @@ std::vector<RankCount> SlowestRanks(const SessionStats& stats, size_t max) {
   ranks.resize(n);
   return ranks;
 }
-
-Piece::Piece(const protocol::PieceHeader& header, uint32_t first_rank, uint32_t world,
-             std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, uint64_t part_elements, Clock::time_point now)
-    : header_(header),
-      first_rank_(first_rank),
-      buffer_(std::move(buffer)),
-      slot_bytes_(slot_bytes),
-      part_elements_(part_elements),
-      first_arrival_(now),
-      begun_(world, 0),
-      ended_(world, 0),
-      types_(world, header.dtype),
-      reply_to_(world),
-      arrived_(world, 0) {}
 
 Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams,
                  std::shared_ptr<MemoryBudget> budget, SessionLimits limits, Clock::time_point now,
@@ -208,7 +161,7 @@ bool Session::Leave(uint32_t rank, uint16_t stream, Departure how, const Status&
                                                why.message() + ")");
       } else {
         for (const auto& [key, piece] : pending_) {
-          if (!piece->ended_[rank]) {
+          if (!piece->EndedLocked(rank)) {
             failed = Status(Code::kPeerFailed, "rank " + std::to_string(rank) +
                                                    " left the session while operation " +
                                                    std::to_string(key.first) + " was waiting for it");
@@ -238,7 +191,7 @@ std::string Session::ClosedWithoutGoodbye() const {
 
 std::optional<uint32_t> Session::DepartedFromLocked(uint32_t rank, const Piece* piece) const {
   for (uint32_t r = 0; r < world_; ++r) {
-    if (r != rank && departed_[r] && (piece == nullptr || !piece->ended_[r])) return r;
+    if (r != rank && departed_[r] && (piece == nullptr || !piece->EndedLocked(r))) return r;
   }
   return std::nullopt;
 }
@@ -268,113 +221,128 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
                                   Clock::time_point now, std::vector<std::shared_ptr<SessionMember>>* notify,
                                   Outbox* outbox) {
   Contribution result;
-  if (!failure_.ok()) {
-    result.status = failure_;
-    return result;
-  }
-  if (!ready_) {
-    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent data before the session was ready");
-    return result;
-  }
-  const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
-  if (header.epoch < epoch) {
+  result.status = RefusalLocked(rank);
+  if (!result.status.ok()) return result;
+  if (header.epoch < epoch_.load(std::memory_order_relaxed)) {
     // Sent before the rank learned of the new epoch: refused, never mixed.
     result.kind = Contribution::Kind::kDiscard;
     return result;
   }
-  if (header.epoch > epoch) {
-    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
-                                                std::to_string(header.seq) + " of epoch " +
-                                                std::to_string(header.epoch) + " before announcing the epoch (" +
-                                                "this reducer is at epoch " + std::to_string(epoch) + ")");
-    *notify = FailLocked(result.status);
+  // Each check below fails the session: the rank broke the protocol, or
+  // disagrees with the others, or waits for a rank that has left.
+  auto fail = [&](Status status) {
+    *notify = FailLocked(status);
+    result.status = std::move(status);
     return result;
-  }
+  };
+  if (Status s = UnannouncedEpochLocked(rank, header); !s.ok()) return fail(std::move(s));
   if (failover()) ReportWatermarkLocked(rank, header.watermark, outbox);
+  if (Status s = OutOfOrderLocked(rank, stream, header); !s.ok()) return fail(std::move(s));
+  if (Status s = WideSumRefusedLocked(rank, header); !s.ok()) return fail(std::move(s));
+  auto it = pending_.find(PieceKey{header.seq, header.piece});
+  const Piece* pending = it == pending_.end() ? nullptr : it->second.get();
+  if (Status s = DepartedBeforeLocked(rank, header, pending); !s.ok()) return fail(std::move(s));
+  std::shared_ptr<Piece> piece = pending ? it->second : AllocateLocked(rank, header, std::move(wake), now);
+  if (piece == nullptr) {
+    result.kind = Contribution::Kind::kWaitForMemory;
+    return result;
+  }
+  if (Status s = AddToPieceLocked(rank, member, header, *piece); !s.ok()) return fail(std::move(s));
   Stream& s = members_[StreamIndex(rank, stream)];
-  const StreamKey order{header.epoch, header.seq, header.piece};
-  if (s.sent_any && order <= s.last) {
-    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
-                                                std::to_string(header.seq) + " piece " +
-                                                std::to_string(header.piece) + " out of order or twice");
-    *notify = FailLocked(result.status);
-    return result;
-  }
-  const bool wide = (header.flags & protocol::kPieceWideSum) != 0;
-  if (wide) {
-    std::string wrong;
-    if (wire_ == DataType::kFloat32) {
-      wrong = "but the session's wire type is off";
-    } else if (header.dtype != DataType::kFloat32 && header.dtype != wire_) {
-      wrong = "in " + std::string(DataTypeName(header.dtype)) + ", but the session's wire type is " +
-              std::string(protocol::WireTypeName(wire_));
-    } else if (header.count > limits_.max_piece_bytes / sizeof(float)) {
-      wrong = "of " + std::to_string(header.count) + " elements, more than a piece holds in float32";
-    }
-    if (!wrong.empty()) {
-      result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
-                                                  std::to_string(header.seq) + " piece " +
-                                                  std::to_string(header.piece) +
-                                                  " as a float32 sum on a 16-bit wire " + wrong);
-      *notify = FailLocked(result.status);
-      return result;
-    }
-  }
-  const PieceKey key{header.seq, header.piece};
-  auto it = pending_.find(key);
-  if (const auto gone = DepartedFromLocked(rank, it == pending_.end() ? nullptr : it->second.get())) {
-    // The other ranks learn that a rank has left when they need it.
-    const Left& left = *departed_[*gone];
-    const std::string who = "rank " + std::to_string(*gone);
-    const std::string before = "before operation " + std::to_string(header.seq);
-    result.status = Status(Code::kPeerFailed,
-                           left.how == Departure::kGoodbye
-                               ? who + " left the session (it closed its client after its last operation) " + before
-                               : who + " disconnected from the reducer (" + left.why + ") after its last operation, " +
-                                     before);
-    *notify = FailLocked(result.status);
-    return result;
-  }
-  if (it == pending_.end()) {
-    // A wide sum's slots fit either type, and two more hold its result.
-    const size_t payload = wide ? header.count * sizeof(float) : header.PayloadBytes();
-    const size_t slot = (payload + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
-    auto buffer = budget_->TryAllocate(slot * PieceSlots(world_, wide ? wire_ : DataType::kFloat32), std::move(wake));
-    if (buffer == nullptr) {
-      result.kind = Contribution::Kind::kWaitForMemory;
-      return result;
-    }
-    const uint64_t part_bytes = result_part_bytes();
-    const bool whole = part_bytes == 0 || (limits_.whole_pieces_from != 0 && paths_short_ &&
-                                           header.pieces >= uint64_t{limits_.whole_pieces_from} * world_);
-    const size_t elem = DataTypeSize(wide ? wire_ : header.dtype);
-    const uint64_t part = whole ? header.count : std::max<uint64_t>(1, part_bytes / elem);
-    it = pending_.emplace(key, std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, part, now))
-             .first;
-  }
-  Piece& piece = *it->second;
-  std::string disagreement = Disagreement(piece.header_, piece.first_rank_, header, rank);
-  if (!disagreement.empty()) {
-    result.status = Status(Code::kMismatch, disagreement);
-    *notify = FailLocked(result.status);
-    return result;
-  }
-  if (piece.begun_[rank]) {
-    result.status = Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
-                                                std::to_string(header.seq) + " piece " +
-                                                std::to_string(header.piece) + " twice");
-    *notify = FailLocked(result.status);
-    return result;
-  }
-  s.last = order;
+  s.last = StreamKey{header.epoch, header.seq, header.piece};
   s.sent_any = true;
-  piece.begun_[rank] = 1;
-  piece.types_[rank] = header.dtype;
-  piece.reply_to_[rank] = member;
   result.kind = Contribution::Kind::kReceive;
-  result.piece = it->second;
-  result.dest = piece.slot(rank);
+  result.dest = piece->slot(rank);
+  result.piece = std::move(piece);
   return result;
+}
+
+Status Session::RefusalLocked(uint32_t rank) const {
+  if (!failure_.ok()) return failure_;
+  if (!ready_) {
+    return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent data before the session was ready");
+  }
+  return Status::Ok();
+}
+
+Status Session::UnannouncedEpochLocked(uint32_t rank, const protocol::PieceHeader& header) const {
+  const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  if (header.epoch <= epoch) return Status::Ok();
+  return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " + std::to_string(header.seq) +
+                                     " of epoch " + std::to_string(header.epoch) + " before announcing the epoch (" +
+                                     "this reducer is at epoch " + std::to_string(epoch) + ")");
+}
+
+Status Session::OutOfOrderLocked(uint32_t rank, uint16_t stream, const protocol::PieceHeader& header) const {
+  const Stream& s = members_[StreamIndex(rank, stream)];
+  const StreamKey order{header.epoch, header.seq, header.piece};
+  if (!s.sent_any || order > s.last) return Status::Ok();
+  return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " + std::to_string(header.seq) +
+                                     " piece " + std::to_string(header.piece) + " out of order or twice");
+}
+
+Status Session::WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const {
+  if ((header.flags & protocol::kPieceWideSum) == 0) return Status::Ok();
+  std::string wrong;
+  if (wire_ == DataType::kFloat32) {
+    wrong = "but the session's wire type is off";
+  } else if (header.dtype != DataType::kFloat32 && header.dtype != wire_) {
+    wrong = "in " + std::string(DataTypeName(header.dtype)) + ", but the session's wire type is " +
+            std::string(protocol::WireTypeName(wire_));
+  } else if (header.count > limits_.max_piece_bytes / sizeof(float)) {
+    wrong = "of " + std::to_string(header.count) + " elements, more than a piece holds in float32";
+  }
+  if (wrong.empty()) return Status::Ok();
+  return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " + std::to_string(header.seq) +
+                                     " piece " + std::to_string(header.piece) +
+                                     " as a float32 sum on a 16-bit wire " + wrong);
+}
+
+Status Session::DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header,
+                                     const Piece* piece) const {
+  const auto gone = DepartedFromLocked(rank, piece);
+  if (!gone) return Status::Ok();
+  // The other ranks learn that a rank has left when they need it.
+  const Left& left = *departed_[*gone];
+  const std::string who = "rank " + std::to_string(*gone);
+  const std::string before = "before operation " + std::to_string(header.seq);
+  return Status(Code::kPeerFailed,
+                left.how == Departure::kGoodbye
+                    ? who + " left the session (it closed its client after its last operation) " + before
+                    : who + " disconnected from the reducer (" + left.why + ") after its last operation, " + before);
+}
+
+std::shared_ptr<Piece> Session::AllocateLocked(uint32_t rank, const protocol::PieceHeader& header,
+                                               std::function<void()> wake, Clock::time_point now) {
+  // A wide sum's slots fit either type, and two more hold its result.
+  const bool wide = (header.flags & protocol::kPieceWideSum) != 0;
+  const size_t slot = Piece::SlotBytes(header);
+  auto buffer = budget_->TryAllocate(slot * PieceSlots(world_, wide ? wire_ : DataType::kFloat32), std::move(wake));
+  if (buffer == nullptr) return nullptr;
+  auto piece = std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, PartElementsLocked(header), now);
+  pending_.emplace(PieceKey{header.seq, header.piece}, piece);
+  return piece;
+}
+
+uint64_t Session::PartElementsLocked(const protocol::PieceHeader& header) const {
+  const bool wide = (header.flags & protocol::kPieceWideSum) != 0;
+  const uint64_t part_bytes = result_part_bytes();
+  const bool whole = part_bytes == 0 || (limits_.whole_pieces_from != 0 && paths_short_ &&
+                                         header.pieces >= uint64_t{limits_.whole_pieces_from} * world_);
+  const size_t elem = DataTypeSize(wide ? wire_ : header.dtype);
+  return whole ? header.count : std::max<uint64_t>(1, part_bytes / elem);
+}
+
+Status Session::AddToPieceLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member,
+                                 const protocol::PieceHeader& header, Piece& piece) {
+  const std::string disagreement = piece.DisagreementLocked(header, rank);
+  if (!disagreement.empty()) return Status(Code::kMismatch, disagreement);
+  if (!piece.BeginLocked(rank, header.dtype, member)) {
+    return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " +
+                                       std::to_string(header.seq) + " piece " + std::to_string(header.piece) +
+                                       " twice");
+  }
+  return Status::Ok();
 }
 
 void Session::ReportRoundTrip(uint32_t rank, uint16_t stream, uint32_t min_rtt_us) {
@@ -388,41 +356,39 @@ void Session::ReportRoundTrip(uint32_t rank, uint16_t stream, uint32_t min_rtt_u
 
 void Session::ContributionProgress(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t bytes) {
   if (!piece->in_parts()) return;
-  const uint64_t elements = bytes / DataTypeSize(piece->types_[rank]);
-  Deliver(rank, piece, std::min(elements, piece->header_.count - 1));
+  const uint64_t elements = bytes / DataTypeSize(piece->type(rank));
+  Deliver(rank, piece, std::min(elements, piece->header().count - 1));
 }
 
 void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece, Clock::time_point now) {
-  const uint64_t payload = piece->header_.count * DataTypeSize(piece->types_[rank]);
+  const uint64_t payload = piece->contribution_bytes(rank);
   bytes_received_.fetch_add(payload, std::memory_order_relaxed);
   reducer_stats_->AddReceived(payload);
   if (piece->wide_sum()) {
-    reducer_stats_->AddWireContribution(payload, piece->header_.count * sizeof(float),
-                                        piece->types_[rank] == DataType::kFloat32);
+    reducer_stats_->AddWireContribution(payload, piece->header().count * sizeof(float),
+                                        piece->type(rank) == DataType::kFloat32);
   }
   bool last = false;
   bool first_piece_of_op = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!failure_.ok() || piece->ended_[rank]) return;
+    if (!failure_.ok() || piece->EndedLocked(rank)) return;
     // Dropped while it was being received: the ranks moved to a new epoch.
-    if (piece->header_.epoch != epoch_.load(std::memory_order_relaxed)) return;
-    piece->ended_[rank] = 1;
-    if (piece->ended_count_++ == 0) piece->first_end_ = now;
-    if (piece->ended_count_ == world_) {
+    if (piece->header().epoch != epoch_.load(std::memory_order_relaxed)) return;
+    if (piece->EndLocked(rank, now)) {
       last = true;
-      pending_.erase(PieceKey{piece->header_.seq, piece->header_.piece});
-      first_piece_of_op = completed_ops_.Insert(piece->header_.seq);
+      pending_.erase(PieceKey{piece->header().seq, piece->header().piece});
+      first_piece_of_op = completed_ops_.Insert(piece->header().seq);
     }
   }
   // The last rank's call reduces what is left, outside the lock. The
   // latency includes that reduction, timed here because `now` is when the
   // last contribution arrived, not when its sum was ready.
   const auto reduce_start = Clock::now();
-  Deliver(rank, piece, piece->header_.count);
+  Deliver(rank, piece, piece->header().count);
   if (!last) return;
-  const auto latency = (now - piece->first_arrival_) + (Clock::now() - reduce_start);
-  const auto wait = now - piece->first_end_;
+  const auto latency = (now - piece->first_arrival()) + (Clock::now() - reduce_start);
+  const auto wait = now - piece->first_end();
   // A wide sum's parts count their bytes as they go (Deliver): their type
   // is known only then.
   const uint64_t sent = piece->wide_sum() ? 0 : payload * world_;
@@ -442,101 +408,27 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
 
 void Session::Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements) {
   Piece& p = *piece;
-  const uint64_t count = p.header_.count;
-  uint64_t begin = 0;
-  uint64_t end = 0;
-  {
-    std::lock_guard<std::mutex> lock(p.parts_mu_);
-    if (elements <= p.arrived_[rank]) return;
-    p.arrived_[rank] = elements;
-    const uint64_t ready = *std::min_element(p.arrived_.begin(), p.arrived_.end());
-    if (ready <= p.claimed_ || (ready < count && ready - p.claimed_ < p.part_elements_)) return;
-    begin = p.claimed_;
-    end = ready;
-    p.claimed_ = ready;
-  }
-  // Every rank has delivered [begin, end) and nobody writes there any more:
+  const std::optional<Piece::Run> run = p.Claim(rank, elements);
+  if (!run) return;
+  // Every rank has delivered the run and nobody writes there any more:
   // reduce it in rank order outside the lock, in parallel with other parts.
-  protocol::PieceHeader h = p.header_;
-  h.offset += begin;
-  h.count = end - begin;
-  h.flags = p.header_.flags & protocol::kPieceWideSum;
+  const ReducedPart out = ReducePart(p, wire_, *run);
+  protocol::PieceHeader h = p.header();
+  h.offset += run->begin;
+  h.count = run->end - run->begin;
+  h.dtype = out.dtype;
+  h.flags = p.header().flags & protocol::kPieceWideSum;
   h.crc = 0;
-  const uint8_t* out = nullptr;
-  if (p.wide_sum()) {
-    out = ReduceWideSum(p, begin, end, &h);
-  } else {
-    // One list per thread, reused: a part is reduced often, and small.
-    thread_local std::vector<const void*> inputs;
-    inputs.resize(world_);
-    const size_t elem = DataTypeSize(p.header_.dtype);
-    for (uint32_t r = 0; r < world_; ++r) inputs[r] = p.slot(r) + begin * elem;
-    uint8_t* dest = p.slot(0) + begin * elem;
-    kernels::Reduce(p.header_.dtype, p.header_.op, dest, inputs.data(), world_, end - begin);
-    out = dest;
-  }
-  if (limits_.crc && (p.header_.flags & protocol::kPieceCrc) != 0) {
+  if (limits_.crc && (p.header().flags & protocol::kPieceCrc) != 0) {
     h.flags |= protocol::kPieceCrc;
-    h.crc = protocol::Crc32c(out, h.PayloadBytes());
+    h.crc = protocol::Crc32c(out.data, h.PayloadBytes());
   }
   if (p.wide_sum()) {
     const uint64_t sent = h.PayloadBytes() * world_;
     bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
     reducer_stats_->AddWireResult(sent, h.dtype == DataType::kFloat32);
   }
-  // Parts go out in order: under the piece's lock, so that the members get
-  // them (posted to their threads) in the order they are released here.
-  std::lock_guard<std::mutex> lock(p.parts_mu_);
-  p.reduced_.emplace(begin, std::make_pair(h, out));
-  // A piece of an epoch the ranks have left is reduced but not sent.
-  const bool current = p.header_.epoch == epoch_.load(std::memory_order_acquire);
-  while (!p.reduced_.empty() && p.reduced_.begin()->first == p.sent_) {
-    ResultPart part{piece, p.reduced_.begin()->second.first, p.reduced_.begin()->second.second};
-    p.reduced_.erase(p.reduced_.begin());
-    p.sent_ += part.header.count;
-    if (!current) continue;
-    for (const auto& member : p.reply_to_) member->SendResult(part);
-  }
-  // Members and pieces hold each other: let go once the result is out.
-  if (p.sent_ == count) p.reply_to_.clear();
-}
-
-const uint8_t* Session::ReduceWideSum(Piece& p, uint64_t begin, uint64_t end, protocol::PieceHeader* h) {
-  thread_local std::vector<const void*> inputs;
-  thread_local std::vector<DataType> types;
-  inputs.resize(world_);
-  types.resize(world_);
-  bool all_wire = true;
-  for (uint32_t r = 0; r < world_; ++r) {
-    types[r] = p.types_[r];
-    inputs[r] = p.slot(r) + begin * DataTypeSize(types[r]);
-    all_wire = all_wire && types[r] == wire_;
-  }
-  const size_t n = end - begin;
-  auto* rounded = reinterpret_cast<uint16_t*>(p.slot(world_ + 1)) + begin;
-  // The common case: every rank's piece in the wire type. The 16-bit
-  // kernel sums in float32 in rank order and rounds once, with the inputs
-  // of a group in registers: ~1.8x faster than the float32 path below, and
-  // the same bits wherever the result is finite (kernels.h).
-  if (all_wire) {
-    kernels::Reduce(wire_, ReduceOp::kSum, rounded, inputs.data(), world_, n);
-    if (kernels::AllFinite(wire_, rounded, n)) {
-      h->dtype = wire_;
-      return reinterpret_cast<const uint8_t*>(rounded);
-    }
-  }
-  float* sum = reinterpret_cast<float*>(p.slot(world_)) + begin;
-  kernels::SumToFloat32(wire_, sum, inputs.data(), types.data(), world_, n);
-  if (kernels::NarrowFloat32(wire_, sum, rounded, n)) {
-    h->dtype = wire_;
-    return reinterpret_cast<const uint8_t*>(rounded);
-  }
-  // Some element's sum does not fit the wire type (or a rank sent Inf or
-  // NaN): the part goes as float32, so nothing new turns into Inf; the
-  // elements that fit still carry their rounded value (kernels.h).
-  kernels::WidenWhereFinite(wire_, rounded, sum, n);
-  h->dtype = DataType::kFloat32;
-  return reinterpret_cast<const uint8_t*>(sum);
+  p.Release(run->begin, h, out.data, epoch_.load(std::memory_order_acquire));
 }
 
 std::shared_ptr<SessionMember> Session::FirstMemberLocked(uint32_t rank) const {
@@ -672,11 +564,8 @@ void Session::CheckTimeouts(Clock::time_point now) {
     }
     for (const auto& [key, piece] : pending_) {
       if (!failed.ok()) break;
-      if (now - piece->first_arrival_ <= limits_.op_timeout) continue;
-      std::vector<uint32_t> missing;
-      for (uint32_t r = 0; r < world_; ++r) {
-        if (!piece->ended_[r]) missing.push_back(r);
-      }
+      if (now - piece->first_arrival() <= limits_.op_timeout) continue;
+      const std::vector<uint32_t> missing = piece->MissingLocked();
       failed = Status(Code::kTimeout, "operation " + std::to_string(key.first) + " (piece " +
                                           std::to_string(key.second) + ") timed out after " +
                                           Seconds(limits_.op_timeout) + " on this reducer: " +
@@ -717,10 +606,7 @@ void Session::ReleaseReplies(const std::map<PieceKey, std::shared_ptr<Piece>>& p
   // A piece not yet sent in full holds its ranks' members, and they may hold
   // it (the piece being read, results queued): a cycle that only sending the
   // whole result breaks. No result goes out after a failure or a teardown.
-  for (const auto& [key, piece] : pieces) {
-    std::lock_guard<std::mutex> lock(piece->parts_mu_);
-    piece->reply_to_.clear();
-  }
+  for (const auto& [key, piece] : pieces) piece->ReleaseReplies();
 }
 
 void Session::DropMembers() {

@@ -21,7 +21,7 @@
 // rounded once to the wire type. Each result part goes in the wire type
 // when all of it fits, else in float32 (the elements that fit still
 // rounded), so no Inf or NaN is made on the way and every element's value
-// is the same however the piece was cut into parts.
+// is the same however the piece was cut into parts (part_reducer.h).
 //
 // With failover (the ranks' HELLO says so) it also takes part in membership
 // epochs (failover_coordinator.h): it keeps the session's completion
@@ -37,7 +37,8 @@
 // reduction.
 //
 // Lock order: Session::mu_, then Piece::parts_mu_, then
-// Connection::results_mu_ (server/net/connection.h). A failure or a
+// Connection::results_mu_ (server/net/connection.h); which of a piece's
+// fields each of the first two guards is in piece.h. A failure or a
 // teardown takes a pending piece's parts_mu_ under mu_ to let go of its
 // replies (ReleaseReplies); a piece's parts go to its members under
 // parts_mu_, so that they leave in order, and SendResult takes the
@@ -67,15 +68,13 @@
 #include "protocol/wire.h"
 #include "server/core/failover_coordinator.h"
 #include "server/core/memory_budget.h"
+#include "server/core/piece.h"
 #include "server/core/recent_seq_set.h"
 #include "server/core/server_defaults.h"
 #include "server/core/reducer_stats.h"
 #include "server/core/watermark_tracker.h"
 
 namespace rs::server {
-
-
-class Piece;
 
 // How a stream left its session (Session::Leave).
 enum class Departure {
@@ -88,87 +87,6 @@ enum class Departure {
   kClosed,
   // Anything else: a reset, a broken frame, a silent rank, an ERROR from it.
   kLost,
-};
-
-// Slots of one piece's buffer, each as large as the largest piece: one per
-// rank, and for a float32 sum on a 16-bit wire (`wire` not kFloat32) two
-// more for its result. The reducer's largest piece is sized from this, so
-// that one piece of any session it admits fits the memory limit.
-inline uint32_t PieceSlots(uint32_t world, DataType wire) {
-  return world + (wire == DataType::kFloat32 ? 0 : 2);
-}
-
-// A reduced run of a piece's elements, sent as one RESULT frame: the whole
-// piece, or one of its parts when the ranks take results in parts.
-struct ResultPart {
-  std::shared_ptr<Piece> piece;  // keeps `data` alive
-  protocol::PieceHeader header;  // offset and count of the run; its CRC32C when computed
-  const uint8_t* data = nullptr;
-};
-
-// One authenticated TCP stream of one rank, as the session sees it.
-// Implementations must be thread-safe and must not call back into the
-// session from these methods.
-class SessionMember {
- public:
-  virtual ~SessionMember() = default;
-  virtual void SendReady() = 0;
-  // Sends part.header and part.data; keeps the piece alive until sent. The
-  // parts of one piece arrive in order.
-  virtual void SendResult(const ResultPart& part) = 0;
-  // Sends an ERROR frame, then closes the stream.
-  virtual void SendErrorAndClose(const Status& status) = 0;
-  // Sends a control frame (HEARTBEAT, MEMBERSHIP) ahead of queued results.
-  virtual void SendControl(std::vector<uint8_t> frame) = 0;
-  // Closes the stream without a word: the ranks have dropped this reducer.
-  virtual void CloseQuietly() = 0;
-};
-
-// One piece of one operation: a slot per rank, reduced into slot 0. The
-// result goes out whole, or in parts of at least `part_elements` (the last
-// may be shorter) as soon as every rank's contribution to a part is in.
-class Piece {
- public:
-  Piece(const protocol::PieceHeader& header, uint32_t first_rank, uint32_t world,
-        std::unique_ptr<PieceBuffer> buffer, size_t slot_bytes, uint64_t part_elements, Clock::time_point now);
-
-  const protocol::PieceHeader& header() const { return header_; }
-  // A float32 sum travelling in the session's wire type (kPieceWideSum).
-  bool wide_sum() const { return (header_.flags & protocol::kPieceWideSum) != 0; }
-  uint8_t* slot(uint32_t rank) { return buffer_->data() + rank * slot_bytes_; }
-  // Cut-through: the result may go out in several parts, so the connections
-  // report the contributions' progress (Session::ContributionProgress).
-  bool in_parts() const { return part_elements_ < header_.count; }
-
- private:
-  friend class Session;
-  protocol::PieceHeader header_;
-  uint32_t first_rank_;
-  std::unique_ptr<PieceBuffer> buffer_;
-  size_t slot_bytes_;
-  uint64_t part_elements_;           // header_.count: the result goes out whole
-  Clock::time_point first_arrival_;  // first rank began its contribution
-  // Guarded by the session's mutex:
-  Clock::time_point first_end_;      // first rank's contribution was complete
-  std::vector<uint8_t> begun_;   // rank has started sending its contribution
-  std::vector<uint8_t> ended_;   // rank's contribution is complete
-  // Per rank: the type its elements came in (its header's dtype). Set when
-  // the rank begins, before any of its bytes are delivered.
-  std::vector<DataType> types_;
-  uint32_t ended_count_ = 0;
-  // Per rank; set under the session's mutex when the rank begins, read once
-  // every rank has delivered some elements, cleared once the result is out.
-  std::vector<std::shared_ptr<SessionMember>> reply_to_;
-  // Guarded by parts_mu_ (elements, from the piece's start): what each rank
-  // has delivered, what is claimed for reduction, what went out, and the
-  // reduced parts waiting for the ones before them (by first element).
-  // Taken after the session's mutex, never before it (lock order above).
-  std::mutex parts_mu_;
-  std::vector<uint64_t> arrived_;
-  uint64_t claimed_ = 0;
-  uint64_t sent_ = 0;
-  // With the bytes each part is sent from.
-  std::map<uint64_t, std::pair<protocol::PieceHeader, const uint8_t*>> reduced_;
 };
 
 // Large operations (SessionLimits::whole_pieces_from) get whole pieces only
@@ -338,6 +256,28 @@ class Session {
   Contribution BeginLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member, uint16_t stream,
                            const protocol::PieceHeader& header, std::function<void()> wake, Clock::time_point now,
                            std::vector<std::shared_ptr<SessionMember>>* notify, Outbox* outbox);
+  // BeginLocked's steps. Why the session takes no data now (failed, not
+  // ready), without failing it.
+  Status RefusalLocked(uint32_t rank) const;
+  // Each of these is an error that fails the session, or Ok: an epoch the
+  // rank has not announced; a piece not after the stream's last one; a wide
+  // sum the session cannot take; a rank that left and will not send its
+  // part of `piece` (nullptr: a piece nobody has sent yet).
+  Status UnannouncedEpochLocked(uint32_t rank, const protocol::PieceHeader& header) const;
+  Status OutOfOrderLocked(uint32_t rank, uint16_t stream, const protocol::PieceHeader& header) const;
+  Status WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const;
+  Status DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header, const Piece* piece) const;
+  // A new pending piece for `header`, first sent by `rank`; nullptr when
+  // the budget cannot cover it now (`wake` is then registered with it).
+  std::shared_ptr<Piece> AllocateLocked(uint32_t rank, const protocol::PieceHeader& header,
+                                        std::function<void()> wake, Clock::time_point now);
+  // The parts policy: the smallest result part of a new piece (elements),
+  // or its whole count when its result goes out whole.
+  uint64_t PartElementsLocked(const protocol::PieceHeader& header) const;
+  // `rank` begins its contribution to `piece`; an error if its header
+  // disagrees with the first rank's or the rank sent the piece twice.
+  Status AddToPieceLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member,
+                          const protocol::PieceHeader& header, Piece& piece);
   std::string MissingRanksLocked() const;
   // A rank that left cleanly and has not sent its part of `piece` (nullptr:
   // a piece nobody has sent yet), other than `rank`: it never will.
@@ -346,9 +286,6 @@ class Session {
   // rank has delivered since the last claim when it is a part's worth (or
   // the rest), then sends the reduced parts that are next in order.
   void Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements);
-  // Reduces [begin, end) of a wide sum (Piece::wide_sum); returns where the
-  // result part is and sets h's dtype to the type it goes in.
-  const uint8_t* ReduceWideSum(Piece& p, uint64_t begin, uint64_t end, protocol::PieceHeader* h);
   std::shared_ptr<SessionMember> FirstMemberLocked(uint32_t rank) const;
   void ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox);
   void InstallLocked(uint32_t epoch, uint64_t start);
