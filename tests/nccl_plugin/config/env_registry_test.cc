@@ -50,11 +50,13 @@ TEST(EnvRegistry, EveryVariableIsDocumentedOnceWithItsPrefix) {
 }
 
 TEST(EnvRegistry, UnsetAndEmptyMeanDefault) {
-  Env env = EnvOf({{"REDUCER_IO_THREADS", ""}, {"REDUCER_STREAMS", ""}});
+  Env env = EnvOf({{"REDUCER_NSOCKS_PERTHREAD", ""}, {"REDUCER_IO_THREADS", ""}, {"REDUCER_STREAMS", ""}});
+  EXPECT_FALSE(env.IsSet(EnvKey::kSocksPerThread));
+  EXPECT_EQ(env.Get(EnvKey::kSocksPerThread), "2");
+  EXPECT_EQ(*env.GetInt(EnvKey::kSocksPerThread, 1, 16), 2);
+  // No default: unset, the client library chooses (client/transport_plan.h,
+  // common/host_capacity.h).
   EXPECT_FALSE(env.IsSet(EnvKey::kIoThreads));
-  EXPECT_EQ(env.Get(EnvKey::kIoThreads), "1");
-  EXPECT_EQ(*env.GetInt(EnvKey::kIoThreads, 1, 64), 1);
-  // No default: unset, the client library chooses (client/transport_plan.h).
   EXPECT_FALSE(env.IsSet(EnvKey::kStreams));
   EXPECT_EQ(env.Get(EnvKey::kReducerAddrs), "");
   EXPECT_FALSE(env.IsSet(EnvKey::kReducerAddrs));
