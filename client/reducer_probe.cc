@@ -154,7 +154,10 @@ Status WriteAll(const Conn& c, const std::vector<uint8_t>& bytes, const Exchange
     ssize_t n = 0;
     if (c.ssl != nullptr) {
       size_t wrote = 0;
-      const int rc = SSL_write_ex(c.ssl, bytes.data() + done, bytes.size() - done, &wrote);
+      const int rc = [&] {
+        const SigpipeGuard quiet;
+        return SSL_write_ex(c.ssl, bytes.data() + done, bytes.size() - done, &wrote);
+      }();
       n = TlsIo(c.ssl, rc, wrote, &events, &tls_error);
       if (n < 0) return x.Error(Code::kIo, "send failed: " + (tls_error.empty() ? "closed" : tls_error));
     } else {
@@ -181,7 +184,10 @@ Status ReadExact(const Conn& c, std::span<uint8_t> out, const Exchange& x, const
     if (c.ssl != nullptr) {
       size_t got = 0;
       std::string tls_error;
-      const int rc = SSL_read_ex(c.ssl, out.data() + done, out.size() - done, &got);
+      const int rc = [&] {
+        const SigpipeGuard quiet;
+        return SSL_read_ex(c.ssl, out.data() + done, out.size() - done, &got);
+      }();
       n = TlsIo(c.ssl, rc, got, &events, &tls_error);
       if (n < 0 && tls_error.empty()) return x.Error(Code::kIo, "closed the connection before its " + awaited);
       if (n < 0) return x.Error(Code::kIo, "receive failed: " + tls_error);
@@ -213,7 +219,10 @@ Status StartTls(Conn* c, const std::string& token, const Exchange& x) {
   for (;;) {
     short events = POLLIN;
     std::string tls_error;
-    const int rc = SSL_do_handshake(c->ssl);
+    const int rc = [&] {
+      const SigpipeGuard quiet;
+      return SSL_do_handshake(c->ssl);
+    }();
     const ssize_t n = TlsIo(c->ssl, rc, 1, &events, &tls_error);
     if (n > 0) return Status::Ok();
     if (n < 0) {

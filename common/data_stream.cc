@@ -57,7 +57,10 @@ void DataStream::StartTls(std::shared_ptr<const DataTls> tls, std::function<void
 
 void DataStream::Handshake(std::function<void(const Status&)> done) {
   ERR_clear_error();
-  const int rc = SSL_do_handshake(ssl_);
+  const int rc = [&] {
+    const SigpipeGuard quiet;
+    return SSL_do_handshake(ssl_);
+  }();
   if (rc == 1) {
     kernel_send_ = BIO_get_ktls_send(SSL_get_wbio(ssl_));
     done(Status::Ok());
@@ -116,7 +119,10 @@ DataStream::Io DataStream::TryRead(asio::mutable_buffer buffer, size_t* n, asio:
   while (*n < buffer.size()) {
     ERR_clear_error();
     size_t got = 0;
-    const int rc = SSL_read_ex(ssl_, data + *n, buffer.size() - *n, &got);
+    const int rc = [&] {
+      const SigpipeGuard quiet;
+      return SSL_read_ex(ssl_, data + *n, buffer.size() - *n, &got);
+    }();
     if (rc == 1) {
       *n += got;
       continue;
@@ -153,7 +159,10 @@ DataStream::Io DataStream::TryWrite(const WriteBuffers& buffers, size_t* n, asio
     }
     ERR_clear_error();
     size_t wrote = 0;
-    const int rc = SSL_write_ex(ssl_, data, size, &wrote);
+    const int rc = [&] {
+      const SigpipeGuard quiet;
+      return SSL_write_ex(ssl_, data, size, &wrote);
+    }();
     if (rc == 1) {
       *n += wrote;
       // Advance past what was written.

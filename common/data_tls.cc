@@ -1,5 +1,8 @@
 #include "common/data_tls.h"
 
+#include <errno.h>
+#include <pthread.h>
+
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
@@ -180,6 +183,29 @@ std::string DataTls::DescribeFailure(unsigned long openssl_error, Role role) {
     default:
       return out;
   }
+}
+
+SigpipeGuard::SigpipeGuard() {
+  sigset_t pipe, pending;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+  blocked_ = pthread_sigmask(SIG_BLOCK, &pipe, &old_) == 0;
+}
+
+SigpipeGuard::~SigpipeGuard() {
+  if (!blocked_) return;
+  const int saved_errno = errno;  // the caller reads the failed call's next
+  sigset_t pipe, pending;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  if (!was_pending_ && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+    const timespec now{};
+    while (sigtimedwait(&pipe, nullptr, &now) == -1 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  errno = saved_errno;
 }
 
 }  // namespace rs

@@ -16,6 +16,8 @@
 // a process; each SSL made from it belongs to one stream.
 #pragma once
 
+#include <signal.h>
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -73,5 +75,25 @@ inline constexpr uint8_t kTlsHandshakeRecord = 0x16;
 // sends to a worker that opens with TLS: the worker's OpenSSL then reports
 // "tlsv1 alert protocol version", which DescribeFailure names.
 inline constexpr std::array<uint8_t, 7> kNoTlsAlert = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 70};
+
+// While it lives, a SIGPIPE this thread raises is held back and then
+// dropped. OpenSSL writes to the socket with write(), which raises SIGPIPE
+// when the peer has gone; the signal's default action ends the process,
+// and in a training process (the client library, the NCCL plugin) a reducer
+// that dies mid-write would take the job with it instead of the failover
+// taking over. Wrap every OpenSSL call that may write (handshake, read,
+// write): the call then fails with EPIPE, which the caller reports.
+class SigpipeGuard {
+ public:
+  SigpipeGuard();
+  ~SigpipeGuard();
+  SigpipeGuard(const SigpipeGuard&) = delete;
+  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+ private:
+  sigset_t old_{};
+  bool blocked_ = false;
+  bool was_pending_ = false;  // a SIGPIPE pending before: not ours to drop
+};
 
 }  // namespace rs

@@ -129,6 +129,34 @@ TEST(DataStreamTest, TlsCarriesGatheredWritesExactlyHoweverTheReadsCutThem) {
   EXPECT_TRUE(back == reply);
 }
 
+// A reducer that dies while a worker writes to it: OpenSSL's write() to the
+// dead socket raises SIGPIPE, whose default action would end this process
+// (a training job) instead of failing the write for the failover to handle.
+// Nothing here ignores SIGPIPE: the test process is the training process.
+TEST(DataStreamTest, WritingToAPeerThatIsGoneFailsTheWriteAndRaisesNoSignal) {
+  Pair p;
+  auto [server_status, client_status] = p.Handshake("the-job-token", "the-job-token");
+  ASSERT_TRUE(server_status.ok()) << server_status.ToString();
+  ASSERT_TRUE(client_status.ok()) << client_status.ToString();
+  // Closed as a dying process's socket is: the worker gets a FIN, and its
+  // next bytes a reset, after which Linux fails a write with EPIPE.
+  p.server.close();
+  const std::vector<uint8_t> bytes = Pattern(1 << 20, 3);
+  std::optional<asio::error_code> failed;
+  std::function<void()> write_next = [&] {
+    asio::async_write(p.client_stream, asio::buffer(bytes), [&](const asio::error_code& ec, size_t) {
+      if (ec) {
+        failed = ec;
+      } else {
+        write_next();
+      }
+    });
+  };
+  write_next();
+  ASSERT_TRUE(p.RunUntil([&] { return failed.has_value(); })) << "writes to a closed peer kept succeeding";
+  EXPECT_TRUE(*failed) << "the write failed without an error";
+}
+
 TEST(DataStreamTest, ADifferentTokenFailsTheTlsHandshakeOnBothSidesNamingTheToken) {
   Pair p;
   auto [server_status, client_status] = p.Handshake("the-job-token", "another-token");
