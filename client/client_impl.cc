@@ -108,8 +108,16 @@ Status ClientImpl::Connect() {
   if (threads < 1) {
     const IoThreadChoice choice = ChooseIoThreads(opts_, static_cast<int>(opts_.reducers.size()) * streams_);
     threads = choice.threads;
-    Log(LogLevel::kInfo, std::to_string(threads) + " I/O thread" + (threads == 1 ? "" : "s") + " (automatic: " +
-                             choice.reason + "; REDUCER_IO_THREADS sets them)");
+    // Said at level warn (stderr by default) when too few streams hold a fast
+    // link to half the threads it needs or fewer: the user can lift that.
+    const bool starved = choice.from_link && threads * 2 <= choice.wanted;
+    Log(starved ? LogLevel::kWarn : LogLevel::kInfo,
+        std::to_string(threads) + " I/O thread" + (threads == 1 ? "" : "s") + " (automatic: " + choice.reason +
+            "; REDUCER_IO_THREADS sets them)" +
+            (starved ? "; this link wants " + std::to_string(choice.wanted) + ": set REDUCER_STREAMS=" +
+                           std::to_string((choice.wanted + opts_.reducers.size() - 1) / opts_.reducers.size()) +
+                           " on every rank"
+                     : ""));
   }
   for (int i = 0; i < threads; ++i) {
     contexts_.push_back(MakeIoContext());

@@ -216,6 +216,7 @@ IoThreadChoice AutoIoThreads(const HostCapacity& host, int useful, std::string_v
     const int need = static_cast<int>(std::min<uint64_t>(
         (bytes + kIoThreadBytesPerSecond - 1) / kIoThreadBytesPerSecond, kMaxAutoIoThreads));
     out.threads = std::min(std::max(need, 1), half);
+    out.from_link = true;
     out.reason = "the link (" + host.link + ", " + FormatLinkSpeed(*host.link_bits_per_second) + ") needs " +
                  std::to_string(std::max(need, 1)) + " at 1.5 GB/s each" +
                  (need > half ? ", held to " + cores : "; " + cores + " would allow " + std::to_string(half));
@@ -225,6 +226,7 @@ IoThreadChoice AutoIoThreads(const HostCapacity& host, int useful, std::string_v
                  (half > kUnknownLinkThreads ? ", at most " + std::to_string(kUnknownLinkThreads) : "");
   }
   out.threads = std::clamp(out.threads, 1, kMaxAutoIoThreads);
+  out.wanted = out.threads;
   if (useful > 0 && out.threads > useful) {
     out.threads = useful;
     out.reason += "; capped at " + std::to_string(useful) + " by " + std::string(useful_what);

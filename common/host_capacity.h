@@ -62,6 +62,8 @@ struct HostCapacity {
 
 struct IoThreadChoice {
   int threads = 1;
+  int wanted = 1;      // before the caller's cap (`useful`)
+  bool from_link = false;  // the link's speed decided `wanted` (not the cores alone)
   std::string reason;  // for the start-up log: the inputs and which one decided
 };
 

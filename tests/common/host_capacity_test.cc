@@ -56,6 +56,9 @@ TEST(AutoIoThreadsTest, NoMoreThreadsThanTheCallerCanUse) {
   const IoThreadChoice c = AutoIoThreads(Host(64, 100 * kGbit), 2, "2 streams in all");
   EXPECT_EQ(c.threads, 2);
   EXPECT_NE(c.reason.find("capped at 2 by 2 streams in all"), std::string::npos) << c.reason;
+  EXPECT_EQ(c.wanted, 9);  // the client warns when the cap halves what the link wants
+  EXPECT_TRUE(c.from_link);
+  EXPECT_FALSE(AutoIoThreads(Host(64, std::nullopt), 2, "2 streams").from_link);  // no warning on loopback
   EXPECT_EQ(AutoIoThreads(Host(64, 100 * kGbit), 0).threads, 9);
 }
 
