@@ -115,14 +115,12 @@ DataStream::Io DataStream::TryRead(asio::mutable_buffer buffer, size_t* n, asio:
   // Every record OpenSSL has or the socket holds, up to the buffer's size,
   // in one completion: a record is at most 16 KiB.
   uint8_t* const data = static_cast<uint8_t*>(buffer.data());
+  const SigpipeGuard quiet;  // a read may write too (an alert); one guard per call, not per record
   *n = 0;
   while (*n < buffer.size()) {
     ERR_clear_error();
     size_t got = 0;
-    const int rc = [&] {
-      const SigpipeGuard quiet;
-      return SSL_read_ex(ssl_, data + *n, buffer.size() - *n, &got);
-    }();
+    const int rc = SSL_read_ex(ssl_, data + *n, buffer.size() - *n, &got);
     if (rc == 1) {
       *n += got;
       continue;
@@ -135,6 +133,7 @@ DataStream::Io DataStream::TryRead(asio::mutable_buffer buffer, size_t* n, asio:
 }
 
 DataStream::Io DataStream::TryWrite(const WriteBuffers& buffers, size_t* n, asio::error_code* ec) {
+  const SigpipeGuard quiet;  // one guard for every record this call writes
   *n = 0;
   size_t index = 0;   // buffers.items[index] holds the next byte,
   size_t offset = 0;  // at this offset
@@ -159,10 +158,7 @@ DataStream::Io DataStream::TryWrite(const WriteBuffers& buffers, size_t* n, asio
     }
     ERR_clear_error();
     size_t wrote = 0;
-    const int rc = [&] {
-      const SigpipeGuard quiet;
-      return SSL_write_ex(ssl_, data, size, &wrote);
-    }();
+    const int rc = SSL_write_ex(ssl_, data, size, &wrote);
     if (rc == 1) {
       *n += wrote;
       // Advance past what was written.
