@@ -30,16 +30,13 @@ std::chrono::milliseconds ChangeTimeout(const ClientOptions& o) {
 // leaves by. A stream stays on one thread, so threads beyond the streams
 // would idle.
 IoThreadChoice ChooseIoThreads(const ClientOptions& o, int streams) {
+  const std::string& first = o.reducers.front().host;
   HostCapacity host;
-  host.cores = UsableCores();
   if (o.link_bits_per_second) {
+    host = CapacityWith(std::nullopt, "given by the caller");
     host.link_bits_per_second = o.link_bits_per_second;
-    host.link = "given by the caller";
-  } else if (const std::optional<std::string> nic = InterfaceTowards(o.reducers.front().host)) {
-    host.link_bits_per_second = InterfaceBitsPerSecond(*nic);
-    host.link = *nic + (host.link_bits_per_second ? "" : " reports no speed");
   } else {
-    host.link = "no route to " + o.reducers.front().host + " found";
+    host = CapacityWith(InterfaceTowards(first), "no route to " + first + " found");
   }
   const std::string what = std::to_string(streams) + " stream" + (streams == 1 ? "" : "s") +
                            " in all (REDUCER_STREAMS, the same on every rank, adds more)";

@@ -171,7 +171,7 @@ std::optional<std::string> InterfaceForLocalAddress(const std::string& address, 
     v6->sin6_family = AF_INET6;
     if (IN6_IS_ADDR_UNSPECIFIED(&v6->sin6_addr)) return FastestInterface(sysfs_net);
   } else {
-    return address.empty() ? FastestInterface(sysfs_net) : std::nullopt;
+    return address.empty() ? FastestInterface(sysfs_net) : InterfaceTowards(address);
   }
   return InterfaceWithAddress(reinterpret_cast<const sockaddr*>(&ss));
 }
@@ -194,6 +194,18 @@ std::optional<std::string> InterfaceTowards(const std::string& host) {
   }
   ::freeaddrinfo(res);
   return found;
+}
+
+HostCapacity CapacityWith(const std::optional<std::string>& nic, const std::string& if_none) {
+  HostCapacity host;
+  host.cores = UsableCores();
+  if (nic) {
+    host.link_bits_per_second = InterfaceBitsPerSecond(*nic);
+    host.link = *nic + (host.link_bits_per_second ? "" : " reports no speed");
+  } else {
+    host.link = if_none;
+  }
+  return host;
 }
 
 std::string FormatLinkSpeed(uint64_t bits_per_second) {

@@ -43,9 +43,10 @@ int UsableCores(const std::string& cgroup_root = "/sys/fs/cgroup");
 std::optional<uint64_t> InterfaceBitsPerSecond(const std::string& name,
                                                const std::string& sysfs_net = "/sys/class/net");
 
-// The interface holding `address` (numeric IPv4 or IPv6), or for a wildcard
-// address (0.0.0.0, ::, empty) the fastest interface that is up, not
-// loopback and reports a speed. nullopt when none matches.
+// The interface holding `address` (numeric IPv4 or IPv6; a name: the one
+// its first address routes through), or for a wildcard address (0.0.0.0,
+// ::, empty) the fastest interface that is up, not loopback and reports a
+// speed. nullopt when none matches.
 std::optional<std::string> InterfaceForLocalAddress(const std::string& address,
                                                     const std::string& sysfs_net = "/sys/class/net");
 
@@ -59,6 +60,10 @@ struct HostCapacity {
   std::optional<uint64_t> link_bits_per_second;
   std::string link;  // "eth0 (/sys/class/net/eth0/speed)", "REDUCER_NIC_SPEED", or why it is unknown
 };
+
+// This machine as the rule sees it: its usable cores, and the speed of
+// `nic` where it reports one; `if_none` says why there is no interface.
+HostCapacity CapacityWith(const std::optional<std::string>& nic, const std::string& if_none);
 
 struct IoThreadChoice {
   int threads = 1;

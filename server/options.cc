@@ -3,8 +3,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <arpa/inet.h>
-
 #include <limits>
 
 #include "common/cli_parse.h"
@@ -27,20 +25,8 @@ constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
 // the link is the interface holding the listen address, or for a wildcard
 // the fastest one; the reason is for main() to log.
 IoThreadChoice ReducerIoThreads(const std::string& listen_host) {
-  HostCapacity host;
-  host.cores = UsableCores();
-  in6_addr any;
-  const bool numeric = listen_host.empty() || ::inet_pton(AF_INET, listen_host.c_str(), &any) == 1 ||
-                       ::inet_pton(AF_INET6, listen_host.c_str(), &any) == 1;
-  const std::optional<std::string> nic =
-      numeric ? InterfaceForLocalAddress(listen_host) : InterfaceTowards(listen_host);
-  if (nic) host.link_bits_per_second = InterfaceBitsPerSecond(*nic);
-  if (nic) {
-    host.link = *nic + (host.link_bits_per_second ? "" : " reports no speed");
-  } else {
-    host.link = "no interface that is up reports a speed, or none holds " + listen_host;
-  }
-  return AutoIoThreads(host);
+  return AutoIoThreads(CapacityWith(InterfaceForLocalAddress(listen_host),
+                                    "no interface that is up reports a speed, or none holds " + listen_host));
 }
 
 // Validates an optional HOST:PORT setting and writes it the way gRPC and the
