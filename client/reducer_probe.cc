@@ -19,6 +19,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "client/handshake.h"
 #include "common/data_tls.h"
 #include "protocol/auth.h"
 #include "protocol/wire.h"
@@ -278,49 +279,35 @@ void SayGoodbye(const Conn& c, const Exchange& x) {
   }
 }
 
-StatusOr<ProbeResult> Handshake(const Conn& c, const ProbeOptions& options, const Exchange& x) {
+// HELLO for a session of one, CHALLENGE, AUTH, WELCOME (the stream's own
+// handshake.h, which reports a reducer that checks no token rather than
+// refusing it), then READY and goodbye.
+StatusOr<ProbeResult> RunHandshake(const Conn& c, const ProbeOptions& options, const Exchange& x) {
   protocol::Hello hello;
   StatusOr<protocol::Nonce> session = protocol::RandomNonce();
-  StatusOr<protocol::Nonce> nonce = protocol::RandomNonce();
   if (!session.ok()) return session.status();
-  if (!nonce.ok()) return nonce.status();
   std::copy_n(session->begin(), hello.session.size(), hello.session.begin());
   hello.rank = 0;
   hello.world = 1;
-  hello.client_nonce = *nonce;
-  RS_RETURN_IF_ERROR(WriteAll(c, protocol::EncodeHello(hello), x));
+  Handshake handshake("reducer " + x.name, options.job_token, hello, Handshake::Unchecked::kReport);
+  StatusOr<std::vector<uint8_t>> hello_frame = handshake.Start(protocol::RandomNonce());
+  if (!hello_frame.ok()) return hello_frame.status();
+  RS_RETURN_IF_ERROR(WriteAll(c, *hello_frame, x));
 
   FrameType type{};
   std::vector<uint8_t> payload;
   RS_RETURN_IF_ERROR(ReadFrame(c, x, "CHALLENGE (an answer to HELLO)", &type, &payload));
   RS_RETURN_IF_ERROR(Expect(type, FrameType::kChallenge, x));
-  protocol::Challenge challenge;
-  RS_RETURN_IF_ERROR(protocol::DecodeChallenge(payload, &challenge).Prefixed("reducer " + x.name));
-  if (challenge.token_required && options.job_token.empty()) {
-    return x.Error(Code::kAuth, "requires a job token and the worker has none");
-  }
-  protocol::Auth auth;
-  if (!options.job_token.empty()) {
-    StatusOr<protocol::Mac> mac = protocol::ClientProof(options.job_token, hello, challenge.server_nonce);
-    if (!mac.ok()) return mac.status();
-    auth.mac = *mac;
-  }
-  RS_RETURN_IF_ERROR(WriteAll(c, protocol::EncodeAuth(auth), x));
+  StatusOr<std::vector<uint8_t>> auth = handshake.OnChallenge(payload);
+  if (!auth.ok()) return auth.status();
+  RS_RETURN_IF_ERROR(WriteAll(c, *auth, x));
 
   RS_RETURN_IF_ERROR(ReadFrame(c, x, "WELCOME (an answer to the job token)", &type, &payload));
   RS_RETURN_IF_ERROR(Expect(type, FrameType::kWelcome, x));
-  protocol::Welcome welcome;
-  RS_RETURN_IF_ERROR(protocol::DecodeWelcome(payload, &welcome).Prefixed("reducer " + x.name));
+  RS_RETURN_IF_ERROR(handshake.OnWelcome(payload));
   ProbeResult result;
-  result.max_piece_bytes = welcome.max_piece_bytes;
-  if (!options.job_token.empty() && challenge.token_required) {
-    StatusOr<protocol::Mac> expected = protocol::ServerProof(options.job_token, hello, challenge.server_nonce);
-    if (!expected.ok()) return expected.status();
-    if (!protocol::MacEqual(welcome.mac, *expected)) {
-      return x.Error(Code::kAuth, "could not prove it holds this job's token");
-    }
-    result.token_checked = true;
-  }
+  result.max_piece_bytes = handshake.max_piece_bytes();
+  result.token_checked = handshake.token_checked();
   RS_RETURN_IF_ERROR(ReadFrame(c, x, "READY (a one-rank session starts at once)", &type, &payload));
   RS_RETURN_IF_ERROR(Expect(type, FrameType::kReady, x));
   SayGoodbye(c, x);
@@ -342,7 +329,7 @@ StatusOr<ProbeResult> ProbeReducer(const ProbeOptions& options) {
     ssl.reset(conn.ssl);
     if (!st.ok()) return st;
   }
-  StatusOr<ProbeResult> result = Handshake(conn, options, x);
+  StatusOr<ProbeResult> result = RunHandshake(conn, options, x);
   if (result.ok()) result->elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return result;
 }

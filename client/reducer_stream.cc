@@ -8,7 +8,6 @@
 #include "common/socket_options.h"
 #include "common/tcp_path.h"
 #include "common/tcp_waits.h"
-#include "protocol/auth.h"
 #include "protocol/crc32c.h"
 
 namespace rs::client {
@@ -144,11 +143,8 @@ void ReducerStream::OnFrame() {
     return;
   }
   switch (state_) {
-    case State::kAwaitChallenge:
-      if (header_.type == FrameType::kChallenge) return OnChallenge();
-      break;
-    case State::kAwaitWelcome:
-      if (header_.type == FrameType::kWelcome) return OnWelcome();
+    case State::kHandshake:
+      if (handshake_->Expects(header_.type)) return OnHandshakeFrame();
       break;
     case State::kAwaitReady:
       if (header_.type == FrameType::kReady) {
@@ -164,42 +160,16 @@ void ReducerStream::OnFrame() {
   Fail(Status(Code::kProtocol, Name() + " sent an unexpected " + protocol::FrameTypeName(header_.type) + " frame"));
 }
 
-void ReducerStream::OnChallenge() {
-  Status st = protocol::DecodeChallenge(payload_, &challenge_);
-  if (!st.ok()) return Fail(st.Prefixed(Name()));
-  if (challenge_.token_required && params_.token.empty()) {
-    return Fail(Status(Code::kAuth, Name() + " requires a job token and none is configured (REDUCER_JOB_TOKEN)"));
+void ReducerStream::OnHandshakeFrame() {
+  if (header_.type == protocol::FrameType::kChallenge) {
+    StatusOr<std::vector<uint8_t>> auth = handshake_->OnChallenge(payload_);
+    if (!auth.ok()) return Fail(auth.status());
+    WriteControl(std::move(*auth));
+    return ReadFrame();
   }
-  if (!challenge_.token_required && !params_.token.empty()) {
-    // A worker with a token must not send its gradients to, nor trust sums
-    // from, a reducer that lets any process in: that is a downgrade.
-    return Fail(Status(Code::kAuth, Name() + " does not check job tokens but this worker has one: refusing to send "
-                                              "it gradients. Start that reducer with the job's token "
-                                              "(--job-token-file or REDUCER_JOB_TOKEN), or check REDUCER_ADDRS"));
-  }
-  protocol::Auth auth_frame;
-  if (!params_.token.empty()) {
-    auto mac = protocol::ClientProof(params_.token, params_.hello, challenge_.server_nonce);
-    if (!mac.ok()) return Fail(mac.status().Prefixed(Name()));
-    auth_frame.mac = *mac;
-  }
-  state_ = State::kAwaitWelcome;
-  WriteControl(protocol::EncodeAuth(auth_frame));
-  ReadFrame();
-}
-
-void ReducerStream::OnWelcome() {
-  protocol::Welcome welcome;
-  Status st = protocol::DecodeWelcome(payload_, &welcome);
-  if (!st.ok()) return Fail(st.Prefixed(Name()));
-  if (!params_.token.empty()) {  // OnChallenge refused a reducer that checks no token
-    auto expected = protocol::ServerProof(params_.token, params_.hello, challenge_.server_nonce);
-    if (!expected.ok()) return Fail(expected.status().Prefixed(Name()));
-    if (!protocol::MacEqual(welcome.mac, *expected)) {
-      return Fail(Status(Code::kAuth, Name() + " could not prove it holds this job's token"));
-    }
-  }
-  max_piece_bytes_ = welcome.max_piece_bytes;
+  Status st = handshake_->OnWelcome(payload_);
+  if (!st.ok()) return Fail(st);
+  max_piece_bytes_ = handshake_->max_piece_bytes();
   state_ = State::kAwaitReady;
   StartLiveness();
   ReadFrame();

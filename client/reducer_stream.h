@@ -33,6 +33,7 @@
 
 #include "client/client.h"
 #include "client/connect_retry.h"
+#include "client/handshake.h"
 #include "client/operation.h"
 #include "client/transport_plan.h"
 #include "common/data_stream.h"
@@ -153,7 +154,8 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   }
 
  private:
-  enum class State { kConnecting, kAwaitChallenge, kAwaitWelcome, kAwaitReady, kReady, kClosed };
+  // kHandshake: HELLO sent, until WELCOME (handshake_ says where it is).
+  enum class State { kConnecting, kHandshake, kAwaitReady, kReady, kClosed };
 
   void Connect();
   void ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, size_t next, asio::error_code last_error);
@@ -164,8 +166,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void Read(asio::mutable_buffer buffer, Handler&& handler);
   void ReadFrame();
   void OnFrame();
-  void OnChallenge();
-  void OnWelcome();
+  void OnHandshakeFrame();  // CHALLENGE or WELCOME
   void StartLiveness();
   void ArmLiveness();
   void OnLivenessTick();
@@ -211,7 +212,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer retry_timer_;
   asio::steady_timer liveness_timer_;
-  StreamParams params_;  // hello.client_nonce is set per connection attempt
+  StreamParams params_;
   StreamOwner* const owner_;
   State state_ = State::kConnecting;
   ConnectRetry connect_retry_;
@@ -220,7 +221,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   protocol::FrameHeader header_;
   std::vector<uint8_t> payload_;
   std::vector<uint8_t> discard_;
-  protocol::Challenge challenge_;
+  std::optional<Handshake> handshake_;  // the connection's, from HELLO on
   uint64_t max_piece_bytes_ = 0;
   protocol::PieceHeader result_header_;
   bool result_ends_piece_ = false;  // result_header_'s elements complete their piece

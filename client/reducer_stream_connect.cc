@@ -81,14 +81,11 @@ void ReducerStream::Connected(const TcpTuningResult& tcp) {
 }
 
 void ReducerStream::SendHello() {
-  auto nonce = protocol::RandomNonce();
-  if (!nonce.ok()) {
-    Fail(nonce.status().Prefixed(Name()));
-    return;
-  }
-  state_ = State::kAwaitChallenge;
-  params_.hello.client_nonce = *nonce;
-  WriteControl(protocol::EncodeHello(params_.hello));
+  handshake_.emplace(Name(), params_.token, params_.hello);
+  StatusOr<std::vector<uint8_t>> hello = handshake_->Start(protocol::RandomNonce());
+  if (!hello.ok()) return Fail(hello.status());
+  state_ = State::kHandshake;
+  WriteControl(std::move(*hello));
   ReadFrame();
 }
 
