@@ -24,16 +24,17 @@ protocol::Heartbeat ClientImpl::HeartbeatNow() {
 }
 
 void ClientImpl::OnHeartbeat(StreamId id, const protocol::Heartbeat& heartbeat) {
-  OnWatermark(id, heartbeat.epoch, heartbeat.watermark);
+  (void)OnWatermark(id, heartbeat.epoch, heartbeat.watermark);
 }
 
-void ClientImpl::OnWatermark(StreamId id, uint32_t epoch, uint64_t watermark) {
+bool ClientImpl::OnWatermark(StreamId id, uint32_t epoch, uint64_t watermark) {
   MutexLock lock(mu_);
   // Only a live reducer's, in this rank's epoch: a watermark counts
   // completions within one epoch.
-  if (!membership_ || !Current(id) || slots_[id.reducer].state != Slot::State::kLive) return;
-  if (epoch != membership_->epoch()) return;
-  AdvanceGlobalLocked(watermark);
+  if (!membership_ || !Current(id) || slots_[id.reducer].state != Slot::State::kLive) return false;
+  if (epoch != membership_->epoch()) return false;
+  AdvanceGlobalLocked(watermark);  // never lowers it: the same value again changes nothing
+  return true;
 }
 
 void ClientImpl::OnMembership(StreamId id, const protocol::MembershipFrame& frame) {

@@ -54,7 +54,7 @@ class ClientImpl final : public Client, public StreamOwner {
   void OnConnectAttempt(StreamId id, std::optional<ConnectFailure> failure, const std::string& error) override;
   void OnHeartbeat(StreamId id, const protocol::Heartbeat& heartbeat) override;
   void OnMembership(StreamId id, const protocol::MembershipFrame& frame) override;
-  void OnWatermark(StreamId id, uint32_t epoch, uint64_t watermark) override;
+  bool OnWatermark(StreamId id, uint32_t epoch, uint64_t watermark) override;
   protocol::Heartbeat HeartbeatNow() override;
   std::shared_ptr<OperationImpl> FindOperation(uint64_t seq) override;
   void OperationComplete(uint64_t seq) override;

@@ -233,10 +233,14 @@ void ReducerStream::ReadResult() {
                                             &self->result_header_);
     if (!st.ok()) return self->Fail(st.Prefixed(self->Name()));
     const protocol::PieceHeader& h = self->result_header_;
-    if (h.watermark != 0) self->owner_->OnWatermark(self->params_.id, h.epoch, h.watermark);
+    if (h.watermark != 0 && (h.watermark != self->watermark_ || h.epoch != self->watermark_epoch_) &&
+        self->owner_->OnWatermark(self->params_.id, h.epoch, h.watermark)) {
+      self->watermark_epoch_ = h.epoch;
+      self->watermark_ = h.watermark;
+    }
     // Held until the result is in place: the read below writes into the
     // operation's receive buffer.
-    OpLease lease = OperationImpl::Lease(self->owner_->FindOperation(h.seq));
+    OpLease lease = self->LeaseFor(h.seq);
     OperationImpl::Claim claim = OperationImpl::Claim::kStale;
     self->result_ends_piece_ = false;
     if (lease) {
@@ -276,6 +280,17 @@ void ReducerStream::ReadResult() {
   });
 }
 
+OpLease ReducerStream::LeaseFor(uint64_t seq) {
+  // A lease is given only while the operation has no result, so a stale
+  // hit (it completed or failed, or a shadow redoes it under the same seq)
+  // comes back empty and the client's table is asked.
+  if (result_op_ && result_op_->seq() == seq) {
+    if (OpLease lease = OperationImpl::Lease(result_op_)) return lease;
+  }
+  result_op_ = owner_->FindOperation(seq);
+  return OperationImpl::Lease(result_op_);
+}
+
 Status ReducerStream::CheckResultCrc(const uint8_t* data) const {
   const protocol::PieceHeader& h = result_header_;
   if (!params_.crc || (h.flags & protocol::kPieceCrc) == 0) return Status::Ok();
@@ -312,7 +327,10 @@ void ReducerStream::OnResultRead(OpLease lease, bool claimed, const asio::error_
         WidenPart(result_header_.dtype, reinterpret_cast<const uint16_t*>(wire_result_.data()),
                   reinterpret_cast<float*>(recv), result_header_.count);
       }
-      if (result_ends_piece_ && lease->PieceDone(result_header_.epoch)) owner_->OperationComplete(lease->seq());
+      if (result_ends_piece_ && lease->PieceDone(result_header_.epoch)) {
+        result_op_.reset();
+        owner_->OperationComplete(lease->seq());
+      }
     }
     lease.reset();  // the result is in place (or dropped): before reading on
   }
@@ -652,6 +670,7 @@ void ReducerStream::Shutdown() {
   state_ = State::kClosed;
   close_after_write_ = false;
   DropQueued(/*keep_partial=*/false);
+  result_op_.reset();
   asio::error_code ignored;
   retry_timer_.cancel();
   liveness_timer_.cancel();

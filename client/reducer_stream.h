@@ -69,10 +69,16 @@ class StreamOwner {
   virtual void OnConnectAttempt(StreamId id, std::optional<ConnectFailure> failure, const std::string& error) = 0;
   virtual void OnHeartbeat(StreamId id, const protocol::Heartbeat& heartbeat) = 0;
   virtual void OnMembership(StreamId id, const protocol::MembershipFrame& frame) = 0;
-  // A RESULT carried the session's watermark for `epoch`.
-  virtual void OnWatermark(StreamId id, uint32_t epoch, uint64_t watermark) = 0;
+  // A RESULT carried the session's watermark for `epoch`. True when the
+  // rank took it (it moved this rank's view, or was already covered by
+  // it): the stream then passes on the same value no more (RESULT frames
+  // repeat it, and this takes the client's lock). False when it was not
+  // this stream's to give (a reducer not live, another epoch).
+  virtual bool OnWatermark(StreamId id, uint32_t epoch, uint64_t watermark) = 0;
   // What this rank's heartbeats say now (its epoch and reported watermark).
   virtual protocol::Heartbeat HeartbeatNow() = 0;
+  // The operation `seq`, if this rank still has it running. The streams
+  // ask once per operation (ReducerStream::LeaseFor), not per frame.
   virtual std::shared_ptr<OperationImpl> FindOperation(uint64_t seq) = 0;
   virtual void OperationComplete(uint64_t seq) = 0;
   virtual void Log(LogLevel level, const std::string& message) = 0;
@@ -171,6 +177,9 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void ArmLiveness();
   void OnLivenessTick();
   void ReadResult();
+  // A lease on the operation a RESULT is for; empty if there is none, or it
+  // has its result already.
+  OpLease LeaseFor(uint64_t seq);
   // `lease`: on the operation the result is for (empty if none); given back
   // once the result is in place.
   void OnResultRead(OpLease lease, bool claimed, const asio::error_code& ec);
@@ -224,6 +233,12 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   std::optional<Handshake> handshake_;  // the connection's, from HELLO on
   uint64_t max_piece_bytes_ = 0;
   protocol::PieceHeader result_header_;
+  // The operation the last RESULT was for. Asked first, without the
+  // client's lock: consecutive results mostly belong to one operation.
+  std::shared_ptr<OperationImpl> result_op_;
+  // The last watermark the owner took from this stream (OnWatermark).
+  uint32_t watermark_epoch_ = 0;
+  uint64_t watermark_ = 0;
   bool result_ends_piece_ = false;  // result_header_'s elements complete their piece
   // The result part is in the wire type: read here, then widened into the
   // receive buffer.

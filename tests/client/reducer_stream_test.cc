@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -29,7 +30,7 @@ class RecordingOwner : public StreamOwner {
   void OnConnectAttempt(StreamId, std::optional<ConnectFailure>, const std::string&) override {}
   void OnHeartbeat(StreamId, const protocol::Heartbeat&) override {}
   void OnMembership(StreamId, const protocol::MembershipFrame&) override {}
-  void OnWatermark(StreamId, uint32_t, uint64_t) override {}
+  bool OnWatermark(StreamId, uint32_t, uint64_t) override { return true; }
   protocol::Heartbeat HeartbeatNow() override { return {}; }
   std::shared_ptr<OperationImpl> FindOperation(uint64_t) override { return nullptr; }
   void OperationComplete(uint64_t) override {}
@@ -406,14 +407,31 @@ TEST(ReducerStreamTest, PiecesOfAnEpochWhoseResetHasNotRunYetWaitForIt) {
   }
 }
 
-// The operation a stream's results are for.
+// The operation a stream's results are for. Counts what the stream asks
+// of it: in the client each of these takes the client's one lock.
 class OwnerOf : public RecordingOwner {
  public:
   explicit OwnerOf(std::shared_ptr<OperationImpl> op) : op_(std::move(op)) {}
-  std::shared_ptr<OperationImpl> FindOperation(uint64_t seq) override { return seq == op_->seq() ? op_ : nullptr; }
+  std::shared_ptr<OperationImpl> FindOperation(uint64_t seq) override {
+    ++lookups_;
+    return seq == op_->seq() ? op_ : nullptr;
+  }
+  bool OnWatermark(StreamId, uint32_t, uint64_t watermark) override {
+    watermarks_.push_back(watermark);
+    return true;
+  }
+  void OperationComplete(uint64_t seq) override { completed_.push_back(seq); }
+
+  // Read once the stream's thread has stopped.
+  int lookups() const { return lookups_; }
+  const std::vector<uint64_t>& watermarks() const { return watermarks_; }
+  const std::vector<uint64_t>& completed() const { return completed_; }
 
  private:
   std::shared_ptr<OperationImpl> op_;
+  std::atomic<int> lookups_{0};
+  std::vector<uint64_t> watermarks_;  // the stream's thread only
+  std::vector<uint64_t> completed_;   // the stream's thread only
 };
 
 // A result is read straight into the caller's buffer, under a lease on its
@@ -441,6 +459,51 @@ TEST(ReducerStreamTest, AResultCutShortGivesItsLeaseBackSoTheFailedOperationComp
   op->Finish(Status(Code::kPeerFailed, "reducer 0 lost"));
   EXPECT_TRUE(op->Done()) << "the cut-short read still holds the receive buffer";
   EXPECT_EQ(op->Wait(std::chrono::milliseconds(0)).code(), Code::kPeerFailed);
+}
+
+// Every RESULT frame reaches the client's one lock only if it must: results
+// in parts find their operation once, and the session's watermark, repeated
+// in every frame, is passed on when it moves. With many I/O threads taking
+// small parts, a lock per frame made them wait on each other.
+TEST(ReducerStreamTest, AResultInPartsFindsItsOperationOnceAndPassesEachWatermarkOnce) {
+  asio::io_context test_io;
+  ScriptedReducer reducer(test_io);
+  constexpr uint64_t kElems = 4096;
+  constexpr uint64_t kParts = 8;
+  constexpr uint64_t kPart = kElems / kParts;
+  std::vector<float> send(kElems, 1.0f), recv(send.size());
+  auto op = MakeOp(7, send, recv, 1, 0);
+  OwnerOf owner(op);
+  IoThread io_thread;
+  StartedStream started(io_thread.io(), reducer, &owner, protocol::kHelloResultParts);
+  std::string why;
+  ASSERT_TRUE(reducer.Handshake(1 << 20, &why)) << why;
+  ASSERT_TRUE(owner.WaitReady()) << owner.failure().ToString();
+
+  for (uint64_t k = 0; k < kParts; ++k) {
+    protocol::PieceHeader part;
+    part.seq = 7;
+    part.pieces = 1;
+    part.total_count = kElems;
+    part.offset = k * kPart;
+    part.count = kPart;
+    part.watermark = k < kParts / 2 ? 3 : 4;  // moves once, halfway
+    std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
+    protocol::EncodePieceFrame(FrameType::kResult, part, &head);
+    std::vector<uint8_t> frame(head.begin(), head.end());
+    const std::vector<float> values(kPart, static_cast<float>(k));
+    const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
+    frame.insert(frame.end(), bytes, bytes + kPart * sizeof(float));
+    reducer.Write(frame);
+  }
+  ASSERT_EQ(op->Wait(std::chrono::seconds(20)).code(), Code::kOk);
+  started.stream->Close(/*bye=*/false);
+  io_thread.Join();
+
+  EXPECT_EQ(owner.lookups(), 1) << "the operation was looked up per RESULT frame";
+  EXPECT_EQ(owner.watermarks(), (std::vector<uint64_t>{3, 4}));
+  EXPECT_EQ(owner.completed(), (std::vector<uint64_t>{7}));
+  for (uint64_t i = 0; i < kElems; ++i) ASSERT_EQ(recv[i], static_cast<float>(i / kPart)) << "element " << i;
 }
 
 }  // namespace
