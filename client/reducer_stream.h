@@ -121,7 +121,7 @@ struct PieceSend {
   std::vector<float> fallback;         // what goes instead when a value did not fit
 };
 
-class ReducerStream : public std::enable_shared_from_this<ReducerStream>, private FramedSocket::Owner {
+class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, private FramedSocket::Owner {
  public:
   ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner);
   ReducerStream(const ReducerStream&) = delete;
