@@ -14,7 +14,9 @@
 // the epoch, then sending the restarted ones), and can evict its reducer.
 // Failures come in two kinds: a lost connection (the reducer or the path to
 // it is gone; failover may survive it) and a failure of the session
-// reported by the reducer or a broken protocol (fatal).
+// reported by the reducer or a broken protocol (fatal). Its bytes go through
+// FramedSocket (common/framed_socket.h), as the reducer's do: this class
+// keeps the queues of frames and what they mean.
 //
 // Threading: a stream lives on one io_context thread; Start, Send, Reset,
 // WriteUrgentFrame, Evict, Close and Abort may be called from any thread and

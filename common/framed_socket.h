@@ -65,8 +65,9 @@ class FramedSocket {
     // Whether frames are queued (written or not, held back or not).
     virtual bool FramesQueued() const = 0;
     // Appends the buffers of the next write to `buffers`: frames from the
-    // front of the queue, in order, at most `max_frames` of them; returns
-    // how many. 0 with frames queued: held back for now (a worker's send
+    // front of the queue, in order, at most `max_frames` of them (of each
+    // queue, for an owner with two: a worker's urgent frames go first);
+    // returns how many. 0 with frames queued: held back for now (a worker's send
     // window), the owner calls Flush() again when they may go. The buffers
     // must stay valid and in place until FramesWritten.
     virtual size_t GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* buffers) = 0;

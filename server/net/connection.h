@@ -6,7 +6,9 @@
 // liveness with the worker's timeout from HELLO (protocol/liveness.h):
 // heartbeats when it has written nothing for a while, and a worker that
 // sends nothing at all for the timeout fails the session naming the rank
-// (silence while this side stops reading for memory does not count).
+// (silence while this side stops reading for memory does not count). Its
+// bytes go through FramedSocket (common/framed_socket.h), as the worker's do:
+// this class keeps the queue of frames and what they mean.
 //
 // Threading: a Connection lives on one io_context (one thread) for life; all
 // of its handlers run there. The SessionMember methods are called by other
