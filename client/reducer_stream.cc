@@ -14,7 +14,7 @@ namespace rs::client {
 
 ReducerStream::ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner)
     : io_(io),
-      socket_(io),
+      framed_(asio::ip::tcp::socket(io), *this),
       resolver_(io),
       retry_timer_(io),
       liveness_timer_(io),
@@ -38,46 +38,15 @@ void ReducerStream::Start() {
 
 template <typename Handler>
 void ReducerStream::Read(asio::mutable_buffer buffer, Handler&& handler) {
-  read_pending_ = true;
-  asio::async_read(stream_, buffer, protocol::CountProgress{&received_progress_, &low_water_, buffer.size()},
-                   [self = shared_from_this(), handler = std::forward<Handler>(handler)](
-                       const asio::error_code& ec, size_t bytes) mutable {
-                     self->read_pending_ = false;
-                     if (bytes > 0) ++self->received_progress_;
-                     self->low_water_.Reset();
-                     handler(self, ec);  // closed: it releases what it holds and reads no more
-                     if (self->lingering_ && !self->read_pending_) self->Drain(ec);
-                   });
-}
-
-void ReducerStream::Linger() {
-  if (lingering_) return;
-  // Everything is written (the ERROR, BYE or EVICT frame last): send FIN and
-  // read until the reducer closes too. Closing with unread input (a
-  // heartbeat, a result) would reset the connection, and a reset throws away
-  // what the kernel has not sent yet: the reducer would get the end of a
-  // piece cut off, and no reason, and tell the other ranks "rank N
-  // disconnected" instead of this rank's reason.
-  lingering_ = true;
-  asio::error_code ignored;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-  retry_timer_.expires_after(kLinger);
-  retry_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-    if (!ec && self->lingering_) self->Shutdown();
-  });
-  if (!read_pending_) Drain({});
-}
-
-void ReducerStream::Drain(const asio::error_code& ec) {
-  if (ec || !socket_.is_open()) {
-    Shutdown();
-    return;
-  }
-  read_pending_ = true;
-  stream_.async_read_some(asio::buffer(drain_buf_), [self = shared_from_this()](const asio::error_code& ec2, size_t) {
-    self->read_pending_ = false;
-    if (self->lingering_) self->Drain(ec2);
-  });
+  framed_.Read(buffer, CountProgress{&received_progress_, &low_water_, buffer.size()},
+               [self = shared_from_this(), handler = std::forward<Handler>(handler)](const asio::error_code& ec,
+                                                                                    size_t bytes) mutable {
+                 if (bytes > 0) ++self->received_progress_;
+                 self->low_water_.Reset();
+                 // Closed: it releases what it holds and reads no more (while
+                 // lingering, FramedSocket drains on).
+                 handler(self, ec);
+               });
 }
 
 void ReducerStream::ReadFrame() {
@@ -178,14 +147,14 @@ void ReducerStream::OnHandshakeFrame() {
 void ReducerStream::StartLiveness() {
   heartbeats_missed_ = false;  // a new connection: nothing missed yet
   if (!liveness_.enabled()) return;
-  liveness_.Start(Clock::now(), received_progress_, sent_progress_);
+  liveness_.Start(Clock::now(), received_progress_, framed_.write_progress());
   ArmLiveness();
 }
 
 void ReducerStream::ArmLiveness() {
   liveness_timer_.expires_after(liveness_.tick_interval());
   liveness_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-    const bool writing_last_frame = self->close_after_write_ && !self->lingering_;
+    const bool writing_last_frame = self->framed_.closing() && !self->framed_.lingering();
     if (!ec && (self->state_ != State::kClosed || writing_last_frame)) self->OnLivenessTick();
   });
 }
@@ -194,8 +163,8 @@ void ReducerStream::OnLivenessTick() {
   if (state_ == State::kClosed) {
     // Closing, the last frame still behind a write (CloseAfter): a reducer
     // that stopped answering will never take it.
-    if (closing_arrivals_.Changed(socket_.native_handle())) ++received_progress_;
-    if (liveness_.Tick(Clock::now(), received_progress_, sent_progress_).heartbeats_missed) {
+    if (closing_arrivals_.Changed(framed_.socket().native_handle())) ++received_progress_;
+    if (liveness_.Tick(Clock::now(), received_progress_, framed_.write_progress()).heartbeats_missed) {
       Shutdown();
       return;
     }
@@ -203,7 +172,7 @@ void ReducerStream::OnLivenessTick() {
     return;
   }
   if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
-  const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
+  const auto verdict = liveness_.Tick(Clock::now(), received_progress_, framed_.write_progress());
   heartbeats_missed_ = verdict.heartbeats_missed;
   if (verdict.silent) {
     Lose(Status(Code::kPeerFailed, "reducer " + params_.endpoint.ToString() + " sent nothing for " +
@@ -308,7 +277,7 @@ void ReducerStream::OnResultRead(OpLease lease, bool claimed, const asio::error_
   // The window reopens by what this result answered, even for a dropped one.
   unanswered_bytes_ -= std::min<uint64_t>(unanswered_bytes_, result_header_.PayloadBytes());
   SampleWindow();
-  if (!writing_ && !queue_.empty() && state_ != State::kClosed && !write_failed_) WriteNext();
+  if (!queue_.empty() && state_ != State::kClosed) framed_.Flush();  // not while a write is in flight or failed
   if (lease) {
     if (claimed && !ec) {
       uint8_t* recv = nullptr;
@@ -368,7 +337,7 @@ void ReducerStream::PrepareWideSum(PieceSend* piece) {
 
 void ReducerStream::Send(std::vector<PieceSend> sends) {
   asio::post(io_, [self = shared_from_this(), sends = std::move(sends)]() mutable {
-    const bool open = self->state_ == State::kReady && !self->write_failed_;
+    const bool open = self->state_ == State::kReady && !self->framed_.write_failed();
     for (auto& s : sends) {
       if (open && s.epoch == self->epoch_) {
         self->queue_.push_back(Outgoing{{}, std::move(s)});
@@ -384,7 +353,7 @@ void ReducerStream::Send(std::vector<PieceSend> sends) {
         s.lease.reset();  // this stream has moved on, or is gone
       }
     }
-    if (open && !self->writing_) self->WriteNext();
+    if (open) self->framed_.Flush();
   });
 }
 
@@ -392,7 +361,7 @@ void ReducerStream::Reset(uint32_t epoch, std::vector<uint8_t> announce, std::ve
   asio::post(io_, [self = shared_from_this(), epoch, announce = std::move(announce),
                    sends = std::move(sends)]() mutable {
     self->epoch_ = std::max(self->epoch_, epoch);
-    if (self->state_ != State::kReady || self->write_failed_) {
+    if (self->state_ != State::kReady || self->framed_.write_failed()) {
       sends.clear();  // their leases go back
       self->early_.clear();
       return;
@@ -416,7 +385,7 @@ void ReducerStream::Reset(uint32_t epoch, std::vector<uint8_t> announce, std::ve
       // it is redone in this one.
       if (s.epoch == self->epoch_) self->queue_.push_back(Outgoing{{}, std::move(s)});
     }
-    if (!self->writing_) self->WriteNext();
+    self->framed_.Flush();
   });
 }
 
@@ -431,7 +400,7 @@ void ReducerStream::Evict(std::vector<uint8_t> evict) {
     if (self->state_ == State::kClosed) return;
     // One that missed two heartbeats (frozen, or cut off: another rank lost
     // it first) would not read the EVICT.
-    if ((self->state_ == State::kReady || self->state_ == State::kAwaitReady) && !self->write_failed_ &&
+    if ((self->state_ == State::kReady || self->state_ == State::kAwaitReady) && !self->framed_.write_failed() &&
         !self->heartbeats_missed_) {
       self->DropQueued(/*keep_partial=*/true);
       self->CloseAfter(std::move(evict));
@@ -443,48 +412,35 @@ void ReducerStream::Evict(std::vector<uint8_t> evict) {
 
 void ReducerStream::CloseAfter(std::vector<uint8_t> last) {
   state_ = State::kClosed;
-  close_after_write_ = true;
   closing_arrivals_ = {};
-  retry_timer_.expires_after(CloseWriteLimit());  // Linger sets its own
-  retry_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-    if (!ec && self->close_after_write_ && !self->lingering_) self->Shutdown();
-  });
-  WriteControl(std::move(last));
+  if (!framed_.write_failed()) queue_.push_back(Outgoing{std::move(last), {}});
+  // With a write failed already it shuts at once: nothing more can go out.
+  framed_.CloseAfterWrites(CloseWriteLimit());
 }
 
 std::chrono::milliseconds ReducerStream::CloseWriteLimit() const {
   if (!liveness_.enabled()) return kCloseWriteLimitWithoutLiveness;
-  return std::max(kLinger, 2 * params_.liveness_timeout);
+  return std::max<std::chrono::milliseconds>(FramedSocket::kLinger, 2 * params_.liveness_timeout);
 }
 
 void ReducerStream::WriteControl(std::vector<uint8_t> frame) {
-  if (write_failed_) return;
+  if (framed_.write_failed()) return;
   queue_.push_back(Outgoing{std::move(frame), {}});
-  if (!writing_) WriteNext();
+  framed_.Flush();
 }
 
 void ReducerStream::WriteUrgent(std::vector<uint8_t> frame) {
-  if (write_failed_) return;
+  if (framed_.write_failed()) return;
   urgent_.push_back(std::move(frame));
-  if (!writing_) WriteNext();
+  framed_.Flush();
 }
 
-void ReducerStream::WriteNext() {
-  if (queue_.empty() && urgent_.empty()) {
-    writing_ = false;
-    if (close_after_write_) Linger();
-    return;
-  }
-  constexpr size_t kMaxUrgent = 16;
+size_t ReducerStream::GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* out) {
   // Urgent frames go between frames only, never inside a piece half written.
-  urgent_in_flight_ = front_written_ > 0 ? 0 : std::min(urgent_.size(), kMaxUrgent);
-  in_flight_ = front_written_ > 0 ? 1 : BatchSize();
-  if (in_flight_ == 0 && urgent_in_flight_ == 0) {  // the window is full: a result will call again
-    writing_ = false;
-    return;
-  }
-  writing_ = true;
-  std::vector<asio::const_buffer> buffers;
+  urgent_in_flight_ = front_written_ > 0 ? 0 : std::min(urgent_.size(), max_frames);
+  in_flight_ = front_written_ > 0 ? 1 : BatchSize(max_frames);
+  if (in_flight_ == 0 && urgent_in_flight_ == 0) return 0;  // the window is full: a result flushes again
+  std::vector<asio::const_buffer>& buffers = *out;
   buffers.reserve(urgent_in_flight_ + 2 * in_flight_);
   for (size_t i = 0; i < urgent_in_flight_; ++i) buffers.emplace_back(urgent_[i].data(), urgent_[i].size());
   // Pieces up to the slice; the last one taken may be cut (write_end_).
@@ -520,46 +476,42 @@ void ReducerStream::WriteNext() {
       break;
     }
   }
-  asio::async_write(stream_, buffers, protocol::CountProgress{&sent_progress_},
-                    [self = shared_from_this()](const asio::error_code& ec, size_t bytes) {
-    if (bytes > 0) ++self->sent_progress_;
-    for (size_t i = 0; i < self->urgent_in_flight_; ++i) self->urgent_.pop_front();
-    self->urgent_in_flight_ = 0;
-    for (size_t i = 0; i < self->in_flight_; ++i) {
-      Outgoing& out = self->queue_.front();
-      const size_t size = out.piece.lease ? out.piece.head.size() + out.piece.bytes : out.control.size();
-      if (!ec && i + 1 == self->in_flight_ && self->write_end_ < size) {
-        self->front_written_ = self->write_end_;  // the rest goes in the next write
-        break;
-      }
-      self->queue_.pop_front();  // a piece written: its lease goes back
-      self->front_written_ = 0;
-    }
-    self->in_flight_ = 0;
-    if (ec) {
-      self->writing_ = false;
-      if (self->state_ == State::kClosed) {
-        self->Shutdown();
-        return;
-      }
-      // The reducer closed on us, most likely after an ERROR frame that the
-      // pending read is about to deliver: let the reader report the cause.
-      self->write_failed_ = true;
-      self->DropQueued(/*keep_partial=*/false);
-      return;
-    }
-    self->WriteNext();
-  });
+  return urgent_in_flight_ + in_flight_;
 }
 
-// Frames for the next write: up to 16, control frames always, pieces while
-// the send window has room (the first piece always, so nothing can stall).
-size_t ReducerStream::BatchSize() const {
-  constexpr size_t kMaxBatch = 16;
+void ReducerStream::FramesWritten(const asio::error_code& ec) {
+  for (size_t i = 0; i < urgent_in_flight_; ++i) urgent_.pop_front();
+  urgent_in_flight_ = 0;
+  for (size_t i = 0; i < in_flight_; ++i) {
+    Outgoing& out = queue_.front();
+    const size_t size = out.piece.lease ? out.piece.head.size() + out.piece.bytes : out.control.size();
+    if (!ec && i + 1 == in_flight_ && write_end_ < size) {
+      front_written_ = write_end_;  // the rest goes in the next write
+      break;
+    }
+    queue_.pop_front();  // a piece written: its lease goes back
+    front_written_ = 0;
+  }
+  in_flight_ = 0;
+  if (!ec) return;  // FramedSocket writes the next batch
+  if (state_ == State::kClosed) {
+    Shutdown();
+    return;
+  }
+  // The reducer closed on us, most likely after an ERROR frame that the
+  // pending read is about to deliver: let the reader report the cause (no
+  // write starts after a failed one, FramedSocket).
+  DropQueued(/*keep_partial=*/false);
+}
+
+// Frames for the next write: up to `max_frames`, control frames always,
+// pieces while the send window has room (the first piece always, so nothing
+// can stall).
+size_t ReducerStream::BatchSize(size_t max_frames) const {
   const uint64_t window = window_.bytes();
   uint64_t unanswered = unanswered_bytes_;
   size_t n = 0;
-  for (; n < std::min(queue_.size(), kMaxBatch); ++n) {
+  for (; n < std::min(queue_.size(), max_frames); ++n) {
     const Outgoing& out = queue_[n];
     if (out.piece.lease) {
       if (window != 0 && unanswered != 0 && unanswered + out.piece.bytes > window) break;
@@ -572,11 +524,11 @@ size_t ReducerStream::BatchSize() const {
 void ReducerStream::SampleWindow() {
   const auto now = Clock::now();
   if (!window_.WantSample(now)) return;
-  if (std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle())) {
+  if (std::optional<TcpPath> path = ReadTcpPath(framed_.socket().native_handle())) {
     window_.OnSample({std::chrono::microseconds(path->min_rtt_us), path->delivery_rate_bps}, now);
     window_now_.store(window_.bytes(), std::memory_order_relaxed);
     const std::chrono::microseconds min_rtt(path->min_rtt_us);
-    if (std::optional<std::chrono::microseconds> floor = rto_floor_.OnPath(socket_.native_handle(), min_rtt)) {
+    if (std::optional<std::chrono::microseconds> floor = rto_floor_.OnPath(framed_.socket().native_handle(), min_rtt)) {
       if (auto line = RtoFloorLineOnce(*floor, min_rtt)) owner_->Log(LogLevel::kInfo, *line);
     }
     if (auto warning = IdleRestartWarningOnce(min_rtt, [this] { return Name(); })) {
@@ -589,7 +541,7 @@ void ReducerStream::SampleWindow() {
     sndbuf_limited_us_.store(totals.sndbuf_limited_us, std::memory_order_relaxed);
     if (finding) {
       owner_->Log(LogLevel::kWarn,
-                  Name() + ": " + DescribeTcpWait(*finding, "the reducer", SendBufferBytes(socket_.native_handle())));
+                  Name() + ": " + DescribeTcpWait(*finding, "the reducer", SendBufferBytes(framed_.socket().native_handle())));
     }
   }
 }
@@ -623,7 +575,7 @@ void ReducerStream::Abort(const Status& why) {
     if (self->heartbeats_missed_) {
       // It missed two heartbeats: frozen, or the link to it cut. It would
       // read no ERROR, and waiting for it to close would only hold up this
-      // client's close by kLinger.
+      // client's close by FramedSocket::kLinger.
       self->Shutdown();
       return;
     }
@@ -665,18 +617,16 @@ void ReducerStream::DropQueuedPieces() {
 }
 
 void ReducerStream::Shutdown() {
-  const bool was_open = state_ != State::kClosed || close_after_write_;
-  lingering_ = false;
+  const bool was_open = state_ != State::kClosed || framed_.closing();
   state_ = State::kClosed;
-  close_after_write_ = false;
   DropQueued(/*keep_partial=*/false);
   result_op_.reset();
   asio::error_code ignored;
   retry_timer_.cancel();
   liveness_timer_.cancel();
   resolver_.cancel();
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  framed_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  framed_.Close();  // ends the linger too
   if (was_open) owner_->OnStreamClosed();
 }
 

@@ -14,7 +14,9 @@
 // the epoch, then sending the restarted ones), and can evict its reducer.
 // Failures come in two kinds: a lost connection (the reducer or the path to
 // it is gone; failover may survive it) and a failure of the session
-// reported by the reducer or a broken protocol (fatal).
+// reported by the reducer or a broken protocol (fatal). Its bytes go through
+// FramedSocket (common/framed_socket.h), as the reducer's do: this class
+// keeps the queues of frames and what they mean.
 //
 // Threading: a stream lives on one io_context thread; Start, Send, Reset,
 // WriteUrgentFrame, Evict, Close and Abort may be called from any thread and
@@ -36,8 +38,8 @@
 #include "client/handshake.h"
 #include "client/operation.h"
 #include "client/transport_plan.h"
-#include "common/data_stream.h"
 #include "common/data_tls.h"
+#include "common/framed_socket.h"
 #include "common/socket_options.h"
 #include "common/tcp_tuning.h"
 #include "common/tcp_waits.h"
@@ -128,7 +130,7 @@ struct PieceSend {
   std::vector<float> fallback;         // what goes instead when a value did not fit
 };
 
-class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
+class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, private FramedSocket::Owner {
  public:
   ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner);
   ReducerStream(const ReducerStream&) = delete;
@@ -188,8 +190,14 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   void PrepareWideSum(PieceSend* piece);
   void WriteControl(std::vector<uint8_t> frame);  // in order with the pieces
   void WriteUrgent(std::vector<uint8_t> frame);   // ahead of queued pieces
-  void WriteNext();
-  size_t BatchSize() const;
+  // FramedSocket::Owner: urgent_, then queue_, to the socket. A write takes
+  // up to `max_frames` urgent frames and up to `max_frames` of queue_.
+  bool FramesQueued() const override { return !queue_.empty() || !urgent_.empty(); }
+  size_t GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* buffers) override;
+  void FramesWritten(const asio::error_code& ec) override;
+  void SocketEnded() override { Shutdown(); }
+  std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
+  size_t BatchSize(size_t max_frames) const;
   void SampleWindow();  // the automatic window follows the path (transport_plan.h)
   void Fail(const Status& status);  // fatal for the session
   void Lose(const Status& status);  // the connection is gone
@@ -199,13 +207,10 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   // missed heartbeats) is shut at once, and the writes get CloseWriteLimit()
   // in all. A write stuck on a reducer that reads nothing would otherwise
   // hold the leases of its pieces, and their operations could never be Done.
+  // Then FIN, reading and discarding until the reducer closes or
+  // FramedSocket::kLinger passes, then Shutdown (FramedSocket).
   void CloseAfter(std::vector<uint8_t> last);
   std::chrono::milliseconds CloseWriteLimit() const;
-  // After the last frame of a closing stream: FIN, then read and discard
-  // until the reducer closes or kLinger passes, then Shutdown.
-  void Linger();
-  void Drain(const asio::error_code& ec);
-  static constexpr std::chrono::milliseconds kLinger{1000};
   // CloseWriteLimit with liveness off: no heartbeats tell a frozen reducer
   // from a slow link, so a generous fixed bound.
   static constexpr std::chrono::milliseconds kCloseWriteLimitWithoutLiveness{10'000};
@@ -216,8 +221,7 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   size_t Pinned(bool keep_partial) const;  // queue_ entries that must stay
 
   asio::io_context& io_;
-  asio::ip::tcp::socket socket_;
-  DataStream stream_{socket_};  // every read and write of socket_
+  FramedSocket framed_;  // the socket: every read and write, and the close
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer retry_timer_;
   asio::steady_timer liveness_timer_;
@@ -260,12 +264,6 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   size_t front_written_ = 0;
   size_t write_end_ = 0;  // where the write in flight ends inside its last entry
   uint64_t unanswered_bytes_ = 0;  // pieces written (or being written) without their result yet
-  bool writing_ = false;
-  bool close_after_write_ = false;
-  bool write_failed_ = false;
-  bool read_pending_ = false;
-  bool lingering_ = false;
-  std::array<uint8_t, 4096> drain_buf_{};
 
   ReceiveLowWater low_water_;  // reset after every read
   SendWindow window_;          // sampled from TCP_INFO as results arrive
@@ -281,7 +279,6 @@ class ReducerStream : public std::enable_shared_from_this<ReducerStream> {
   // reducer's sign of life.
   ArrivalWatch closing_arrivals_;
   uint64_t received_progress_ = 0;  // read completions, partial ones included
-  uint64_t sent_progress_ = 0;      // write completions, partial ones included
 };
 
 }  // namespace rs::client

@@ -37,14 +37,15 @@ void ReducerStream::ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, si
   }
   const asio::ip::tcp::endpoint peer = endpoints[next];
   asio::error_code ec;
-  socket_.close(ec);
-  socket_.open(peer.protocol(), ec);
+  asio::ip::tcp::socket& socket = framed_.socket();
+  socket.close(ec);
+  socket.open(peer.protocol(), ec);
   if (ec) {
     ConnectTo(std::move(endpoints), next + 1, ec);
     return;
   }
-  const TcpTuningResult tcp = ApplyTcpTuning(socket_.native_handle(), params_.tcp);
-  socket_.async_connect(peer, [self = shared_from_this(), endpoints = std::move(endpoints), next,
+  const TcpTuningResult tcp = ApplyTcpTuning(socket.native_handle(), params_.tcp);
+  socket.async_connect(peer, [self = shared_from_this(), endpoints = std::move(endpoints), next,
                                tcp](const asio::error_code& ec2) mutable {
     if (self->state_ == State::kClosed) return;
     if (ec2) {
@@ -57,22 +58,23 @@ void ReducerStream::ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, si
 
 void ReducerStream::Connected(const TcpTuningResult& tcp) {
   owner_->OnConnectAttempt(params_.id, std::nullopt, "");
+  const int fd = framed_.socket().native_handle();
   asio::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  framed_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
   if (auto line = TcpTuningLineOnce(tcp)) owner_->Log(tcp.refused ? LogLevel::kWarn : LogLevel::kInfo, *line);
   // Off with TLS (data_stream.h).
-  low_water_ = params_.tls ? ReceiveLowWater() : ReceiveLowWater(socket_.native_handle());
+  low_water_ = params_.tls ? ReceiveLowWater() : ReceiveLowWater(fd);
   waits_.Reconnected();
   rto_floor_ = RtoFloorFollower(params_.tcp.rto_min);
-  if (auto line = RaiseRtoFloorAtConnect(socket_.native_handle(), rto_floor_)) owner_->Log(LogLevel::kInfo, *line);
+  if (auto line = RaiseRtoFloorAtConnect(fd, rto_floor_)) owner_->Log(LogLevel::kInfo, *line);
   // Best effort: the heartbeats work without it.
-  (void)SetTcpLiveness(socket_.native_handle(), params_.liveness_timeout,
+  (void)SetTcpLiveness(fd, params_.liveness_timeout,
                        PeerReads::kMayPause);  // out of memory, it stops reading
   if (!params_.tls) {
     SendHello();
     return;
   }
-  stream_.StartTls(params_.tls, [self = shared_from_this()](const Status& status) {
+  framed_.stream().StartTls(params_.tls, [self = shared_from_this()](const Status& status) {
     if (self->state_ == State::kClosed) return;
     if (status.code() == Code::kIo) return self->Lose(status.Prefixed(self->Name()));
     if (!status.ok()) return self->Fail(status.Prefixed(self->Name()));
@@ -97,7 +99,7 @@ void ReducerStream::RetryConnect(ConnectFailure failure, const std::string& why)
     return;
   }
   asio::error_code ignored;
-  socket_.close(ignored);
+  framed_.socket().close(ignored);
   retry_timer_.expires_after(*wait);
   retry_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
     if (!ec) self->Connect();

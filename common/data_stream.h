@@ -1,7 +1,8 @@
 // One data-plane TCP stream's bytes, plain or inside TLS 1.3 (data_tls.h),
 // for both ends: the reducer's Connection and the worker's ReducerStream read
-// and write through it with asio::async_read / async_write and their own
-// completion conditions, whichever it carries. Plain, every call goes
+// and write through it (by way of FramedSocket, framed_socket.h) with
+// asio::async_read / async_write and their own completion conditions,
+// whichever it carries. Plain, every call goes
 // straight to the socket. With TLS, reads are OpenSSL's (records decrypted in
 // user space), and writes are the kernel's where it took the sending side
 // over (kernel_send(): the socket then takes plain bytes, gathered, and

@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/socket_options.h"
+#include "common/transfer_progress.h"
 
 namespace rs::protocol {
 
@@ -72,36 +73,10 @@ class LivenessMonitor {
   Clock::time_point last_sent_{};
 };
 
-// The most one system call may move. Asio's own transfer_all stops at
-// 64 KiB, which cuts a 1 MiB piece into 16 reads or writes (and as many
-// wake-ups); a larger bound lets one call take what the socket holds.
-inline constexpr size_t kMaxTransferBytes = 16 << 20;
-
-// A completion condition for asio::async_read / async_write that counts
-// progress (each time more bytes have moved) into *counter, so a large frame
-// arriving slowly still counts as a live peer. Otherwise it behaves as
-// asio::transfer_all, without its 64 KiB bound per call. For a read into one
-// buffer of `total` bytes, `low_water` (optional) is kept at what is still
-// missing, so the reader wakes once (socket_options.h); the handler resets
-// it. Asio does not consult it after the read or write that completes the
-// transfer, so the completion handler must count that one (a transfer done
-// in one go counts once, in the handler). Header-only and free of Asio types.
-struct CountProgress {
-  uint64_t* counter;
-  ReceiveLowWater* low_water = nullptr;
-  size_t total = 0;
-  size_t seen = 0;
-  template <typename ErrorCode>
-  size_t operator()(const ErrorCode& ec, size_t transferred) {
-    if (transferred > seen) {
-      seen = transferred;
-      ++*counter;
-    }
-    if (ec) return 0;
-    if (low_water != nullptr && transferred < total) low_water->Expect(total - transferred);
-    return kMaxTransferBytes;
-  }
-};
+// Moved to common/transfer_progress.h, where the framed-socket layer that
+// both ends write through (common/framed_socket.h) uses them too.
+using ::rs::CountProgress;
+using ::rs::kMaxTransferBytes;
 
 // "5.0 s": how the errors print a duration.
 std::string FormatSeconds(std::chrono::milliseconds duration);

@@ -50,26 +50,26 @@ std::string LocalName(const asio::ip::tcp::socket& socket) {
 
 Connection::Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admission::Ticket ticket)
     : server_(server),
-      socket_(std::move(socket)),
-      linger_(socket_.get_executor()),
-      handshake_deadline_(socket_.get_executor()),
-      liveness_timer_(socket_.get_executor()),
-      peer_(PeerName(socket_)),
-      self_(LocalName(socket_)),
+      framed_(std::move(socket), *this),
+      handshake_deadline_(framed_.socket().get_executor()),
+      liveness_timer_(framed_.socket().get_executor()),
+      peer_(PeerName(framed_.socket())),
+      self_(LocalName(framed_.socket())),
       ticket_(std::move(ticket)),
       handshake_(server.handshake_config(), protocol::RandomNonce()),
       rto_floor_(server.config().tcp.rto_min) {
+  const int fd = framed_.socket().native_handle();
   asio::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-  socket_.set_option(asio::socket_base::keep_alive(true), ignored);
-  const TcpTuningResult tcp = ApplyTcpTuning(socket_.native_handle(), server.config().tcp);
+  framed_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+  framed_.socket().set_option(asio::socket_base::keep_alive(true), ignored);
+  const TcpTuningResult tcp = ApplyTcpTuning(fd, server.config().tcp);
   // reducerd logs what a fresh socket gets at start-up; a different outcome here is news.
   if (auto line = TcpTuningLineOnce(tcp)) spdlog::log(tcp.refused ? spdlog::level::warn : spdlog::level::info, "{}", *line);
   // At once, while TCP's first estimate of the round trip's variation stands
   // (common/tcp_tuning.h); SamplePath keeps following the path.
-  if (auto line = RaiseRtoFloorAtConnect(socket_.native_handle(), rto_floor_)) spdlog::info("{}", *line);
+  if (auto line = RaiseRtoFloorAtConnect(fd, rto_floor_)) spdlog::info("{}", *line);
   // Off with TLS (data_stream.h).
-  if (server.data_tls() == nullptr) low_water_ = ReceiveLowWater(socket_.native_handle());
+  if (server.data_tls() == nullptr) low_water_ = ReceiveLowWater(fd);
 }
 
 Connection::~Connection() { server_.ConnectionClosed(); }
@@ -94,8 +94,9 @@ void Connection::OnHandshakeTimeout() {
     CloseNow(why);
     return;
   }
-  // Reject() sends the reason, then lingers at most 2 s for the peer to
-  // read it: a peer that holds the connection open is closed all the same.
+  // Reject() sends the reason, then lingers at most FramedSocket::kLinger for
+  // the peer to read it: a peer that holds the connection open is closed all
+  // the same.
   HandshakeStep(handshake_.TimedOut(server_.config().handshake_timeout));
 }
 
@@ -146,46 +147,27 @@ size_t Connection::ReadProgress::operator()(const asio::error_code& ec, size_t t
 
 template <typename Handler>
 void Connection::Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc, bool parts) {
-  read_pending_ = true;
   const size_t part_bytes = parts ? static_cast<size_t>(session_->result_part_bytes()) : 0;
-  asio::async_read(stream_, buffer,
-                   ReadProgress{&received_progress_, crc, &low_water_, buffer.size(),
-                                part_bytes != 0 ? this : nullptr, part_bytes},
-                   [self = shared_from_this(), handler = std::forward<Handler>(handler)](
-                       const asio::error_code& ec, size_t bytes) mutable {
-                     self->read_pending_ = false;
-                     self->low_water_.Reset();
-                     if (bytes > 0) ++self->received_progress_;
-                     if (self->state_ == State::kClosing) {
-                       self->piece_.reset();
-                       self->Drain(ec);
-                       return;
-                     }
-                     handler(ec);
-                   });
-}
-
-void Connection::Drain(const asio::error_code& ec) {
-  // After an ERROR frame, read and discard until the worker closes (or the
-  // linger timer fires): closing with unread input would reset the
-  // connection and could destroy the ERROR frame before the worker reads it.
-  if (ec || !socket_.is_open()) {
-    CloseSocket();
-    return;
-  }
-  read_pending_ = true;
-  stream_.async_read_some(asio::buffer(drain_buf_), [self = shared_from_this()](const asio::error_code& ec2, size_t) {
-    self->read_pending_ = false;
-    self->Drain(ec2);
-  });
+  framed_.Read(buffer,
+               ReadProgress{&received_progress_, crc, &low_water_, buffer.size(), part_bytes != 0 ? this : nullptr,
+                            part_bytes},
+               [this, handler = std::forward<Handler>(handler)](const asio::error_code& ec, size_t bytes) mutable {
+                 low_water_.Reset();
+                 if (bytes > 0) ++received_progress_;
+                 if (state_ == State::kClosing) {
+                   // After an ERROR frame the layer reads and discards until
+                   // the worker closes (FramedSocket::DiscardReads).
+                   piece_.reset();
+                   return;
+                 }
+                 handler(ec);
+               });
 }
 
 void Connection::CloseSocket() {
-  asio::error_code ignored;
-  linger_.cancel();
   handshake_deadline_.cancel();
   liveness_timer_.cancel();
-  socket_.close(ignored);
+  framed_.Close();
 }
 
 void Connection::ReadHeader() {
@@ -372,16 +354,16 @@ void Connection::SamplePath() {
   // The handshake's round trips already gave TCP a sample; the liveness
   // ticks (or, with liveness off, ArmPathSampling) keep it current. Only a
   // change takes the session's lock.
-  std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle());
+  std::optional<TcpPath> path = ReadTcpPath(framed_.socket().native_handle());
   if (!path) return;
   std::optional<TcpWaitFinding> finding = CountTcpTimes(*path);
   if (finding) {
     const std::string rank = "rank " + std::to_string(hello_.rank);
     spdlog::warn("session {}, results to {} ({}, stream {}): {}", protocol::SessionIdToString(session_->id()), rank,
-                 peer_, hello_.stream, DescribeTcpWait(*finding, rank, SendBufferBytes(socket_.native_handle())));
+                 peer_, hello_.stream, DescribeTcpWait(*finding, rank, SendBufferBytes(framed_.socket().native_handle())));
   }
   const std::chrono::microseconds min_rtt(path->min_rtt_us);
-  if (std::optional<std::chrono::microseconds> floor = rto_floor_.OnPath(socket_.native_handle(), min_rtt)) {
+  if (std::optional<std::chrono::microseconds> floor = rto_floor_.OnPath(framed_.socket().native_handle(), min_rtt)) {
     if (auto line = RtoFloorLineOnce(*floor, min_rtt)) spdlog::info("{}", *line);
   }
   if (auto warning = IdleRestartWarningOnce(min_rtt, [this] {
@@ -404,7 +386,7 @@ std::optional<TcpWaitFinding> Connection::CountTcpTimes(const TcpPath& path) {
 }
 
 void Connection::SampleTcpTimes() {
-  if (std::optional<TcpPath> path = ReadTcpPath(socket_.native_handle())) (void)CountTcpTimes(*path);
+  if (std::optional<TcpPath> path = ReadTcpPath(framed_.socket().native_handle())) (void)CountTcpTimes(*path);
 }
 
 void Connection::StartLiveness() {
@@ -420,8 +402,8 @@ void Connection::StartLiveness() {
     return;
   }
   // The worker always reads its results: a window shut for 2 T is a dead one.
-  (void)SetTcpLiveness(socket_.native_handle(), liveness_.timeout(), PeerReads::kAlways);  // best effort
-  liveness_.Start(Clock::now(), received_progress_, sent_progress_);
+  (void)SetTcpLiveness(framed_.socket().native_handle(), liveness_.timeout(), PeerReads::kAlways);  // best effort
+  liveness_.Start(Clock::now(), received_progress_, framed_.write_progress());
   ArmLiveness();
 }
 
@@ -443,8 +425,8 @@ void Connection::ArmPathSampling() {
 
 bool Connection::CheckResultsTaken() {
   const auto now = Clock::now();
-  if (!writing_ || sent_progress_ != taken_progress_ || taken_at_ == Clock::time_point{}) {
-    taken_progress_ = sent_progress_;
+  if (!framed_.writing() || framed_.write_progress() != taken_progress_ || taken_at_ == Clock::time_point{}) {
+    taken_progress_ = framed_.write_progress();
     taken_at_ = now;
     return true;
   }
@@ -481,7 +463,7 @@ bool Connection::CheckIdle() {
 void Connection::OnLivenessTick() {
   if (!CheckResultsTaken()) return;
   if (low_water_.ArrivedSinceLastAsked()) ++received_progress_;
-  const auto verdict = liveness_.Tick(Clock::now(), received_progress_, sent_progress_);
+  const auto verdict = liveness_.Tick(Clock::now(), received_progress_, framed_.write_progress());
   if (verdict.silent) {
     // The session tells every rank, this one included (if it still listens).
     session_->Fail(Status(Code::kPeerFailed,
@@ -513,7 +495,7 @@ void Connection::OnPieceHeader() {
 void Connection::TryBeginContribution() {
   if (state_ == State::kClosing) return;
   std::weak_ptr<Connection> weak = weak_from_this();
-  auto wake = [weak, executor = socket_.get_executor()] {
+  auto wake = [weak, executor = framed_.socket().get_executor()] {
     asio::post(executor, [weak] {
       if (auto self = weak.lock()) self->TryBeginContribution();
     });
@@ -583,8 +565,8 @@ void Connection::Discard(uint64_t bytes) {
     ReadHeader();
     return;
   }
-  const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, drain_buf_.size()));
-  Read(asio::buffer(drain_buf_.data(), chunk), [this, bytes, chunk](const asio::error_code& ec) {
+  const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, discard_buf_.size()));
+  Read(asio::buffer(discard_buf_.data(), chunk), [this, bytes, chunk](const asio::error_code& ec) {
     if (ec) {
       CloseNow(Status(Code::kIo, "connection lost in a stale DATA frame: " + ec.message()));
       return;
@@ -594,14 +576,14 @@ void Connection::Discard(uint64_t bytes) {
 }
 
 void Connection::SendControl(std::vector<uint8_t> frame) {
-  asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame)]() mutable {
+  asio::post(framed_.socket().get_executor(), [self = shared_from_this(), frame = std::move(frame)]() mutable {
     if (self->state_ == State::kClosing) return;
     self->EnqueueControl(std::move(frame));
   });
 }
 
 void Connection::CloseQuietly() {
-  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+  asio::post(framed_.socket().get_executor(), [self = shared_from_this()] {
     if (self->state_ == State::kClosing) return;
     self->LeaveSession(Departure::kGoodbye, Status(Code::kCancelled, "dropped by the ranks"));
     self->state_ = State::kClosing;
@@ -610,7 +592,7 @@ void Connection::CloseQuietly() {
 }
 
 void Connection::SendReady() {
-  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+  asio::post(framed_.socket().get_executor(), [self = shared_from_this()] {
     if (self->state_ == State::kClosing) return;
     self->EnqueueControl(protocol::EncodeReady());
   });
@@ -628,7 +610,7 @@ void Connection::SendResult(const ResultPart& part) {
     first = results_in_.empty();
     results_in_.push_back(part);
   }
-  if (first) asio::post(socket_.get_executor(), [self = shared_from_this()] { self->TakeResults(); });
+  if (first) asio::post(framed_.socket().get_executor(), [self = shared_from_this()] { self->TakeResults(); });
 }
 
 void Connection::TakeResults() {
@@ -654,7 +636,7 @@ void Connection::TakeResults() {
 }
 
 void Connection::SendErrorAndClose(const Status& status) {
-  asio::post(socket_.get_executor(), [self = shared_from_this(), status] {
+  asio::post(framed_.socket().get_executor(), [self = shared_from_this(), status] {
     // The session already knows: leaving must not fail it a second time.
     self->LeaveSession(Departure::kGoodbye, status);
     self->Reject(status);
@@ -668,64 +650,44 @@ void Connection::EnqueueControl(std::vector<uint8_t> frame) {
 }
 
 void Connection::Enqueue(Outgoing out) {
-  if (write_failed_) return;  // the connection is going; the reader says why
+  if (framed_.write_failed()) return;  // the connection is going; the reader says why
   write_queue_.push_back(std::move(out));
-  if (!writing_) WriteNext();
+  framed_.Flush();
 }
 
-void Connection::WriteNext() {
-  if (write_queue_.empty()) {
-    writing_ = false;
-    in_flight_ = 0;
-    if (close_after_write_) {
-      close_after_write_ = false;
-      asio::error_code ignored;
-      socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-      linger_.expires_after(std::chrono::seconds(2));
-      linger_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-        if (!ec) self->CloseSocket();
-      });
-      if (!read_pending_) Drain({});
-    }
-    return;
-  }
-  writing_ = true;
-  // Gather several queued frames into one write: small pieces need it.
-  constexpr size_t kMaxBatch = 16;
-  std::vector<asio::const_buffer> buffers;
-  const size_t batch = std::min(write_queue_.size(), kMaxBatch);
-  in_flight_ = batch;
-  for (size_t i = 0; i < batch; ++i) {
+size_t Connection::GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* buffers) {
+  // Frames stay in write_queue_ (a deque: pushing at the back moves none)
+  // until written, so the buffers point into them.
+  in_flight_ = std::min(write_queue_.size(), max_frames);
+  for (size_t i = 0; i < in_flight_; ++i) {
     const Outgoing& out = write_queue_[i];
     if (out.piece) {
-      buffers.emplace_back(out.piece_head.data(), out.piece_head.size());
-      buffers.emplace_back(out.data, out.data_bytes);
+      buffers->emplace_back(out.piece_head.data(), out.piece_head.size());
+      buffers->emplace_back(out.data, out.data_bytes);
     } else {
-      buffers.emplace_back(out.bytes.data(), out.bytes.size());
+      buffers->emplace_back(out.bytes.data(), out.bytes.size());
     }
   }
-  asio::async_write(stream_, buffers, protocol::CountProgress{&sent_progress_},
-                    [self = shared_from_this(), batch](const asio::error_code& ec, size_t bytes) {
-    if (bytes > 0) ++self->sent_progress_;
-    if (ec) {
-      self->write_queue_.clear();
-      self->writing_ = false;
-      self->in_flight_ = 0;
-      if (self->state_ == State::kJoined && self->read_pending_) {
-        // A worker that gives up sends an ERROR with its reason, then closes,
-        // which resets the connection if results are still arriving: the
-        // pending read delivers that ERROR (or the reset) next, and the
-        // other ranks must learn the worker's reason, not this.
-        self->write_failed_ = true;
-        return;
-      }
-      self->CloseNow(Status(Code::kIo, "cannot send to the worker: " + ec.message()));
+  return in_flight_;
+}
+
+void Connection::FramesWritten(const asio::error_code& ec) {
+  if (ec) {
+    write_queue_.clear();
+    in_flight_ = 0;
+    if (state_ == State::kJoined && framed_.read_pending()) {
+      // A worker that gives up sends an ERROR with its reason, then closes,
+      // which resets the connection if results are still arriving: the
+      // pending read delivers that ERROR (or the reset) next, and the other
+      // ranks must learn the worker's reason, not this. No write starts
+      // after a failed one (FramedSocket).
       return;
     }
-    self->write_queue_.erase(self->write_queue_.begin(), self->write_queue_.begin() + batch);
-    self->in_flight_ = 0;
-    self->WriteNext();
-  });
+    CloseNow(Status(Code::kIo, "cannot send to the worker: " + ec.message()));
+    return;
+  }
+  write_queue_.erase(write_queue_.begin(), write_queue_.begin() + static_cast<std::ptrdiff_t>(in_flight_));
+  in_flight_ = 0;
 }
 
 void Connection::Reject(const Status& status, std::vector<uint8_t> last) {
@@ -737,18 +699,16 @@ void Connection::Reject(const Status& status, std::vector<uint8_t> last) {
   state_ = State::kClosing;
   // Drop results not yet sent; the error goes out after what is being written.
   while (write_queue_.size() > in_flight_) write_queue_.pop_back();
-  close_after_write_ = true;
   Outgoing error;
   error.bytes = last.empty() ? protocol::EncodeError({status.code(), status.message()}) : std::move(last);
   write_queue_.push_back(std::move(error));
+  // What the worker sends from now on is read and dropped (Read): a
+  // pending read's completion drains on.
+  framed_.DiscardReads();
   // A write in flight to a worker that stopped reading would never end, and
   // its results would hold their piece memory: the error gets --op-timeout
-  // to go out (the linger that follows a sent error replaces this).
-  linger_.expires_after(server_.config().op_timeout);
-  linger_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-    if (!ec) self->CloseSocket();
-  });
-  if (!writing_) WriteNext();
+  // to go out, then the linger follows (FramedSocket).
+  framed_.CloseAfterWrites(server_.config().op_timeout);
 }
 
 void Connection::CloseNow(const Status& why) {

@@ -6,7 +6,9 @@
 // liveness with the worker's timeout from HELLO (protocol/liveness.h):
 // heartbeats when it has written nothing for a while, and a worker that
 // sends nothing at all for the timeout fails the session naming the rank
-// (silence while this side stops reading for memory does not count).
+// (silence while this side stops reading for memory does not count). Its
+// bytes go through FramedSocket (common/framed_socket.h), as the worker's do:
+// this class keeps the queue of frames and what they mean.
 //
 // Threading: a Connection lives on one io_context (one thread) for life; all
 // of its handlers run there. The SessionMember methods are called by other
@@ -24,7 +26,7 @@
 
 #include <asio.hpp>
 
-#include "common/data_stream.h"
+#include "common/framed_socket.h"
 #include "common/socket_options.h"
 #include "common/tcp_tuning.h"
 #include "common/tcp_waits.h"
@@ -39,7 +41,9 @@ namespace rs::server {
 
 class ReducerServer;
 
-class Connection final : public SessionMember, public std::enable_shared_from_this<Connection> {
+class Connection final : public SessionMember,
+                         public std::enable_shared_from_this<Connection>,
+                         private FramedSocket::Owner {
  public:
   // `ticket` is the connection's place in the server's admission counts.
   Connection(ReducerServer& server, asio::ip::tcp::socket socket, Admission::Ticket ticket);
@@ -92,11 +96,11 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
     size_t operator()(const asio::error_code& ec, size_t transferred);
   };
 
-  // Every read goes through Read(): once closing, completions drain instead.
+  // Every read goes through Read(), then FramedSocket::Read: once closing,
+  // completions drain (FramedSocket::DiscardReads) instead of going on.
   // `parts`: the read is a contribution whose progress the session wants.
   template <typename Handler>
   void Read(asio::mutable_buffer buffer, Handler&& handler, RunningCrc* crc = nullptr, bool parts = false);
-  void Drain(const asio::error_code& ec);
   void CloseSocket();
   void ReadHeader();
   void OnHeader(const asio::error_code& ec);
@@ -147,17 +151,20 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   void TakeResults();  // moves results_in_ to the write queue, in order
   void Enqueue(Outgoing out);
   void EnqueueControl(std::vector<uint8_t> frame);
-  void WriteNext();
+  // FramedSocket::Owner: write_queue_ to the socket.
+  bool FramesQueued() const override { return !write_queue_.empty(); }
+  size_t GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* buffers) override;
+  void FramesWritten(const asio::error_code& ec) override;
+  void SocketEnded() override { CloseSocket(); }
+  std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
   // Sends ERROR (or `last`, when given, instead), then closes.
   void Reject(const Status& status, std::vector<uint8_t> last = {});
   void CloseNow(const Status& why);
   void LeaveSession(Departure how, const Status& why);
 
   ReducerServer& server_;
-  asio::ip::tcp::socket socket_;
-  DataStream stream_{socket_};     // every read and write of socket_
+  FramedSocket framed_;            // the socket: every read and write, and the close
   bool tls_handshake_ = false;     // the TLS handshake is running
-  asio::steady_timer linger_;
   asio::steady_timer handshake_deadline_;
   asio::steady_timer liveness_timer_;
   const std::string peer_;
@@ -182,19 +189,14 @@ class Connection final : public SessionMember, public std::enable_shared_from_th
   Mutex results_mu_;
   std::vector<ResultPart> results_in_ RS_GUARDED_BY(results_mu_);  // parts not yet queued, in order
   std::deque<Outgoing> write_queue_;
-  bool writing_ = false;
   size_t in_flight_ = 0;                       // frames of write_queue_ being written
-  bool close_after_write_ = false;
-  bool read_pending_ = false;
-  bool write_failed_ = false;  // a write failed; the pending read reports the cause
-  std::array<uint8_t, 4096> drain_buf_{};
+  std::array<uint8_t, 4096> discard_buf_{};    // a stale piece's payload goes here
   ReceiveLowWater low_water_;                  // reset after every read
 
   protocol::LivenessMonitor liveness_;
   uint64_t received_progress_ = 0;  // read completions, partial ones included
-  uint64_t sent_progress_ = 0;      // write completions, partial ones included
   uint32_t reported_rtt_us_ = 0;    // the round trip last given to the session
-  uint64_t taken_progress_ = 0;     // sent_progress_ at the last CheckResultsTaken
+  uint64_t taken_progress_ = 0;     // framed_.write_progress() at the last CheckResultsTaken
   Clock::time_point taken_at_{};    // when results last moved, or none were waiting
   uint64_t idle_progress_ = 0;      // received_progress_ at the last CheckIdle
   Clock::time_point idle_at_{};     // when the worker last sent a byte, as CheckIdle saw

@@ -12,19 +12,14 @@
 namespace rs::server {
 
 void Connection::AwaitTls() {
-  read_pending_ = true;
-  socket_.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](const asio::error_code& ec) {
-    self->read_pending_ = false;
-    if (self->state_ != State::kHandshake) {
-      self->Drain(ec);
-      return;
-    }
+  framed_.WaitReadable([self = shared_from_this()](const asio::error_code& ec) {
+    if (self->state_ != State::kHandshake) return;  // closing: the layer drains on (Reject)
     if (ec) {
       self->CloseNow(Status(Code::kIo, ec.message()));
       return;
     }
     uint8_t first = 0;
-    const ssize_t n = ::recv(self->socket_.native_handle(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t n = ::recv(self->framed_.socket().native_handle(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
       self->AwaitTls();
       return;
@@ -42,7 +37,7 @@ void Connection::AwaitTls() {
       return;
     }
     self->tls_handshake_ = true;
-    self->stream_.StartTls(self->server_.data_tls(),
+    self->framed_.stream().StartTls(self->server_.data_tls(),
                            [self](const Status& status) { self->OnTlsHandshake(status); });
   });
 }
