@@ -146,27 +146,27 @@ const std::vector<ClientSetting>& ClientSettings() {
              "`REDUCER_FAILOVER`); heartbeats go both ways at a fifth of it, and the reducers use it to detect a "
              "silent rank. At least 100ms; 0: off"),
        Liveness},
-      {Entry(kCrc, "0/1", "0", "",
+      {Entry(kCrc, "0/1", kDefaultCrc.text, "",
              "1: CRC32C over every piece and result, checked end to end (with the reducers' `--crc`); a mismatch "
              "fails the all-reduce naming the hop, and the reducers spend 3-10 % more CPU. 0: off"),
        Crc},
-      {Entry(kTls, "0/1", "0", "",
+      {Entry(kTls, "0/1", kDefaultTls.text, "",
              "1: TLS 1.3 to every reducer (with the reducers' `--tls`), keyed by the job token, which it needs; a "
              "reducer without TLS is refused, never used in the clear. For networks that are not private. 0: plain "
              "TCP"),
        Tls},
-      {Entry(kWireDtype, "TYPE", "off", "",
+      {Entry(kWireDtype, "TYPE", kDefaultWireDtype.text, "",
              "`bfloat16` or `float16`: float32 sums travel in that type (half the bytes), rounded once by each rank "
              "and once by the reducers after their float32 sum, so results stay identical on every rank; a piece "
              "with a value the type cannot hold (Inf, NaN, beyond float16's 65504) goes as float32. Other types "
              "and ops are unchanged. `off`: float32. The same on every rank"),
        WireDtype},
-      {Entry(kFailover, "0/1", "1", "",
+      {Entry(kFailover, "0/1", kDefaultFailover.text, "",
              "1: a lost reducer is survived (the others take over its share, results bit for bit unchanged; a "
              "restarted one is taken back), each rank keeping a copy of its recent inputs for it. 0: losing a "
              "reducer fails the job. The same on every rank"),
        Failover},
-      {Entry(kMinReducers, "N", "1", "",
+      {Entry(kMinReducers, "N", kDefaultMinReducers.text, "",
              "With failover, the job fails when fewer reducers than this are left"),
        MinReducers},
       {Entry(kRetention, "SIZE", kDefaultRetention.text, "",

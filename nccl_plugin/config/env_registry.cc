@@ -38,9 +38,9 @@ std::vector<SettingInfo> Registry() {
       Entry(setting::kNcclSocketIfname, "", "", "",
             "NCCL's own variable, honoured when REDUCER_SOCKET_IFNAME is unset. Neither set: the first non-loopback "
             "interface that is up (`docker*` skipped), else loopback."),
-      Entry(setting::kSocketThreads, "", "2", "",
+      Entry(setting::kSocketThreads, "", kDefaultSocketThreads.text, "",
             "Helper threads per point-to-point connection (1-16)."),
-      Entry(setting::kSocksPerThread, "", "2", "",
+      Entry(setting::kSocksPerThread, "", kDefaultSocksPerThread.text, "",
             "Data sockets per helper thread (1-16); large messages are split across all sockets of a connection (at "
             "most 64)."),
       Entry(setting::kNicSpeed, "", "", "",
@@ -96,7 +96,7 @@ std::vector<SettingInfo> Registry() {
             "NCCL's own: the library NCCL takes its tuner from. Unset, NCCL 2.21 and later find the plugin's tuner in "
             "libnccl-net-reducer.so; NCCL 2.19 - 2.20 only here. Preloaded (`LD_PRELOAD`), the library sets it to "
             "`libnccl-net-reducer.so` where it is unset."),
-      Entry(setting::kNcclCollNetNodeThreshold, "", "2", "",
+      Entry(setting::kNcclCollNetNodeThreshold, "", kDefaultNcclCollNetNodeThreshold.text, "",
             "NCCL's own: a communicator on fewer nodes than this does not use CollNet. The plugin reads it and warns "
             "when a communicator falls below it."),
   };

@@ -24,10 +24,18 @@
 #include <vector>
 
 #include "client/client_settings.h"
+#include "common/default_value.h"
 #include "common/settings.h"
 #include "common/status.h"
 
 namespace rs::plugin {
+
+// The defaults of the plugin's own numeric settings, written once: the
+// registry shows them, P2pConfig and NcclCollNetSettings (plugin_config.h)
+// start from them. The client's are in client/client_defaults.h.
+inline constexpr Default<int> kDefaultSocketThreads{2, "2"};
+inline constexpr Default<int> kDefaultSocksPerThread{2, "2"};
+inline constexpr Default<int> kDefaultNcclCollNetNodeThreshold{2, "2"};  // NCCL's own
 
 // Every variable's key (common/settings.h), declared once; the plugin reads
 // a value through its key (env.Get(setting::kReducerAddrs)). The client's

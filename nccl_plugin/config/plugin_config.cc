@@ -18,7 +18,7 @@ namespace rs::plugin {
 namespace {
 
 constexpr std::chrono::milliseconds kMinTimeout{1};
-constexpr std::chrono::milliseconds kMaxTimeout = std::chrono::hours(24);
+using client::kMaxTimeout;
 
 bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 

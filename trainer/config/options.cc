@@ -16,7 +16,7 @@ namespace rs::trainer {
 namespace {
 
 using std::chrono::milliseconds;
-constexpr milliseconds kMaxTimeout = std::chrono::hours(24);
+using client::kMaxTimeout;
 
 // The trainer's flags without a variable, as CLI11 leaves them: text,
 // validated afterwards.
