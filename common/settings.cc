@@ -185,8 +185,8 @@ const SettingValue& Settings::Get(const SettingName& key) const {
   return Get(key.name());  // aborts, naming it
 }
 
-StatusOr<int64_t> Settings::Int(const SettingKey<int64_t>& name, int64_t min, int64_t max) const {
-  const SettingValue& v = Get(name);
+StatusOr<int64_t> Settings::Int(const SettingKey<int64_t>& key, int64_t min, int64_t max) const {
+  const SettingValue& v = Get(key);
   const std::string text = Trimmed(v.text);
   int64_t n = 0;
   const char* end = text.data() + text.size();
@@ -201,8 +201,8 @@ StatusOr<int64_t> Settings::Int(const SettingKey<int64_t>& name, int64_t min, in
   return n;
 }
 
-StatusOr<uint64_t> Settings::Size(const SettingKey<uint64_t>& name, uint64_t min, uint64_t max) const {
-  const SettingValue& v = Get(name);
+StatusOr<uint64_t> Settings::Size(const SettingKey<uint64_t>& key, uint64_t min, uint64_t max) const {
+  const SettingValue& v = Get(key);
   StatusOr<uint64_t> size = ParseSize(v.text);
   if (!size.ok()) return size.status().Prefixed(v.source);
   if (*size < min) return OutOfRange(v, "below the minimum", FormatBytes(min));
@@ -210,10 +210,10 @@ StatusOr<uint64_t> Settings::Size(const SettingKey<uint64_t>& name, uint64_t min
   return size;
 }
 
-StatusOr<std::chrono::milliseconds> Settings::Duration(const SettingKey<std::chrono::milliseconds>& name,
+StatusOr<std::chrono::milliseconds> Settings::Duration(const SettingKey<std::chrono::milliseconds>& key,
                                                        std::chrono::milliseconds min,
                                                        std::chrono::milliseconds max) const {
-  const SettingValue& v = Get(name);
+  const SettingValue& v = Get(key);
   StatusOr<std::chrono::milliseconds> d = ParseDuration(v.text);
   if (!d.ok()) return d.status().Prefixed(v.source);
   if (*d < min) return OutOfRange(v, "below the minimum", FormatMs(min));
@@ -221,9 +221,9 @@ StatusOr<std::chrono::milliseconds> Settings::Duration(const SettingKey<std::chr
   return d;
 }
 
-StatusOr<std::string> Settings::OneOf(const SettingKey<std::string>& name,
+StatusOr<std::string> Settings::OneOf(const SettingKey<std::string>& key,
                                       const std::vector<std::string>& choices) const {
-  const SettingValue& v = Get(name);
+  const SettingValue& v = Get(key);
   for (const std::string& c : choices) {
     if (v.text == c) return v.text;
   }
