@@ -13,6 +13,17 @@
 namespace rs::bench {
 namespace {
 
+// The settings only reducer-bench has; the client's shared ones are
+// client::setting's.
+namespace setting {
+inline constexpr SettingKey<std::string> kReducers{"--reducers", "REDUCER_ADDRS"};
+inline constexpr SettingKey<int64_t> kWorld{"--world", "WORLD_SIZE"};
+inline constexpr SettingKey<int64_t> kRank{"--rank", "RANK"};
+inline constexpr SettingKey<std::string> kSession{"--session", "REDUCER_SESSION"};
+inline constexpr SettingKey<std::string> kJobTokenFile{"--job-token-file", "REDUCER_JOB_TOKEN_FILE"};
+inline constexpr SettingKey<std::string> kJobToken{"", "REDUCER_JOB_TOKEN"};
+}  // namespace setting
+
 constexpr DataType kAllTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16,
                                   DataType::kFloat64, DataType::kInt8,    DataType::kUint8,
                                   DataType::kInt32,   DataType::kUint32,  DataType::kInt64,
@@ -50,20 +61,20 @@ struct RawFlags {
 };
 
 Status Validate(const RawFlags& raw, const Settings& s, Options* out) {
-  const SettingValue& reducers = s.Get("--reducers");
+  const SettingValue& reducers = s.Get(setting::kReducers);
   if (reducers.is_default) return Status(Code::kInvalidArgument, "--reducers (or REDUCER_ADDRS) is required");
   auto list = client::ParseEndpoints(reducers.text);
   if (!list.ok()) return list.status().Prefixed(reducers.source);
   out->reducers = *list;
-  RS_RETURN_IF_ERROR(Assign(s.Int("--world", 1, 65535), &out->world));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--rank", 0, 65534), &out->rank));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kWorld, 1, 65535), &out->world));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kRank, 0, 65534), &out->rank));
   if (out->rank >= out->world) {
     return Status(Code::kInvalidArgument, "--rank " + std::to_string(out->rank) + " is not below --world " +
                                               std::to_string(out->world));
   }
-  out->session = s.Get("--session").text;
+  out->session = s.Get(setting::kSession).text;
   out->client.reducers = out->reducers;  // REDUCER_MIN_REDUCERS is bounded by them
-  RS_RETURN_IF_ERROR(client::ApplyClientSettings(s, client::SettingKey::kFlag, &out->client, reducers.source));
+  RS_RETURN_IF_ERROR(client::ApplyClientSettings(s, &out->client, reducers.source));
 
   for (auto [flag, text, dest] : {std::tuple{"--min-bytes", &raw.min_bytes, &out->min_bytes},
                                   std::tuple{"--max-bytes", &raw.max_bytes, &out->max_bytes}}) {
@@ -81,12 +92,12 @@ Status Validate(const RawFlags& raw, const Settings& s, Options* out) {
   if (!op) return Status(Code::kInvalidArgument, "--op: unknown operation '" + raw.op + "'; use sum, prod, max or min");
   out->op = *op;
 
-  if (const SettingValue& file = s.Get("--job-token-file"); !file.is_default) {
+  if (const SettingValue& file = s.Get(setting::kJobTokenFile); !file.is_default) {
     auto token = protocol::ReadTokenFile(file.text);
     if (!token.ok()) return token.status().Prefixed(file.source);
     out->job_token = *token;
   } else {
-    out->job_token = s.Get("REDUCER_JOB_TOKEN").text;
+    out->job_token = s.Get(setting::kJobToken).text;
   }
   out->notices = s.notices();
   return Status::Ok();
@@ -97,21 +108,21 @@ Status Validate(const RawFlags& raw, const Settings& s, Options* out) {
 const std::vector<SettingInfo>& BenchSettings() {
   static const std::vector<SettingInfo> kSettings = [] {
     std::vector<SettingInfo> out = {
-      {"--reducers", "REDUCER_ADDRS", "HOST:PORT,...", "", "", "Reducers (the same list on every rank)"},
-      {"--world", "WORLD_SIZE", "N", "1", "", "Number of ranks"},
-      {"--rank", "RANK", "N", "0", "", "This process's rank, 0 to world-1"},
-      {"--session", "REDUCER_SESSION", "NAME", "reducer-bench", "",
-       "Session name; ranks with the same name form one all-reduce group"},
-      {"--job-token-file", "REDUCER_JOB_TOKEN_FILE", "FILE", "", "", "File holding the job token"},
-      {"", "REDUCER_JOB_TOKEN", "", "", "", "The job token itself, used when no token file is given"},
+        Entry(setting::kReducers, "HOST:PORT,...", "", "", "Reducers (the same list on every rank)"),
+        Entry(setting::kWorld, "N", "1", "", "Number of ranks"),
+        Entry(setting::kRank, "N", "0", "", "This process's rank, 0 to world-1"),
+        Entry(setting::kSession, "NAME", "reducer-bench", "",
+              "Session name; ranks with the same name form one all-reduce group"),
+        Entry(setting::kJobTokenFile, "FILE", "", "", "File holding the job token"),
+        Entry(setting::kJobToken, "", "", "", "The job token itself, used when no token file is given"),
     };
     for (SettingInfo& info : client::ClientSettingInfos()) out.push_back(std::move(info));
     // A run is a benchmark, not a job: it may wait longer for slow ranks.
-    client::FindSetting(out, "--connect-timeout").default_value = "90s";
+    FindSetting(out, client::setting::kConnectTimeout).default_value = "90s";
     // --timeout / REDUCER_TIMEOUT set both timeouts and read a bare number
     // as seconds: so do their aliases.
-    for (const char* flag : {"--op-timeout", "--connect-timeout"}) {
-      SettingInfo& info = client::FindSetting(out, flag);
+    for (const SettingName& key : {client::setting::kOpTimeout, client::setting::kConnectTimeout}) {
+      SettingInfo& info = FindSetting(out, key);
       info.old_flags.push_back({"--timeout", "s"});
       info.old_envs.push_back({"REDUCER_TIMEOUT", "s"});
     }

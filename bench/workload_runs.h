@@ -29,7 +29,7 @@ struct RunSettings {
   int iters = 20;
   int warmup = 5;
   bool check = true;
-  std::chrono::milliseconds timeout{90'000};
+  std::chrono::milliseconds timeout = client::kDefaultOpTimeout.value;
   std::string csv;              // rank 0 writes it; empty: none
   std::vector<uint64_t> sizes;  // collnet: the user's all-reduce sizes
   DataType wire = DataType::kFloat32;  // --wire-dtype, for --check

@@ -55,7 +55,7 @@ struct ClientOptions {
   std::string job_token;  // empty: no authentication
   // TLS 1.3 to every reducer, keyed by job_token (common/data_tls.h;
   // REDUCER_TLS): a reducer without TLS is refused, never used in the clear.
-  bool tls = false;
+  bool tls = kDefaultTls.value;
   // Streams, piece size and send window: unset (nullopt) means the client
   // chooses (transport_plan.h): 1 stream per reducer, 512 KiB / reducers
   // per piece (64 KiB to 512 KiB), a window of 4 pieces or more on paths
@@ -104,7 +104,7 @@ struct ClientOptions {
   // ("rank 2 -> reducer 10.0.0.5:7450"). Off by default: it costs one more
   // pass over the data on each side, measured at 3-10 % of a reducer's CPU
   // (docs/reliability.md), above the 3 % the project accepts by default.
-  bool crc = false;
+  bool crc = kDefaultCrc.value;
   // The type float32 sums travel in (REDUCER_WIRE_DTYPE): kFloat32 ("off",
   // the default), kBfloat16 or kFloat16. Each piece is rounded to it (to
   // nearest even) as it is written; the reducer widens every rank's piece,
@@ -115,7 +115,7 @@ struct ClientOptions {
   // float16's +-65504) goes as float32 (ClientStats::wire_fallbacks), and so
   // does a result part whose sum does not fit. Only float32 sums use it;
   // other types and ops ignore it. Every rank must use the same setting.
-  DataType wire_dtype = DataType::kFloat32;
+  DataType wire_dtype = kDefaultWireDtype.value;
   // Failover: when a reducer is lost (frozen, dead, cut off, shutting down)
   // the ranks agree on a new set of reducers and go on with the survivors,
   // redoing the operations that had not completed everywhere; results stay
@@ -124,9 +124,9 @@ struct ClientOptions {
   // (kept until every rank has completed the operation) and up to
   // retention_bytes of memory. Off: losing a reducer fails the session, at
   // no cost. Every rank must use the same setting.
-  bool failover = true;
+  bool failover = kDefaultFailover.value;
   // Below this many live reducers the session fails, saying so.
-  uint32_t min_reducers = 1;
+  uint32_t min_reducers = kDefaultMinReducers.value;
   // Memory for the copies failover keeps. When it is full, new operations
   // wait (not sent yet, not Done) until the others have caught up; an
   // operation larger than it is kept in its own allocation.

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "common/units.h"
 
@@ -137,6 +138,20 @@ SettingValue ResolveOne(const SettingInfo& info, const std::map<std::string, std
 
 }  // namespace
 
+const SettingInfo& FindSetting(const std::vector<SettingInfo>& registry, const SettingName& key) {
+  for (const SettingInfo& info : registry) {
+    // A registry may drop a key's flag (environment only), never rename it.
+    if ((!info.flag.empty() && info.flag == key.flag) || (!info.env.empty() && info.env == key.env)) return info;
+  }
+  std::fprintf(stderr, "internal error: setting '%.*s' is not in the registry\n", static_cast<int>(key.name().size()),
+               key.name().data());
+  std::abort();
+}
+
+SettingInfo& FindSetting(std::vector<SettingInfo>& registry, const SettingName& key) {
+  return const_cast<SettingInfo&>(FindSetting(std::as_const(registry), key));
+}
+
 EnvLookup ProcessEnv() {
   return [](const char* name) -> const char* { return std::getenv(name); };
 }
@@ -152,18 +167,26 @@ Settings Settings::Resolve(const std::vector<SettingInfo>& registry, const std::
   return out;
 }
 
-const SettingValue& Settings::Get(std::string_view name) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) {
-    std::fprintf(stderr, "internal error: setting '%.*s' is not in the registry\n", static_cast<int>(name.size()),
-                 name.data());
-    std::abort();
-  }
-  return it->second;
+const SettingValue* Settings::Find(std::string_view name) const {
+  auto it = name.empty() ? values_.end() : values_.find(name);
+  return it == values_.end() ? nullptr : &it->second;
 }
 
-StatusOr<int64_t> Settings::Int(std::string_view name, int64_t min, int64_t max) const {
-  const SettingValue& v = Get(name);
+const SettingValue& Settings::Get(std::string_view name) const {
+  if (const SettingValue* v = Find(name)) return *v;
+  std::fprintf(stderr, "internal error: setting '%.*s' is not in the registry\n", static_cast<int>(name.size()),
+               name.data());
+  std::abort();
+}
+
+const SettingValue& Settings::Get(const SettingName& key) const {
+  if (const SettingValue* v = Find(key.flag)) return *v;
+  if (const SettingValue* v = Find(key.env)) return *v;
+  return Get(key.name());  // aborts, naming it
+}
+
+StatusOr<int64_t> Settings::Int(const SettingKey<int64_t>& key, int64_t min, int64_t max) const {
+  const SettingValue& v = Get(key);
   const std::string text = Trimmed(v.text);
   int64_t n = 0;
   const char* end = text.data() + text.size();
@@ -178,8 +201,8 @@ StatusOr<int64_t> Settings::Int(std::string_view name, int64_t min, int64_t max)
   return n;
 }
 
-StatusOr<uint64_t> Settings::Size(std::string_view name, uint64_t min, uint64_t max) const {
-  const SettingValue& v = Get(name);
+StatusOr<uint64_t> Settings::Size(const SettingKey<uint64_t>& key, uint64_t min, uint64_t max) const {
+  const SettingValue& v = Get(key);
   StatusOr<uint64_t> size = ParseSize(v.text);
   if (!size.ok()) return size.status().Prefixed(v.source);
   if (*size < min) return OutOfRange(v, "below the minimum", FormatBytes(min));
@@ -187,9 +210,10 @@ StatusOr<uint64_t> Settings::Size(std::string_view name, uint64_t min, uint64_t 
   return size;
 }
 
-StatusOr<std::chrono::milliseconds> Settings::Duration(std::string_view name, std::chrono::milliseconds min,
+StatusOr<std::chrono::milliseconds> Settings::Duration(const SettingKey<std::chrono::milliseconds>& key,
+                                                       std::chrono::milliseconds min,
                                                        std::chrono::milliseconds max) const {
-  const SettingValue& v = Get(name);
+  const SettingValue& v = Get(key);
   StatusOr<std::chrono::milliseconds> d = ParseDuration(v.text);
   if (!d.ok()) return d.status().Prefixed(v.source);
   if (*d < min) return OutOfRange(v, "below the minimum", FormatMs(min));
@@ -197,8 +221,9 @@ StatusOr<std::chrono::milliseconds> Settings::Duration(std::string_view name, st
   return d;
 }
 
-StatusOr<std::string> Settings::OneOf(std::string_view name, const std::vector<std::string>& choices) const {
-  const SettingValue& v = Get(name);
+StatusOr<std::string> Settings::OneOf(const SettingKey<std::string>& key,
+                                      const std::vector<std::string>& choices) const {
+  const SettingValue& v = Get(key);
   for (const std::string& c : choices) {
     if (v.text == c) return v.text;
   }

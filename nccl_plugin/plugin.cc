@@ -29,7 +29,7 @@ std::string WireText(const client::ClientOptions& o) {
 std::unique_ptr<Plugin> Plugin::Create(const Env& env, const std::vector<InterfaceCandidate>& interfaces,
                                        int nccl_version) {
   for (const std::string& notice : env.notices()) RS_PLOG_WARN("%s", notice.c_str());
-  StatusOr<ReportLevel> level = ParseReportLevel(env.Get(EnvKey::kLog));
+  StatusOr<ReportLevel> level = ParseReportLevel(env.Get(setting::kLog));
   SetReportLevel(level.ok() ? *level : ReportLevel::kInfo);
   if (!level.ok()) ReportWarn(level.status().message() + "; using info");
   Status p2p_status;
@@ -76,7 +76,7 @@ std::unique_ptr<Plugin> Plugin::Create(const Env& env, const std::vector<Interfa
   setup.reducers = plugin->collnet_.num_devices() > 0 && !plugin->devices_.empty();
   setup.nccl = NcclCollNetSettingsFromEnv(env);
   setup.nccl_version = nccl_version;
-  setup.required = env.Get(EnvKey::kRequired) == "1";
+  setup.required = env.Get(setting::kRequired) == "1";
   if (const CollNetConfig* cfg = plugin->collnet_.config()) {
     setup.reducers_text = ReducersText(cfg->reducers);
     setup.wire_text = WireText(cfg->client);

@@ -31,8 +31,8 @@ IoThreadChoice ReducerIoThreads(const std::string& listen_host) {
 
 // Validates an optional HOST:PORT setting and writes it the way gRPC and the
 // HTTP server take it ("[v6]:port" for IPv6). Empty stays empty (off).
-StatusOr<std::string> ListenAddress(const Settings& s, const char* flag) {
-  const SettingValue& v = s.Get(flag);
+StatusOr<std::string> ListenAddress(const Settings& s, const SettingKey<std::string>& key) {
+  const SettingValue& v = s.Get(key);
   if (v.text.empty()) return std::string();
   auto hp = ParseHostPort(v.text);
   if (!hp.ok()) return hp.status().Prefixed(v.source);
@@ -56,10 +56,10 @@ Status Assign(StatusOr<U> value, T* dest, std::string_view context = {}) {
 // be read is an error then: listening on a guess would leave every worker
 // waiting for the join timeout.
 Status ResolveListen(const Settings& s, Options* out) {
-  const SettingValue& listen = s.Get("--listen");
+  const SettingValue& listen = s.Get(setting::kListen);
   std::string text = listen.text;
   std::string source = listen.source;
-  const SettingValue& spec_text = s.Get("CLUSTER_SPEC");
+  const SettingValue& spec_text = s.Get(setting::kClusterSpec);
   if (listen.is_default && !spec_text.text.empty()) {
     StatusOr<ClusterSpec> spec = ClusterSpec::Parse(spec_text.text);
     if (!spec.ok()) return spec.status();
@@ -96,9 +96,9 @@ Status ResolveListen(const Settings& s, Options* out) {
 // mutual TLS. The files are read and checked here, so that a wrong one stops
 // reducerd with its name before anything listens.
 Status ResolveGrpcTls(const Settings& s, Options* out) {
-  const SettingValue& cert = s.Get("--grpc-tls-cert");
-  const SettingValue& key = s.Get("--grpc-tls-key");
-  const SettingValue& ca = s.Get("--grpc-tls-client-ca");
+  const SettingValue& cert = s.Get(setting::kGrpcTlsCert);
+  const SettingValue& key = s.Get(setting::kGrpcTlsKey);
+  const SettingValue& ca = s.Get(setting::kGrpcTlsClientCa);
   if (cert.text.empty() && key.text.empty() && ca.text.empty()) return Status::Ok();
   if (out->control.grpc_listen.empty()) {
     for (const SettingValue* v : {&cert, &key, &ca}) {
@@ -136,63 +136,63 @@ StatusOr<Options> Validate(const Settings& s) {
   Options out;
   RS_RETURN_IF_ERROR(ResolveListen(s, &out));
 
-  if (s.IsSet("--io-threads")) {
-    RS_RETURN_IF_ERROR(Assign(s.Int("--io-threads", 1, 256), &out.net.io_threads));
+  if (s.IsSet(setting::kIoThreads)) {
+    RS_RETURN_IF_ERROR(Assign(s.Int(setting::kIoThreads, 1, 256), &out.net.io_threads));
   } else {
     const IoThreadChoice threads = ReducerIoThreads(out.net.listen_host);
     out.net.io_threads = threads.threads;
     out.io_threads_origin = "automatic: " + threads.reason + "; --io-threads sets them";
   }
-  RS_RETURN_IF_ERROR(Assign(s.Size("--memory-limit", 0, kNoLimit), &out.net.memory_limit));
-  RS_RETURN_IF_ERROR(Assign(s.Size("--max-piece", 4096, kNoLimit), &out.net.max_piece_bytes));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--crc", 0, 1), &out.net.crc));
-  RS_RETURN_IF_ERROR(Assign(s.Size("--result-part", 0, kNoLimit), &out.net.result_part_bytes));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--whole-pieces-from", 0, 1 << 20), &out.net.whole_pieces_from));
-  out.net.tcp.congestion = s.Get("--tcp-congestion").text;
-  RS_RETURN_IF_ERROR(ValidateTcpCongestion(s.Get("--tcp-congestion").source, out.net.tcp.congestion));
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--tcp-rto-min", milliseconds(0), milliseconds(200)), &out.net.tcp.rto_min));
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--op-timeout", milliseconds(1), kForever), &out.net.op_timeout));
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--join-timeout", milliseconds(1), kForever), &out.net.join_timeout));
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--drain-timeout", milliseconds(0), kForever), &out.drain_timeout));
+  RS_RETURN_IF_ERROR(Assign(s.Size(setting::kMemoryLimit, 0, kNoLimit), &out.net.memory_limit));
+  RS_RETURN_IF_ERROR(Assign(s.Size(setting::kMaxPiece, 4096, kNoLimit), &out.net.max_piece_bytes));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kCrc, 0, 1), &out.net.crc));
+  RS_RETURN_IF_ERROR(Assign(s.Size(setting::kResultPart, 0, kNoLimit), &out.net.result_part_bytes));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kWholePiecesFrom, 0, 1 << 20), &out.net.whole_pieces_from));
+  out.net.tcp.congestion = s.Get(setting::kTcpCongestion).text;
+  RS_RETURN_IF_ERROR(ValidateTcpCongestion(s.Get(setting::kTcpCongestion).source, out.net.tcp.congestion));
+  RS_RETURN_IF_ERROR(Assign(s.Duration(setting::kTcpRtoMin, milliseconds(0), milliseconds(200)), &out.net.tcp.rto_min));
+  RS_RETURN_IF_ERROR(Assign(s.Duration(setting::kOpTimeout, milliseconds(1), kForever), &out.net.op_timeout));
+  RS_RETURN_IF_ERROR(Assign(s.Duration(setting::kJoinTimeout, milliseconds(1), kForever), &out.net.join_timeout));
+  RS_RETURN_IF_ERROR(Assign(s.Duration(setting::kDrainTimeout, milliseconds(0), kForever), &out.drain_timeout));
   RS_RETURN_IF_ERROR(
-      Assign(s.Duration("--handshake-timeout", milliseconds(1), kForever), &out.net.handshake_timeout));
-  RS_RETURN_IF_ERROR(Assign(s.Duration("--idle-timeout", milliseconds(1), kForever), &out.net.idle_timeout));
+      Assign(s.Duration(setting::kHandshakeTimeout, milliseconds(1), kForever), &out.net.handshake_timeout));
+  RS_RETURN_IF_ERROR(Assign(s.Duration(setting::kIdleTimeout, milliseconds(1), kForever), &out.net.idle_timeout));
   AdmissionLimits& limits = out.net.limits;
-  RS_RETURN_IF_ERROR(Assign(s.Int("--max-connections", 1, 1 << 20), &limits.max_connections));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--max-connections-per-source", 1, 1 << 20), &limits.max_connections_per_source));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--max-handshakes-per-source", 1, 1 << 20), &limits.max_handshakes_per_source));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--max-pending-sessions", 1, 1 << 20), &limits.max_pending_sessions));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kMaxConnections, 1, 1 << 20), &limits.max_connections));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kMaxConnectionsPerSource, 1, 1 << 20), &limits.max_connections_per_source));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kMaxHandshakesPerSource, 1, 1 << 20), &limits.max_handshakes_per_source));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kMaxPendingSessions, 1, 1 << 20), &limits.max_pending_sessions));
   RS_RETURN_IF_ERROR(
-      Assign(s.Int("--max-pending-sessions-per-source", 1, 1 << 20), &limits.max_pending_sessions_per_source));
+      Assign(s.Int(setting::kMaxPendingSessionsPerSource, 1, 1 << 20), &limits.max_pending_sessions_per_source));
 
-  if (const SettingValue& file = s.Get("--job-token-file"); !file.is_default) {
+  if (const SettingValue& file = s.Get(setting::kJobTokenFile); !file.is_default) {
     auto token = protocol::ReadTokenFile(file.text);
     if (!token.ok()) return token.status().Prefixed(file.source);
     out.net.job_token = *token;
   } else {
-    out.net.job_token = s.Get("REDUCER_JOB_TOKEN").text;
+    out.net.job_token = s.Get(setting::kJobToken).text;
   }
-  RS_RETURN_IF_ERROR(Assign(s.Int("--tls", 0, 1), &out.net.tls));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kTls, 0, 1), &out.net.tls));
   if (out.net.tls && out.net.job_token.empty()) {
-    return Status(Code::kInvalidArgument, s.Get("--tls").source +
+    return Status(Code::kInvalidArgument, s.Get(setting::kTls).source +
                                               ": TLS on the data plane is keyed by the job token, and none is set "
                                               "(--job-token-file)");
   }
 
-  RS_RETURN_IF_ERROR(Assign(ListenAddress(s, "--grpc-listen"), &out.control.grpc_listen));
+  RS_RETURN_IF_ERROR(Assign(ListenAddress(s, setting::kGrpcListen), &out.control.grpc_listen));
   RS_RETURN_IF_ERROR(ResolveGrpcTls(s, &out));
-  RS_RETURN_IF_ERROR(Assign(ListenAddress(s, "--metrics-listen"), &out.control.metrics_listen));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-max-sessions", 0, 1024), &out.control.metrics_max_sessions));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-max-ranks", 0, 1024), &out.control.metrics_max_ranks));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--metrics-session-ids", 0, 1), &out.control.metrics_session_ids));
+  RS_RETURN_IF_ERROR(Assign(ListenAddress(s, setting::kMetricsListen), &out.control.metrics_listen));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kMetricsMaxSessions, 0, 1024), &out.control.metrics_max_sessions));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kMetricsMaxRanks, 0, 1024), &out.control.metrics_max_ranks));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kMetricsSessionIds, 0, 1), &out.control.metrics_session_ids));
   out.control.drain_timeout = out.drain_timeout;
 
   RS_RETURN_IF_ERROR(
-      Assign(s.OneOf("--log-level", {"trace", "debug", "info", "warn", "error"}), &out.log_level));
-  RS_RETURN_IF_ERROR(Assign(s.OneOf("--log-format", {"text", "json"}), &out.log_format));
-  out.port_file = s.Get("--port-file").text;
-  out.grpc_port_file = s.Get("--grpc-port-file").text;
-  out.metrics_port_file = s.Get("--metrics-port-file").text;
+      Assign(s.OneOf(setting::kLogLevel, {"trace", "debug", "info", "warn", "error"}), &out.log_level));
+  RS_RETURN_IF_ERROR(Assign(s.OneOf(setting::kLogFormat, {"text", "json"}), &out.log_format));
+  out.port_file = s.Get(setting::kPortFile).text;
+  out.grpc_port_file = s.Get(setting::kGrpcPortFile).text;
+  out.metrics_port_file = s.Get(setting::kMetricsPortFile).text;
   out.notices.insert(out.notices.begin(), s.notices().begin(), s.notices().end());
   return out;
 }

@@ -1,6 +1,6 @@
 // The one registry of environment variables the plugin reads. Each variable
-// has a name, a default, a one-line description and, if it was renamed, its
-// old name, still read as a deprecated alias (the new name wins when both are
+// has a key, a name, a default, a one-line description and, if it was
+// renamed, its old name, still read as a deprecated alias (the new name wins when both are
 // set; notices() says so, for the plugin to log once). Sizes and durations
 // are written with units (common/units.h), as in reducerd and reducer-bench.
 // The table in docs/reference/settings.md is generated from this list (EnvMarkdownTable, tool
@@ -17,76 +17,73 @@
 // to call from any thread (initialised once).
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "client/client_settings.h"
+#include "common/default_value.h"
 #include "common/settings.h"
 #include "common/status.h"
 
 namespace rs::plugin {
 
-enum class EnvKey : int {
-  kReducerAddrs,
-  kClusterSpec,
-  kJobToken,
-  kJobTokenFile,
-  kSocketIfname,
-  kNcclSocketIfname,
-  kSocketThreads,
-  kSocksPerThread,
-  kNicSpeed,
-  kStreams,
-  kIoThreads,
-  kMaxPiece,
-  kMinPiece,
-  kSendWindow,
-  kWriteSlice,
-  kOpTimeout,
-  kConnectTimeout,
-  kLivenessTimeout,
-  kCrc,
-  kTls,
-  kWireDtype,
-  kFailover,
-  kMinReducers,
-  kRetention,
-  kTcpCongestion,
-  kTcpRtoMin,
-  kLog,
-  kRequired,
-  // NCCL's own variables, read to tell the user when NCCL would leave
-  // CollNet off (report/collnet_watch.h).
-  kNcclCollNetEnable,
-  kNcclAlgo,
-  kNcclTunerPlugin,
-  kNcclCollNetNodeThreshold,
-  kCount,
-};
-inline constexpr int kNumEnvVars = static_cast<int>(EnvKey::kCount);
+// The defaults of the plugin's own numeric settings, written once: the
+// registry shows them, P2pConfig and NcclCollNetSettings (plugin_config.h)
+// start from them. The client's are in client/client_defaults.h.
+inline constexpr Default<int> kDefaultSocketThreads{2, "2"};
+inline constexpr Default<int> kDefaultSocksPerThread{2, "2"};
+inline constexpr Default<int> kDefaultNcclCollNetNodeThreshold{2, "2"};  // NCCL's own
 
-// The client's settings (REDUCER_STREAMS, REDUCER_MAX_PIECE, ...,
-// REDUCER_RETENTION) take their default, description and old name from
-// their one list, client/client_settings.h, shared with reducer-bench and
-// rs-train; the plugin adds a sentence of its own where it does more with one.
-struct EnvVarInfo {
-  EnvKey key;
-  const char* name;
-  const char* default_value;  // "" means "unset / empty"
-  const char* doc;
-  // The name before the rename to units-in-the-value, or nullptr.
-  const char* old_name = nullptr;
-  // How the old name read a number without a unit ("ms" for *_MS); "": as
-  // the new name does.
-  const char* old_bare_unit = "";
-};
+// Every variable's key (common/settings.h), declared once; the plugin reads
+// a value through its key (env.Get(setting::kReducerAddrs)). The client's
+// shared settings are the client's own keys (client/client_settings.h),
+// listed here so that plugin code names every variable the same way.
+namespace setting {
+inline constexpr SettingKey<std::string> kReducerAddrs{"", "REDUCER_ADDRS"};
+inline constexpr SettingKey<std::string> kClusterSpec{"", "CLUSTER_SPEC"};
+inline constexpr SettingKey<std::string> kJobToken{"", "REDUCER_JOB_TOKEN"};
+inline constexpr SettingKey<std::string> kJobTokenFile{"", "REDUCER_JOB_TOKEN_FILE"};
+inline constexpr SettingKey<std::string> kSocketIfname{"", "REDUCER_SOCKET_IFNAME"};
+inline constexpr SettingKey<std::string> kNcclSocketIfname{"", "NCCL_SOCKET_IFNAME"};
+inline constexpr SettingKey<int64_t> kSocketThreads{"", "REDUCER_SOCKET_NTHREADS"};
+inline constexpr SettingKey<int64_t> kSocksPerThread{"", "REDUCER_NSOCKS_PERTHREAD"};
+inline constexpr SettingKey<std::string> kNicSpeed{"", "REDUCER_NIC_SPEED"};
+using client::setting::kStreams;
+using client::setting::kIoThreads;
+using client::setting::kMaxPiece;
+using client::setting::kMinPiece;
+using client::setting::kSendWindow;
+using client::setting::kWriteSlice;
+using client::setting::kOpTimeout;
+using client::setting::kConnectTimeout;
+using client::setting::kLivenessTimeout;
+using client::setting::kCrc;
+using client::setting::kTls;
+using client::setting::kWireDtype;
+using client::setting::kFailover;
+using client::setting::kMinReducers;
+using client::setting::kRetention;
+using client::setting::kTcpCongestion;
+using client::setting::kTcpRtoMin;
+inline constexpr SettingKey<std::string> kLog{"", "REDUCER_LOG"};
+inline constexpr SettingKey<std::string> kRequired{"", "REDUCER_REQUIRED"};
+// NCCL's own variables, read to tell the user when NCCL would leave
+// CollNet off (report/collnet_watch.h).
+inline constexpr SettingKey<std::string> kNcclCollNetEnable{"", "NCCL_COLLNET_ENABLE"};
+inline constexpr SettingKey<std::string> kNcclAlgo{"", "NCCL_ALGO"};
+inline constexpr SettingKey<std::string> kNcclTunerPlugin{"", "NCCL_TUNER_PLUGIN"};
+inline constexpr SettingKey<std::string> kNcclCollNetNodeThreshold{"", "NCCL_COLLNET_NODE_THRESHOLD"};
+}  // namespace setting
 
-// All variables, in the order docs/reference/settings.md lists them.
-const std::array<EnvVarInfo, kNumEnvVars>& EnvVars();
-const EnvVarInfo& EnvInfo(EnvKey key);
+// All variables, in the order docs/reference/settings.md lists them, as
+// common/settings.h's entries: environment only. The client's shared
+// settings (REDUCER_STREAMS, ..., REDUCER_TCP_RTO_MIN) are their entries in
+// client/client_settings.h, taken by key, with their flags dropped and a
+// sentence of the plugin's own appended where it does more with one.
+const std::vector<SettingInfo>& PluginSettings();
 
 class Env {
  public:
@@ -99,21 +96,27 @@ class Env {
   static const Env& Process();
 
   // True when the variable (or its old name) is set to a non-empty value.
-  bool IsSet(EnvKey key) const;
+  bool IsSet(const SettingName& key) const { return settings_.IsSet(key); }
   // The value, or the default when unset or empty.
-  std::string Get(EnvKey key) const;
+  const std::string& Get(const SettingName& key) const { return settings_.Get(key).text; }
   // The variable the value came from: its name, its old name, or "default".
-  const std::string& Source(EnvKey key) const;
+  const std::string& Source(const SettingName& key) const { return settings_.Get(key).source; }
   // Typed values; the default when unset. An unparsable or out-of-range
   // value is a kInvalidArgument naming the variable and the expected format.
-  StatusOr<int64_t> GetInt(EnvKey key, int64_t min, int64_t max) const;
-  StatusOr<uint64_t> GetSize(EnvKey key, uint64_t min, uint64_t max) const;
-  StatusOr<std::chrono::milliseconds> GetDuration(EnvKey key, std::chrono::milliseconds min,
-                                                  std::chrono::milliseconds max) const;
+  StatusOr<int64_t> GetInt(const SettingKey<int64_t>& key, int64_t min, int64_t max) const {
+    return settings_.Int(key, min, max);
+  }
+  StatusOr<uint64_t> GetSize(const SettingKey<uint64_t>& key, uint64_t min, uint64_t max) const {
+    return settings_.Size(key, min, max);
+  }
+  StatusOr<std::chrono::milliseconds> GetDuration(const SettingKey<std::chrono::milliseconds>& key,
+                                                  std::chrono::milliseconds min, std::chrono::milliseconds max) const {
+    return settings_.Duration(key, min, max);
+  }
 
   // One line per deprecated name that is set, for one WARN line each.
   const std::vector<std::string>& notices() const { return settings_.notices(); }
-  // The resolved values by variable name, for the client's shared settings
+  // The resolved values, for the client's shared settings
   // (client::ApplyClientSettings).
   const Settings& settings() const { return settings_; }
 

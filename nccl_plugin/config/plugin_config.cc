@@ -18,7 +18,7 @@ namespace rs::plugin {
 namespace {
 
 constexpr std::chrono::milliseconds kMinTimeout{1};
-constexpr std::chrono::milliseconds kMaxTimeout = std::chrono::hours(24);
+using client::kMaxTimeout;
 
 bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -47,10 +47,10 @@ StatusOr<std::vector<client::Endpoint>> ReducersFromClusterSpec(const ClusterSpe
 }
 
 StatusOr<std::string> ReadJobToken(const Env& env) {
-  if (env.IsSet(EnvKey::kJobToken)) return env.Get(EnvKey::kJobToken);
-  if (!env.IsSet(EnvKey::kJobTokenFile)) return std::string();
+  if (env.IsSet(setting::kJobToken)) return env.Get(setting::kJobToken);
+  if (!env.IsSet(setting::kJobTokenFile)) return std::string();
   // The reader reducerd and the other tools use: the same file, the same token.
-  StatusOr<std::string> token = protocol::ReadTokenFile(env.Get(EnvKey::kJobTokenFile));
+  StatusOr<std::string> token = protocol::ReadTokenFile(env.Get(setting::kJobTokenFile));
   if (!token.ok()) return token.status().Prefixed("REDUCER_JOB_TOKEN_FILE");
   return token;
 }
@@ -59,10 +59,10 @@ StatusOr<std::string> ReadJobToken(const Env& env) {
 // room for heartbeats.
 StatusOr<std::chrono::milliseconds> LivenessFromEnv(const Env& env) {
   StatusOr<std::chrono::milliseconds> liveness =
-      env.GetDuration(EnvKey::kLivenessTimeout, std::chrono::milliseconds(0), kMaxTimeout);
+      env.GetDuration(setting::kLivenessTimeout, std::chrono::milliseconds(0), kMaxTimeout);
   if (!liveness.ok()) return liveness.status();
   if (liveness->count() != 0 && *liveness < client::kMinLivenessTimeout) {
-    return Status(Code::kInvalidArgument, "REDUCER_LIVENESS_TIMEOUT=" + env.Get(EnvKey::kLivenessTimeout) +
+    return Status(Code::kInvalidArgument, "REDUCER_LIVENESS_TIMEOUT=" + env.Get(setting::kLivenessTimeout) +
                                               " must be 0 (off) or at least 100ms");
   }
   return liveness;
@@ -70,22 +70,22 @@ StatusOr<std::chrono::milliseconds> LivenessFromEnv(const Env& env) {
 
 StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env) {
   P2pConfig cfg;
-  if (env.IsSet(EnvKey::kSocketIfname)) {
-    cfg.ifname_spec = env.Get(EnvKey::kSocketIfname);
-    cfg.ifname_source = EnvInfo(EnvKey::kSocketIfname).name;
-  } else if (env.IsSet(EnvKey::kNcclSocketIfname)) {
-    cfg.ifname_spec = env.Get(EnvKey::kNcclSocketIfname);
-    cfg.ifname_source = EnvInfo(EnvKey::kNcclSocketIfname).name;
+  if (env.IsSet(setting::kSocketIfname)) {
+    cfg.ifname_spec = env.Get(setting::kSocketIfname);
+    cfg.ifname_source = std::string(setting::kSocketIfname.env);
+  } else if (env.IsSet(setting::kNcclSocketIfname)) {
+    cfg.ifname_spec = env.Get(setting::kNcclSocketIfname);
+    cfg.ifname_source = std::string(setting::kNcclSocketIfname.env);
   }
-  StatusOr<int64_t> threads = env.GetInt(EnvKey::kSocketThreads, 1, 16);
+  StatusOr<int64_t> threads = env.GetInt(setting::kSocketThreads, 1, 16);
   if (!threads.ok()) return threads.status();
-  StatusOr<int64_t> socks = env.GetInt(EnvKey::kSocksPerThread, 1, 16);
+  StatusOr<int64_t> socks = env.GetInt(setting::kSocksPerThread, 1, 16);
   if (!socks.ok()) return socks.status();
   if (*threads * *socks > 64) {
     return Status(Code::kInvalidArgument, "REDUCER_SOCKET_NTHREADS x REDUCER_NSOCKS_PERTHREAD = " +
                                               std::to_string(*threads * *socks) + " exceeds 64 sockets");
   }
-  StatusOr<std::chrono::milliseconds> connect = env.GetDuration(EnvKey::kConnectTimeout, kMinTimeout, kMaxTimeout);
+  StatusOr<std::chrono::milliseconds> connect = env.GetDuration(setting::kConnectTimeout, kMinTimeout, kMaxTimeout);
   if (!connect.ok()) return connect.status();
   StatusOr<std::chrono::milliseconds> liveness = LivenessFromEnv(env);
   if (!liveness.ok()) return liveness.status();
@@ -93,17 +93,14 @@ StatusOr<P2pConfig> P2pConfigFromEnv(const Env& env) {
   cfg.socks_per_thread = static_cast<int>(*socks);
   cfg.connect_timeout = *connect;
   cfg.liveness_timeout = *liveness;
-  // The same two settings as CollNet's client reads, through the same list.
-  for (const client::ClientSetting& setting : client::ClientSettings()) {
-    const std::string& name = setting.info.env;
-    if (name != EnvInfo(EnvKey::kTcpCongestion).name && name != EnvInfo(EnvKey::kTcpRtoMin).name) continue;
-    client::ClientOptions tuned;
-    RS_RETURN_IF_ERROR(setting.apply(env.settings(), name, &tuned));
-    if (name == EnvInfo(EnvKey::kTcpCongestion).name) cfg.tcp.congestion = tuned.tcp.congestion;
-    if (name == EnvInfo(EnvKey::kTcpRtoMin).name) cfg.tcp.rto_min = tuned.tcp.rto_min;
-  }
-  if (env.IsSet(EnvKey::kNicSpeed)) {
-    StatusOr<int> mbps = ParseLinkSpeedMbps(EnvInfo(EnvKey::kNicSpeed).name, env.Get(EnvKey::kNicSpeed));
+  // The same two settings as CollNet's client reads, through the same readers.
+  client::ClientOptions tuned;
+  RS_RETURN_IF_ERROR(client::ApplyClientSetting(env.settings(), setting::kTcpCongestion, &tuned));
+  RS_RETURN_IF_ERROR(client::ApplyClientSetting(env.settings(), setting::kTcpRtoMin, &tuned));
+  cfg.tcp.congestion = tuned.tcp.congestion;
+  cfg.tcp.rto_min = tuned.tcp.rto_min;
+  if (env.IsSet(setting::kNicSpeed)) {
+    StatusOr<int> mbps = ParseLinkSpeedMbps(setting::kNicSpeed.env, env.Get(setting::kNicSpeed));
     if (!mbps.ok()) return mbps.status();
     cfg.nic_speed_mbps = *mbps;
   }
@@ -136,17 +133,17 @@ NcclCollNetSettings NcclCollNetSettingsFromEnv(const Env& env) {
   NcclCollNetSettings out;
   // NCCL reads both with strtol/strtoll and base 0 (init.cc, misc/param.cc):
   // "0x1" is 1, "1abc" is 1, "yes" is 0.
-  if (env.IsSet(EnvKey::kNcclCollNetEnable)) {
-    out.enable_text = env.Get(EnvKey::kNcclCollNetEnable);
+  if (env.IsSet(setting::kNcclCollNetEnable)) {
+    out.enable_text = env.Get(setting::kNcclCollNetEnable);
     out.enabled = std::strtol(out.enable_text.c_str(), nullptr, 0) == 1;
   }
-  const std::string threshold = env.Get(EnvKey::kNcclCollNetNodeThreshold);
+  const std::string threshold = env.Get(setting::kNcclCollNetNodeThreshold);
   errno = 0;
   const long long value = std::strtoll(threshold.c_str(), nullptr, 0);
   if (errno == 0 && value >= INT_MIN && value <= INT_MAX) out.node_threshold = static_cast<int>(value);
-  out.algo = env.Get(EnvKey::kNcclAlgo);
+  out.algo = env.Get(setting::kNcclAlgo);
   out.algo_forces_collnet = AlgoForcesCollNet(out.algo);
-  out.tuner_plugin = env.Get(EnvKey::kNcclTunerPlugin);
+  out.tuner_plugin = env.Get(setting::kNcclTunerPlugin);
   return out;
 }
 
@@ -172,16 +169,16 @@ bool AlgoForcesCollNet(std::string_view value) {
 
 StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   CollNetConfig cfg;
-  if (env.IsSet(EnvKey::kReducerAddrs)) {
-    StatusOr<std::vector<client::Endpoint>> list = client::ParseEndpoints(env.Get(EnvKey::kReducerAddrs));
+  if (env.IsSet(setting::kReducerAddrs)) {
+    StatusOr<std::vector<client::Endpoint>> list = client::ParseEndpoints(env.Get(setting::kReducerAddrs));
     if (!list.ok()) return list.status().Prefixed("REDUCER_ADDRS");
     cfg.reducers = std::move(list).value();
     cfg.source = "REDUCER_ADDRS";
-  } else if (env.IsSet(EnvKey::kClusterSpec)) {
+  } else if (env.IsSet(setting::kClusterSpec)) {
     // A spec we cannot read at all says nothing about reducers (Vertex sets
     // it on every job): CollNet is off, with a warning. A malformed
     // workerpool2 entry does say someone meant reducers: that one fails.
-    StatusOr<ClusterSpec> spec = ClusterSpec::Parse(env.Get(EnvKey::kClusterSpec));
+    StatusOr<ClusterSpec> spec = ClusterSpec::Parse(env.Get(setting::kClusterSpec));
     if (!spec.ok()) {
       cfg.off_reason = spec.status().message();
       cfg.off_is_warning = true;
@@ -202,8 +199,7 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   cfg.job_token = std::move(token).value();
   cfg.client.reducers = cfg.reducers;
   cfg.client.job_token = cfg.job_token;
-  RS_RETURN_IF_ERROR(client::ApplyClientSettings(env.settings(), client::SettingKey::kVariable, &cfg.client,
-                                                 cfg.source));
+  RS_RETURN_IF_ERROR(client::ApplyClientSettings(env.settings(), &cfg.client, cfg.source));
   return cfg;
 }
 

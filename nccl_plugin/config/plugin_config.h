@@ -27,14 +27,14 @@ namespace rs::plugin {
 struct P2pConfig {
   std::string ifname_spec;    // NCCL syntax; empty: automatic choice
   std::string ifname_source;  // which variable ifname_spec came from
-  int threads = 2;            // helper threads per comm
-  int socks_per_thread = 2;   // data sockets per helper thread
-  std::chrono::milliseconds connect_timeout{60'000};
+  int threads = kDefaultSocketThreads.value;            // helper threads per comm
+  int socks_per_thread = kDefaultSocksPerThread.value;  // data sockets per helper thread
+  std::chrono::milliseconds connect_timeout = client::kDefaultConnectTimeout.value;
   // REDUCER_LIVENESS_TIMEOUT, for the sockets' keepalive probes and their
   // TCP_USER_TIMEOUT (twice it): a dead peer host or a cut link fails a
   // transfer instead of leaving NCCL waiting on TCP's own 15-minute retries
   // (or 2 hours of keepalive idle). 0: the system's keepalive, no timeout.
-  std::chrono::milliseconds liveness_timeout{5'000};
+  std::chrono::milliseconds liveness_timeout = client::kDefaultLivenessTimeout.value;
   // REDUCER_NIC_SPEED: what every device reports to NCCL instead of the
   // interface's own speed; unset: the interface's.
   std::optional<int> nic_speed_mbps;
@@ -66,7 +66,7 @@ struct CollNetConfig {
 struct NcclCollNetSettings {
   std::string enable_text;  // NCCL_COLLNET_ENABLE as set; empty when unset
   bool enabled = false;
-  int node_threshold = 2;   // NCCL_COLLNET_NODE_THRESHOLD
+  int node_threshold = kDefaultNcclCollNetNodeThreshold.value;  // NCCL_COLLNET_NODE_THRESHOLD
   std::string algo;         // NCCL_ALGO as set
   bool algo_forces_collnet = false;  // it names CollNet for all-reduce
   std::string tuner_plugin;  // NCCL_TUNER_PLUGIN as set

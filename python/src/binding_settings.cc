@@ -11,28 +11,36 @@
 namespace rs::python {
 namespace {
 
-using plugin::EnvKey;
+namespace ps = plugin::setting;
 
 // The plugin's variables that configure the client (the rest are its
 // point-to-point transport's and NCCL's own). A variable added to the
 // plugin's registry reaches Python once it is listed here.
-constexpr std::array kClientKeys = {
-    EnvKey::kReducerAddrs,    EnvKey::kClusterSpec, EnvKey::kJobToken,  EnvKey::kJobTokenFile,
-    EnvKey::kStreams,         EnvKey::kIoThreads,   EnvKey::kMaxPiece,  EnvKey::kMinPiece,
-    EnvKey::kSendWindow,      EnvKey::kWriteSlice,  EnvKey::kOpTimeout, EnvKey::kConnectTimeout,
-    EnvKey::kLivenessTimeout, EnvKey::kCrc,         EnvKey::kTls,       EnvKey::kWireDtype, EnvKey::kFailover,
-    EnvKey::kMinReducers,     EnvKey::kRetention,   EnvKey::kTcpCongestion, EnvKey::kTcpRtoMin,
+constexpr std::array<SettingName, 21> kClientKeys = {
+    ps::kReducerAddrs,    ps::kClusterSpec, ps::kJobToken,  ps::kJobTokenFile,   ps::kStreams,
+    ps::kIoThreads,       ps::kMaxPiece,    ps::kMinPiece,  ps::kSendWindow,     ps::kWriteSlice,
+    ps::kOpTimeout,       ps::kConnectTimeout, ps::kLivenessTimeout, ps::kCrc,   ps::kTls,
+    ps::kWireDtype,       ps::kFailover,    ps::kMinReducers, ps::kRetention,    ps::kTcpCongestion,
+    ps::kTcpRtoMin,
 };
+
+// The package's own settings: what NCCL gives the plugin and the package
+// must be told.
+namespace setting {
+inline constexpr SettingKey<int64_t> kRank{"", "RANK"};
+inline constexpr SettingKey<int64_t> kWorldSize{"", "WORLD_SIZE"};
+inline constexpr SettingKey<std::string> kSession{"", "REDUCER_SESSION"};
+}  // namespace setting
 
 // What NCCL gives the plugin and the package must be told: the package's
 // own registry.
 const std::vector<SettingInfo>& OwnRegistry() {
   static const std::vector<SettingInfo> kRegistry = {
-      {"", "RANK", "N", "", "", "This process's rank, 0 to WORLD_SIZE-1 (set by torchrun)"},
-      {"", "WORLD_SIZE", "N", "", "", "Number of ranks (set by torchrun)"},
-      {"", "REDUCER_SESSION", "NAME", "", "",
-       "A name every rank of this session shares and no other running session uses; the session id is "
-       "derived from it (reduction_server.torch.ReducerState makes one up on rank 0 when unset)"},
+      Entry(setting::kRank, "N", "", "", "This process's rank, 0 to WORLD_SIZE-1 (set by torchrun)"),
+      Entry(setting::kWorldSize, "N", "", "", "Number of ranks (set by torchrun)"),
+      Entry(setting::kSession, "NAME", "", "",
+            "A name every rank of this session shares and no other running session uses; the session id is "
+            "derived from it (reduction_server.torch.ReducerState makes one up on rank 0 when unset)"),
   };
   return kRegistry;
 }
@@ -60,16 +68,16 @@ EnvLookup Overlay(const std::map<std::string, std::string>& given, const EnvLook
 }
 
 Status RankAndWorld(const Settings& own, client::ClientOptions* o) {
-  for (const char* name : {"RANK", "WORLD_SIZE"}) {
-    if (!own.IsSet(name)) {
-      return Status(Code::kInvalidArgument, std::string(name) + " is not set: pass " +
-                                                (name[0] == 'R' ? "rank" : "world_size") +
-                                                "=... or set it (torchrun does)");
+  for (const auto& [key, argument] :
+       {std::pair{setting::kRank, "rank"}, std::pair{setting::kWorldSize, "world_size"}}) {
+    if (!own.IsSet(key)) {
+      return Status(Code::kInvalidArgument,
+                    std::string(key.env) + " is not set: pass " + argument + "=... or set it (torchrun does)");
     }
   }
-  StatusOr<int64_t> world = own.Int("WORLD_SIZE", 1, protocol::kMaxWorld);
+  StatusOr<int64_t> world = own.Int(setting::kWorldSize, 1, protocol::kMaxWorld);
   if (!world.ok()) return world.status();
-  StatusOr<int64_t> rank = own.Int("RANK", 0, protocol::kMaxWorld - 1);
+  StatusOr<int64_t> rank = own.Int(setting::kRank, 0, protocol::kMaxWorld - 1);
   if (!rank.ok()) return rank.status();
   if (*rank >= *world) {
     return Status(Code::kInvalidArgument, "RANK=" + std::to_string(*rank) + " is not below WORLD_SIZE=" +
@@ -85,9 +93,9 @@ Status RankAndWorld(const Settings& own, client::ClientOptions* o) {
 const std::vector<BindingVariable>& BindingVariables() {
   static const std::vector<BindingVariable> kVars = [] {
     std::vector<BindingVariable> out;
-    for (EnvKey key : kClientKeys) {
-      const plugin::EnvVarInfo& info = plugin::EnvInfo(key);
-      out.push_back({info.name, info.default_value, info.doc});
+    for (const SettingName& key : kClientKeys) {
+      const SettingInfo& info = FindSetting(plugin::PluginSettings(), key);
+      out.push_back({info.env, info.default_value, info.doc});
     }
     for (const SettingInfo& info : OwnRegistry()) out.push_back({info.env, info.default_value, info.doc});
     return out;
@@ -117,12 +125,12 @@ StatusOr<BindingOptions> OptionsFromSettings(const std::map<std::string, std::st
 
   const Settings own = Settings::Resolve(OwnRegistry(), {}, lookup);
   RS_RETURN_IF_ERROR(RankAndWorld(own, &o));
-  if (!own.IsSet("REDUCER_SESSION")) {
+  if (!own.IsSet(setting::kSession)) {
     return Status(Code::kInvalidArgument,
                   "REDUCER_SESSION is not set: pass session=\"NAME\" (the same on every rank, unique among "
                   "running sessions) or set it");
   }
-  out.session_name = own.Get("REDUCER_SESSION").text;
+  out.session_name = own.Get(setting::kSession).text;
   o.session = protocol::SessionIdFromName(out.session_name);
   return out;
 }

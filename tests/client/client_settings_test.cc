@@ -57,7 +57,7 @@ TEST(ClientSettingsTest, TheSampleCoversEverySetting) {
 TEST(ClientSettingsTest, EverySettingReachesClientOptionsByVariable) {
   const Settings s = Settings::Resolve(EnvOnly(), {}, MapEnv(rs::testing::ClientSettingsSample()));
   ClientOptions o = TwoReducers();
-  ASSERT_TRUE(ApplyClientSettings(s, SettingKey::kVariable, &o).ok());
+  ASSERT_TRUE(ApplyClientSettings(s, &o).ok());
   rs::testing::ExpectClientSettingsSample(o);
 }
 
@@ -68,7 +68,7 @@ TEST(ClientSettingsTest, EverySettingReachesClientOptionsByFlag) {
   }
   const Settings s = Settings::Resolve(ClientSettingInfos(), given, MapEnv({}));
   ClientOptions o = TwoReducers();
-  ASSERT_TRUE(ApplyClientSettings(s, SettingKey::kFlag, &o).ok());
+  ASSERT_TRUE(ApplyClientSettings(s, &o).ok());
   rs::testing::ExpectClientSettingsSample(o);
 }
 
@@ -77,7 +77,7 @@ TEST(ClientSettingsTest, EverySettingReachesClientOptionsByFlag) {
 TEST(ClientSettingsTest, UnsetSettingsKeepTheClientsDefaults) {
   const Settings s = Settings::Resolve(EnvOnly(), {}, MapEnv({}));
   ClientOptions o = TwoReducers();
-  ASSERT_TRUE(ApplyClientSettings(s, SettingKey::kVariable, &o).ok());
+  ASSERT_TRUE(ApplyClientSettings(s, &o).ok());
   const ClientOptions want = TwoReducers();
   EXPECT_EQ(o.streams_per_reducer, want.streams_per_reducer);
   EXPECT_EQ(o.max_piece_bytes, want.max_piece_bytes);
@@ -112,7 +112,7 @@ TEST(ClientSettingsTest, BadValuesNameTheSettingAndWhatItTakes) {
   for (const auto& c : cases) {
     const Settings s = Settings::Resolve(EnvOnly(), {}, MapEnv(c.env));
     ClientOptions o = TwoReducers();
-    const Status st = ApplyClientSettings(s, SettingKey::kVariable, &o, "REDUCER_ADDRS");
+    const Status st = ApplyClientSettings(s, &o, "REDUCER_ADDRS");
     ASSERT_FALSE(st.ok()) << c.expect;
     EXPECT_EQ(st.code(), Code::kInvalidArgument);
     EXPECT_EQ(st.message().rfind(c.expect, 0), 0u) << st.message();
@@ -134,7 +134,7 @@ TEST(ClientSettingsTest, OldNamesKeepTheirMeaning) {
       EnvOnly(), {},
       MapEnv({{"REDUCER_OP_TIMEOUT_MS", "5000"}, {"REDUCER_PIECE_BYTES", "65536"}, {"REDUCER_MIN_PIECE_BYTES", "8K"}}));
   ClientOptions o = TwoReducers();
-  ASSERT_TRUE(ApplyClientSettings(s, SettingKey::kVariable, &o).ok());
+  ASSERT_TRUE(ApplyClientSettings(s, &o).ok());
   EXPECT_EQ(o.op_timeout, std::chrono::seconds(5));
   EXPECT_EQ(o.max_piece_bytes, size_t{65536});
   EXPECT_EQ(o.min_piece_bytes, size_t{8} << 10);

@@ -277,8 +277,8 @@ Check ReducerSettingsCheck(const StatusOr<plugin::CollNetConfig>& config, const 
   if (config->job_token.empty()) {
     c.text += "no job token";
   } else {
-    const plugin::EnvKey key = env.IsSet(plugin::EnvKey::kJobToken) ? plugin::EnvKey::kJobToken
-                                                                    : plugin::EnvKey::kJobTokenFile;
+    const SettingName& key =
+        env.IsSet(plugin::setting::kJobToken) ? plugin::setting::kJobToken : plugin::setting::kJobTokenFile;
     c.text += "job token from " + env.Source(key);
   }
   return c;

@@ -26,7 +26,7 @@ struct CpuBackendOptions {
   // An all-reduce still unfinished this long after FinishAllReduces began
   // waiting fails the step (the client's own timeout, which names the
   // reducer, normally fires first).
-  std::chrono::milliseconds op_timeout{90'000};
+  std::chrono::milliseconds op_timeout = client::kDefaultOpTimeout.value;
   std::unique_ptr<client::Client> client;
   bool failover = false;  // the client's failover is on (Failover() reports its stats)
   size_t reducers = 0;    // the reducers it started with

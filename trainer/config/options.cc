@@ -16,7 +16,7 @@ namespace rs::trainer {
 namespace {
 
 using std::chrono::milliseconds;
-constexpr milliseconds kMaxTimeout = std::chrono::hours(24);
+using client::kMaxTimeout;
 
 // The trainer's flags without a variable, as CLI11 leaves them: text,
 // validated afterwards.
@@ -40,8 +40,8 @@ std::string Show(const SettingValue& v) {
 // Rank and world from the flags or variables, else from CLUSTER_SPEC's
 // task: workerpool0 is rank 0, workerpool1[i] rank 1 + i.
 Status ResolveRanks(const Settings& s, const ClusterSpec* spec, TrainOptions* o) {
-  const SettingValue& rank = s.Get("--rank");
-  const SettingValue& world = s.Get("--world");
+  const SettingValue& rank = s.Get(setting::kRank);
+  const SettingValue& world = s.Get(setting::kWorld);
   if (rank.is_default && world.is_default && spec != nullptr && !spec->task_type.empty()) {
     const auto* chief = spec->Pool(ClusterSpec::kChiefPool);
     const auto* workers = spec->Pool(ClusterSpec::kWorkerPool);
@@ -61,8 +61,8 @@ Status ResolveRanks(const Settings& s, const ClusterSpec* spec, TrainOptions* o)
                                                                                : n_chief + spec->task_index);
     return Status::Ok();
   }
-  if (!world.is_default) RS_RETURN_IF_ERROR(Assign(s.Int("--world", 1, protocol::kMaxWorld), &o->world));
-  if (!rank.is_default) RS_RETURN_IF_ERROR(Assign(s.Int("--rank", 0, protocol::kMaxWorld - 1), &o->rank));
+  if (!world.is_default) RS_RETURN_IF_ERROR(Assign(s.Int(setting::kWorld, 1, protocol::kMaxWorld), &o->world));
+  if (!rank.is_default) RS_RETURN_IF_ERROR(Assign(s.Int(setting::kRank, 0, protocol::kMaxWorld - 1), &o->rank));
   if (o->rank >= o->world) {
     return Status(Code::kInvalidArgument, (rank.is_default ? std::string("rank 0") : Show(rank)) + " is not below " +
                                               (world.is_default ? std::string("a world size of 1") : Show(world)));
@@ -71,19 +71,19 @@ Status ResolveRanks(const Settings& s, const ClusterSpec* spec, TrainOptions* o)
 }
 
 Status ResolveMaster(const Settings& s, const ClusterSpec* spec, TrainOptions* o) {
-  const SettingValue& addr = s.Get("--master-addr");
-  const SettingValue& port = s.Get("--master-port");
+  const SettingValue& addr = s.Get(setting::kMasterAddr);
+  const SettingValue& port = s.Get(setting::kMasterPort);
   if (addr.is_default != port.is_default) {
     const char* missing = addr.is_default ? "MASTER_ADDR (--master-addr)" : "MASTER_PORT (--master-port)";
     return Status(Code::kInvalidArgument, (addr.is_default ? port.source : addr.source) + " is set but " + missing +
                                               " is not; the rendezvous needs both");
   }
   if (!addr.is_default) {
-    RS_RETURN_IF_ERROR(Assign(s.Int("--master-port", 1, 65535), &o->master_port));
+    RS_RETURN_IF_ERROR(Assign(s.Int(setting::kMasterPort, 1, 65535), &o->master_port));
     o->master_host = addr.text;
     o->master_source = addr.source + ":" + port.source;
     // torchrun's agent serves its own store on MASTER_PORT.
-    if (port.source == "MASTER_PORT" && s.Get("TORCHELASTIC_USE_AGENT_STORE").text == "True") {
+    if (port.source == "MASTER_PORT" && s.Get(setting::kTorchelasticAgentStore).text == "True") {
       if (o->master_port == 65535)
         return Status(Code::kInvalidArgument, "MASTER_PORT=65535 leaves no port for the rendezvous");
       ++o->master_port;
@@ -107,7 +107,7 @@ Status ResolveMaster(const Settings& s, const ClusterSpec* spec, TrainOptions* o
 }
 
 Status ResolveReducers(const Settings& s, const ClusterSpec* spec, TrainOptions* o) {
-  if (const SettingValue& list = s.Get("--reducers"); !list.is_default) {
+  if (const SettingValue& list = s.Get(setting::kReducers); !list.is_default) {
     StatusOr<std::vector<client::Endpoint>> eps = client::ParseEndpoints(list.text);
     if (!eps.ok()) return eps.status().Prefixed(list.source);
     o->reducers = std::move(eps).value();
@@ -130,8 +130,8 @@ Status ResolveReducers(const Settings& s, const ClusterSpec* spec, TrainOptions*
 // The token file named by the flag, else the token, else the file named by
 // the variable.
 Status ReadToken(const Settings& s, std::string* token) {
-  const SettingValue& file = s.Get("--job-token-file");
-  const SettingValue& value = s.Get("REDUCER_JOB_TOKEN");
+  const SettingValue& file = s.Get(setting::kJobTokenFile);
+  const SettingValue& value = s.Get(setting::kJobToken);
   if (!file.is_default && (file.source != "REDUCER_JOB_TOKEN_FILE" || value.is_default)) {
     StatusOr<std::string> t = protocol::ReadTokenFile(file.text);
     if (!t.ok()) return t.status().Prefixed(file.source);
@@ -144,10 +144,10 @@ Status ReadToken(const Settings& s, std::string* token) {
 
 // The client's settings, from their shared list (client/client_settings.h).
 Status ResolveClient(const Settings& s, TrainOptions* o) {
-  o->session = s.Get("--session").text;
-  o->session_source = s.Get("--session").is_default ? "REDUCER_SESSION" : s.Get("--session").source;
+  o->session = s.Get(setting::kSession).text;
+  o->session_source = s.Get(setting::kSession).is_default ? "REDUCER_SESSION" : s.Get(setting::kSession).source;
   o->client.reducers = o->reducers;  // REDUCER_MIN_REDUCERS is bounded by them
-  return client::ApplyClientSettings(s, client::SettingKey::kFlag, &o->client, o->reducers_source);
+  return client::ApplyClientSettings(s, &o->client, o->reducers_source);
 }
 
 // Settings that only make sense together.
@@ -187,7 +187,7 @@ Status CheckCombination(const TrainOptions& o, bool gpu_built) {
 Status CheckGpuFlags(const Settings& s) {
   for (const client::ClientSetting& setting : client::ClientSettings()) {
     const SettingInfo& info = setting.info;
-    if (info.flag == "--op-timeout" || info.flag == "--connect-timeout") continue;
+    if (info.flag == client::setting::kOpTimeout.flag || info.flag == client::setting::kConnectTimeout.flag) continue;
     const SettingValue& v = s.Get(info.flag);
     if (!v.is_default && v.source.rfind("--", 0) == 0) {
       return Status(Code::kInvalidArgument, v.source + " is for --backend cpu; under --backend gpu the NCCL plugin "
@@ -313,14 +313,14 @@ StatusOr<TrainOptions> ParseOptions(int argc, char** argv, const EnvLookup& env,
 
   const Settings s = Settings::Resolve(TrainerSettings(), settings.Given(), env);
   std::optional<ClusterSpec> spec;
-  if (const SettingValue& json = s.Get("CLUSTER_SPEC"); !json.is_default) {
+  if (const SettingValue& json = s.Get(setting::kClusterSpec); !json.is_default) {
     StatusOr<ClusterSpec> parsed = ClusterSpec::Parse(json.text);
     if (!parsed.ok()) return parsed.status();
     spec = std::move(parsed).value();
   }
   const ClusterSpec* spec_ptr = spec ? &*spec : nullptr;
   RS_RETURN_IF_ERROR(ResolveRanks(s, spec_ptr, &o));
-  RS_RETURN_IF_ERROR(Assign(s.Int("--local-rank", 0, 1 << 16), &o.local_rank));
+  RS_RETURN_IF_ERROR(Assign(s.Int(setting::kLocalRank, 0, 1 << 16), &o.local_rank));
   RS_RETURN_IF_ERROR(ResolveMaster(s, spec_ptr, &o));
   RS_RETURN_IF_ERROR(ResolveReducers(s, spec_ptr, &o));
   RS_RETURN_IF_ERROR(ReadToken(s, &o.job_token));

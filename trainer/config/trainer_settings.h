@@ -14,12 +14,29 @@
 // Thread-safety: immutable after the first call.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/settings.h"
 
 namespace rs::trainer {
+
+// The keys of rs-train's own settings (common/settings.h); the client's
+// shared ones are client::setting's.
+namespace setting {
+inline constexpr SettingKey<int64_t> kRank{"--rank", "RANK"};
+inline constexpr SettingKey<int64_t> kWorld{"--world", "WORLD_SIZE"};
+inline constexpr SettingKey<int64_t> kLocalRank{"--local-rank", "LOCAL_RANK"};
+inline constexpr SettingKey<std::string> kMasterAddr{"--master-addr", "MASTER_ADDR"};
+inline constexpr SettingKey<int64_t> kMasterPort{"--master-port", "MASTER_PORT"};
+inline constexpr SettingKey<std::string> kTorchelasticAgentStore{"", "TORCHELASTIC_USE_AGENT_STORE"};
+inline constexpr SettingKey<std::string> kClusterSpec{"", "CLUSTER_SPEC"};
+inline constexpr SettingKey<std::string> kReducers{"--reducers", "REDUCER_ADDRS"};
+inline constexpr SettingKey<std::string> kJobToken{"", "REDUCER_JOB_TOKEN"};
+inline constexpr SettingKey<std::string> kJobTokenFile{"--job-token-file", "REDUCER_JOB_TOKEN_FILE"};
+inline constexpr SettingKey<std::string> kSession{"--session", "REDUCER_SESSION"};
+}  // namespace setting
 
 const std::vector<SettingInfo>& TrainerSettings();
 

@@ -21,10 +21,11 @@ Env EnvOf(const std::map<std::string, std::string>& vars) {
 
 TEST(EnvRegistry, EveryVariableIsDocumentedOnceWithItsPrefix) {
   std::set<std::string> names;
-  for (const EnvVarInfo& v : EnvVars()) {
-    EXPECT_TRUE(names.insert(v.name).second) << v.name << " listed twice";
-    EXPECT_GT(std::string(v.doc).size(), 20u) << v.name << " has no real description";
-    const std::string name = v.name;
+  for (const SettingInfo& v : PluginSettings()) {
+    EXPECT_TRUE(names.insert(v.env).second) << v.env << " listed twice";
+    EXPECT_TRUE(v.flag.empty()) << v.flag << ": the plugin has no command line";
+    EXPECT_GT(v.doc.size(), 20u) << v.env << " has no real description";
+    const std::string name = v.env;
     // NCCL's own variables are read only (NCCL_SOCKET_IFNAME as a fallback,
     // the CollNet switches, NCCL_ALGO and NCCL_TUNER_PLUGIN to warn when NCCL
     // will not use the reducers).
@@ -51,42 +52,42 @@ TEST(EnvRegistry, EveryVariableIsDocumentedOnceWithItsPrefix) {
 
 TEST(EnvRegistry, UnsetAndEmptyMeanDefault) {
   Env env = EnvOf({{"REDUCER_NSOCKS_PERTHREAD", ""}, {"REDUCER_IO_THREADS", ""}, {"REDUCER_STREAMS", ""}});
-  EXPECT_FALSE(env.IsSet(EnvKey::kSocksPerThread));
-  EXPECT_EQ(env.Get(EnvKey::kSocksPerThread), "2");
-  EXPECT_EQ(*env.GetInt(EnvKey::kSocksPerThread, 1, 16), 2);
+  EXPECT_FALSE(env.IsSet(setting::kSocksPerThread));
+  EXPECT_EQ(env.Get(setting::kSocksPerThread), "2");
+  EXPECT_EQ(*env.GetInt(setting::kSocksPerThread, 1, 16), 2);
   // No default: unset, the client library chooses (client/transport_plan.h,
   // common/host_capacity.h).
-  EXPECT_FALSE(env.IsSet(EnvKey::kIoThreads));
-  EXPECT_FALSE(env.IsSet(EnvKey::kStreams));
-  EXPECT_EQ(env.Get(EnvKey::kReducerAddrs), "");
-  EXPECT_FALSE(env.IsSet(EnvKey::kReducerAddrs));
+  EXPECT_FALSE(env.IsSet(setting::kIoThreads));
+  EXPECT_FALSE(env.IsSet(setting::kStreams));
+  EXPECT_EQ(env.Get(setting::kReducerAddrs), "");
+  EXPECT_FALSE(env.IsSet(setting::kReducerAddrs));
 }
 
 TEST(EnvRegistry, ValuesAreTakenAsGiven) {
   Env env = EnvOf({{"REDUCER_ADDRS", "a:1,b:2"}, {"REDUCER_STREAMS", "8"}});
-  EXPECT_TRUE(env.IsSet(EnvKey::kReducerAddrs));
-  EXPECT_EQ(env.Get(EnvKey::kReducerAddrs), "a:1,b:2");
-  EXPECT_EQ(*env.GetInt(EnvKey::kStreams, 1, 64), 8);
+  EXPECT_TRUE(env.IsSet(setting::kReducerAddrs));
+  EXPECT_EQ(env.Get(setting::kReducerAddrs), "a:1,b:2");
+  EXPECT_EQ(*env.GetInt(setting::kStreams, 1, 64), 8);
 }
 
 TEST(EnvRegistry, BadIntegersNameTheVariable) {
   for (const char* bad : {"x", "8x", "1.5", "99999999999999999999999", " "}) {
     Env env = EnvOf({{"REDUCER_STREAMS", bad}});
-    StatusOr<int64_t> v = env.GetInt(EnvKey::kStreams, 1, 64);
+    StatusOr<int64_t> v = env.GetInt(setting::kStreams, 1, 64);
     ASSERT_FALSE(v.ok()) << bad;
     EXPECT_EQ(v.status().code(), Code::kInvalidArgument);
     EXPECT_NE(v.status().message().find("REDUCER_STREAMS"), std::string::npos) << v.status().message();
   }
   Env env = EnvOf({{"REDUCER_STREAMS", "65"}});
-  StatusOr<int64_t> v = env.GetInt(EnvKey::kStreams, 1, 64);
+  StatusOr<int64_t> v = env.GetInt(setting::kStreams, 1, 64);
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.status().message().find("outside [1, 64]"), std::string::npos) << v.status().message();
 }
 
 TEST(EnvRegistry, MarkdownTableListsEveryVariableWithDefault) {
   const std::string table = EnvMarkdownTable();
-  for (const EnvVarInfo& v : EnvVars()) {
-    EXPECT_NE(table.find(std::string("| `") + v.name + "` |"), std::string::npos) << v.name;
+  for (const SettingInfo& v : PluginSettings()) {
+    EXPECT_NE(table.find("| `" + v.env + "` |"), std::string::npos) << v.env;
   }
   EXPECT_NE(table.find("| `REDUCER_MIN_PIECE` | `64KiB` |"), std::string::npos) << table;
   EXPECT_NE(table.find("| `REDUCER_MAX_PIECE` | (unset) |"), std::string::npos) << table;
@@ -95,13 +96,13 @@ TEST(EnvRegistry, MarkdownTableListsEveryVariableWithDefault) {
 
 TEST(EnvRegistry, SizesAndDurationsTakeUnits) {
   Env env = EnvOf({{"REDUCER_MAX_PIECE", "256KiB"}, {"REDUCER_OP_TIMEOUT", "2m"}});
-  EXPECT_EQ(*env.GetSize(EnvKey::kMaxPiece, 4096, 1 << 30), 256u << 10);
-  EXPECT_EQ(env.GetDuration(EnvKey::kOpTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))->count(),
+  EXPECT_EQ(*env.GetSize(setting::kMaxPiece, 4096, 1 << 30), 256u << 10);
+  EXPECT_EQ(env.GetDuration(setting::kOpTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))->count(),
             120'000);
   // The defaults are written the same way.
   Env defaults = EnvOf({});
-  EXPECT_EQ(*defaults.GetSize(EnvKey::kMinPiece, 1, 1 << 30), 64u << 10);
-  EXPECT_EQ(defaults.GetDuration(EnvKey::kConnectTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))
+  EXPECT_EQ(*defaults.GetSize(setting::kMinPiece, 1, 1 << 30), 64u << 10);
+  EXPECT_EQ(defaults.GetDuration(setting::kConnectTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))
                 ->count(),
             60'000);
 }
@@ -111,15 +112,15 @@ TEST(EnvRegistry, SizesAndDurationsTakeUnits) {
 TEST(EnvRegistry, OldNamesStillWorkAndAreNoticedOnce) {
   Env env = EnvOf({{"REDUCER_PIECE_BYTES", "131072"}, {"REDUCER_MIN_PIECE_BYTES", "8192"},
                    {"REDUCER_OP_TIMEOUT_MS", "20000"}, {"REDUCER_CONNECT_TIMEOUT_MS", "300"}});
-  EXPECT_EQ(*env.GetSize(EnvKey::kMaxPiece, 4096, 1 << 30), 131072u);
-  EXPECT_EQ(*env.GetSize(EnvKey::kMinPiece, 1, 1 << 30), 8192u);
+  EXPECT_EQ(*env.GetSize(setting::kMaxPiece, 4096, 1 << 30), 131072u);
+  EXPECT_EQ(*env.GetSize(setting::kMinPiece, 1, 1 << 30), 8192u);
   // *_MS values stay milliseconds.
-  EXPECT_EQ(env.GetDuration(EnvKey::kOpTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))->count(),
+  EXPECT_EQ(env.GetDuration(setting::kOpTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))->count(),
             20'000);
-  EXPECT_EQ(env.GetDuration(EnvKey::kConnectTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))
+  EXPECT_EQ(env.GetDuration(setting::kConnectTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))
                 ->count(),
             300);
-  EXPECT_EQ(env.Source(EnvKey::kOpTimeout), "REDUCER_OP_TIMEOUT_MS");
+  EXPECT_EQ(env.Source(setting::kOpTimeout), "REDUCER_OP_TIMEOUT_MS");
   ASSERT_EQ(env.notices().size(), 4u);
   const std::pair<const char*, const char*> renames[] = {{"REDUCER_PIECE_BYTES", "REDUCER_MAX_PIECE"},
                                                          {"REDUCER_MIN_PIECE_BYTES", "REDUCER_MIN_PIECE"},
@@ -137,9 +138,9 @@ TEST(EnvRegistry, OldNamesStillWorkAndAreNoticedOnce) {
 
 TEST(EnvRegistry, NewNameWinsOverOldAndTheNoticeSaysSo) {
   Env env = EnvOf({{"REDUCER_OP_TIMEOUT", "45s"}, {"REDUCER_OP_TIMEOUT_MS", "1000"}});
-  EXPECT_EQ(env.GetDuration(EnvKey::kOpTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))->count(),
+  EXPECT_EQ(env.GetDuration(setting::kOpTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))->count(),
             45'000);
-  EXPECT_EQ(env.Source(EnvKey::kOpTimeout), "REDUCER_OP_TIMEOUT");
+  EXPECT_EQ(env.Source(setting::kOpTimeout), "REDUCER_OP_TIMEOUT");
   ASSERT_EQ(env.notices().size(), 1u);
   EXPECT_NE(env.notices()[0].find("REDUCER_OP_TIMEOUT_MS is deprecated and was ignored: REDUCER_OP_TIMEOUT takes "
                                   "precedence"),
@@ -153,22 +154,26 @@ TEST(EnvRegistry, BadSizesAndDurationsNameTheVariableAndFormat) {
   struct Case {
     const char* var;
     const char* value;
-    EnvKey key;
+    SettingName key;
     const char* expect;
   };
   const Case cases[] = {
-      {"REDUCER_MAX_PIECE", "big", EnvKey::kMaxPiece, "REDUCER_MAX_PIECE: 'big' is not a size (examples:"},
-      {"REDUCER_MAX_PIECE", "1K", EnvKey::kMaxPiece, "REDUCER_MAX_PIECE: '1K' is below the minimum, 4 KiB"},
-      {"REDUCER_PIECE_BYTES", "lots", EnvKey::kMaxPiece, "REDUCER_PIECE_BYTES: 'lots' is not a size"},
-      {"REDUCER_OP_TIMEOUT", "90", EnvKey::kOpTimeout, "REDUCER_OP_TIMEOUT: '90' has no unit"},
-      {"REDUCER_OP_TIMEOUT", "soon", EnvKey::kOpTimeout, "REDUCER_OP_TIMEOUT: 'soon' is not a duration (examples:"},
-      {"REDUCER_CONNECT_TIMEOUT_MS", "x", EnvKey::kConnectTimeout, "REDUCER_CONNECT_TIMEOUT_MS: 'x' is not a duration"},
+      {"REDUCER_MAX_PIECE", "big", setting::kMaxPiece, "REDUCER_MAX_PIECE: 'big' is not a size (examples:"},
+      {"REDUCER_MAX_PIECE", "1K", setting::kMaxPiece, "REDUCER_MAX_PIECE: '1K' is below the minimum, 4 KiB"},
+      {"REDUCER_PIECE_BYTES", "lots", setting::kMaxPiece, "REDUCER_PIECE_BYTES: 'lots' is not a size"},
+      {"REDUCER_OP_TIMEOUT", "90", setting::kOpTimeout, "REDUCER_OP_TIMEOUT: '90' has no unit"},
+      {"REDUCER_OP_TIMEOUT", "soon", setting::kOpTimeout, "REDUCER_OP_TIMEOUT: 'soon' is not a duration (examples:"},
+      {"REDUCER_CONNECT_TIMEOUT_MS", "x", setting::kConnectTimeout,
+       "REDUCER_CONNECT_TIMEOUT_MS: 'x' is not a duration"},
   };
   for (const Case& c : cases) {
     Env env = EnvOf({{c.var, c.value}});
-    Status st = c.key == EnvKey::kMaxPiece
-                    ? env.GetSize(c.key, 4096, 1 << 30).status()
-                    : env.GetDuration(c.key, std::chrono::milliseconds(1), std::chrono::hours(24)).status();
+    Status st = c.key.env == setting::kMaxPiece.env
+                    ? env.GetSize(setting::kMaxPiece, 4096, 1 << 30).status()
+                    : env.GetDuration(c.key.env == setting::kOpTimeout.env ? setting::kOpTimeout
+                                                                            : setting::kConnectTimeout,
+                                      std::chrono::milliseconds(1), std::chrono::hours(24))
+                          .status();
     EXPECT_EQ(st.code(), Code::kInvalidArgument) << c.var << "=" << c.value;
     EXPECT_NE(st.message().find(c.expect), std::string::npos) << st.message();
   }

@@ -136,10 +136,10 @@ TEST(CollNetConfig, FailoverSettings) {
 TEST(CollNetConfig, EverySharedClientSettingReachesTheClient) {
   for (const client::ClientSetting& shared : client::ClientSettings()) {
     bool found = false;
-    for (const EnvVarInfo& var : EnvVars()) {
-      if (shared.info.env != var.name) continue;
+    for (const SettingInfo& var : PluginSettings()) {
+      if (shared.info.env != var.env) continue;
       found = true;
-      EXPECT_EQ(shared.info.default_value, var.default_value) << var.name;
+      EXPECT_EQ(shared.info.default_value, var.default_value) << var.env;
     }
     EXPECT_TRUE(found) << shared.info.env;
   }
