@@ -1,5 +1,6 @@
 // A session: all ranks of one job (one NCCL communicator) on one reducer.
-// It tracks who has joined, matches the ranks' contributions to each piece by
+// Its roster (roster.h) tracks who has joined with which streams and who
+// has left. The session matches the ranks' contributions to each piece by
 // (operation sequence, piece index), checks that every rank agrees on dtype,
 // op and sizes, reduces a complete piece in rank order and hands the result
 // to every rank's stream. It fails as a whole: a mismatch, a timeout or a
@@ -58,7 +59,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -70,31 +70,12 @@
 #include "server/core/memory_budget.h"
 #include "server/core/piece.h"
 #include "server/core/recent_seq_set.h"
+#include "server/core/roster.h"
 #include "server/core/server_defaults.h"
 #include "server/core/reducer_stats.h"
 #include "server/core/watermark_tracker.h"
 
 namespace rs::server {
-
-// How a stream left its session (Session::Leave).
-enum class Departure {
-  // The rank said BYE: its client closed after its last operation.
-  kGoodbye,
-  // The connection ended (EOF) at a frame boundary, without BYE, in a ready
-  // session with no piece pending on this reducer: the rank's process ended
-  // between operations without closing its client (no atexit, os._exit). A
-  // clean end too, unless another rank goes on; otherwise as kLost.
-  kClosed,
-  // Anything else: a reset, a broken frame, a silent rank, an ERROR from it.
-  kLost,
-};
-
-// Large operations (SessionLimits::whole_pieces_from) get whole pieces only
-// while every stream's path has reported a round trip (TCP's smallest) of at
-// most this. On a long path a loss holds up a whole piece's result for a
-// round trip or more: with 80 ms round trips and losses, 64 MiB operations
-// took 8 % longer on average with whole pieces.
-inline constexpr std::chrono::microseconds kWholePiecesMaxRtt{2000};
 
 struct SessionLimits {
   // Largest piece payload accepted (bytes); also announced in WELCOME.
@@ -237,20 +218,9 @@ class Session {
 
  private:
   using PieceKey = std::pair<uint64_t, uint32_t>;  // (seq, piece index)
-  using StreamKey = std::tuple<uint32_t, uint64_t, uint32_t>;  // (epoch, seq, piece index)
-  struct Stream {
-    std::shared_ptr<SessionMember> member;
-    StreamKey last{0, 0, 0};
-    bool sent_any = false;
-    uint32_t min_rtt_us = 0;  // the path's smallest round trip; 0: not reported
-  };
   // Frames to send once the lock is released.
   using Outbox = std::vector<std::pair<std::shared_ptr<SessionMember>, std::vector<uint8_t>>>;
 
-  size_t StreamIndex(uint32_t rank, uint16_t stream) const { return size_t{rank} * streams_ + stream; }
-  // Why `hello` does not fit this session (world, streams, failover, wire
-  // type), or Ok. Reads only what is fixed at construction.
-  Status JoinDisagreement(const protocol::Hello& hello) const;
   std::vector<std::shared_ptr<SessionMember>> FailLocked(const Status& status);
   static void ReleaseReplies(const std::map<PieceKey, std::shared_ptr<Piece>>& pieces);
   Contribution BeginLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member, uint16_t stream,
@@ -260,11 +230,10 @@ class Session {
   // ready), without failing it.
   Status RefusalLocked(uint32_t rank) const;
   // Each of these is an error that fails the session, or Ok: an epoch the
-  // rank has not announced; a piece not after the stream's last one; a wide
-  // sum the session cannot take; a rank that left and will not send its
-  // part of `piece` (nullptr: a piece nobody has sent yet).
+  // rank has not announced; a wide sum the session cannot take; a rank that
+  // left and will not send its part of `piece` (nullptr: a piece nobody has
+  // sent yet). The roster checks the order of each stream's pieces.
   Status UnannouncedEpochLocked(uint32_t rank, const protocol::PieceHeader& header) const;
-  Status OutOfOrderLocked(uint32_t rank, uint16_t stream, const protocol::PieceHeader& header) const;
   Status WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const;
   Status DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header, const Piece* piece) const;
   // A new pending piece for `header`, first sent by `rank`; nullptr when
@@ -278,15 +247,10 @@ class Session {
   // disagrees with the first rank's or the rank sent the piece twice.
   Status AddToPieceLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member,
                           const protocol::PieceHeader& header, Piece& piece);
-  std::string MissingRanksLocked() const;
-  // A rank that left cleanly and has not sent its part of `piece` (nullptr:
-  // a piece nobody has sent yet), other than `rank`: it never will.
-  std::optional<uint32_t> DepartedFromLocked(uint32_t rank, const Piece* piece) const;
   // `rank` has delivered `elements` of the piece: reduces the run every
   // rank has delivered since the last claim when it is a part's worth (or
   // the rest), then sends the reduced parts that are next in order.
   void Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements);
-  std::shared_ptr<SessionMember> FirstMemberLocked(uint32_t rank) const;
   void ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox);
   void InstallLocked(uint32_t epoch, uint64_t start);
   void QueueLocked(const FailoverCoordinator::Actions& actions, Outbox* outbox);
@@ -303,22 +267,13 @@ class Session {
   const DataType wire_;
 
   mutable std::mutex mu_;
-  std::vector<Stream> members_;               // guarded by mu_; world * streams
-  uint32_t joined_ = 0;                       // guarded by mu_: streams joined and not left
-  uint32_t ever_joined_ = 0;                  // guarded by mu_
-  bool ready_ = false;                        // guarded by mu_
+  Roster roster_;                             // guarded by mu_
   Status failure_;                            // guarded by mu_
   std::map<PieceKey, std::shared_ptr<Piece>> pending_;  // guarded by mu_
   RecentSeqSet completed_ops_;                // guarded by mu_
   WatermarkTracker watermarks_;               // guarded by mu_
   FailoverCoordinator coordinator_;           // guarded by mu_
   std::vector<uint8_t> wants_watermark_;      // guarded by mu_; per rank
-  // Per rank, once it has left cleanly: how, and the connection's last word.
-  struct Left {
-    Departure how;
-    std::string why;
-  };
-  std::vector<std::optional<Left>> departed_;  // guarded by mu_
   bool evicted_ = false;                      // guarded by mu_
   // Streams whose next piece waits for memory (kWaitForMemory), since when
   // and for which piece: no pending piece shows them, and --op-timeout
@@ -328,8 +283,6 @@ class Session {
     PieceKey piece;
   };
   std::map<std::pair<uint32_t, uint16_t>, MemoryWait> memory_waits_;  // guarded by mu_; (rank, stream)
-  bool all_take_parts_ = true;                // guarded by mu_: every HELLO so far asked for parts
-  bool paths_short_ = false;                  // guarded by mu_: every stream's round trip is known and short
   std::atomic<uint64_t> part_bytes_{0};       // written under mu_ when the session becomes ready
   std::atomic<uint32_t> epoch_{0};            // written under mu_
   std::atomic<uint64_t> watermark_{0};        // written under mu_
