@@ -97,23 +97,27 @@ std::optional<Piece::Run> Piece::Claim(uint32_t rank, uint64_t elements) {
   return run;
 }
 
-void Piece::Release(uint64_t begin, const protocol::PieceHeader& header, const uint8_t* data,
-                    uint32_t current_epoch) {
+Piece::Sent Piece::Release(uint64_t begin, const protocol::PieceHeader& header, const uint8_t* data,
+                           uint32_t current_epoch) {
   const std::shared_ptr<Piece> self = shared_from_this();
   const bool current = header_.epoch == current_epoch;
   // Parts go out in order: under the piece's lock, so that the members get
   // them (posted to their threads) in the order they are released here.
+  Sent out;
   std::lock_guard<std::mutex> lock(parts_mu_);
   reduced_.emplace(begin, std::make_pair(header, data));
   while (!reduced_.empty() && reduced_.begin()->first == sent_) {
     ResultPart part{self, reduced_.begin()->second.first, reduced_.begin()->second.second};
     reduced_.erase(reduced_.begin());
     sent_ += part.header.count;
-    if (!current) continue;
+    if (!current || reply_to_.empty()) continue;
     for (const auto& member : reply_to_) member->SendResult(part);
+    out.bytes += part.header.PayloadBytes() * reply_to_.size();
+    out.float32_parts += part.header.dtype == DataType::kFloat32 ? 1 : 0;
   }
   // Members and pieces hold each other: let go once the result is out.
   if (sent_ == header_.count) reply_to_.clear();
+  return out;
 }
 
 void Piece::ReleaseReplies() {

@@ -117,6 +117,12 @@ class Piece : public std::enable_shared_from_this<Piece> {
   // EndLocked has returned true.
   Clock::time_point first_end() const { return first_end_; }
 
+  // What one Release call sent: each part once to every rank it answers.
+  struct Sent {
+    uint64_t bytes = 0;          // payload bytes, summed over the ranks sent to
+    uint32_t float32_parts = 0;  // parts that went in float32 (a wide sum's fallback)
+  };
+
   // Under parts_mu_, taken here:
   // `rank` has delivered `elements`. The run every rank has delivered since
   // the last claim, when it is a part's worth or the rest of the piece:
@@ -126,8 +132,10 @@ class Piece : public std::enable_shared_from_this<Piece> {
   // `header`. Sends every reduced part that is next in order to every
   // rank, and lets go of the ranks' members once the whole result is out.
   // A piece of an epoch other than `current_epoch` (the ranks have left
-  // it) is reduced but not sent.
-  void Release(uint64_t begin, const protocol::PieceHeader& header, const uint8_t* data, uint32_t current_epoch);
+  // it) is reduced but not sent, nor is anything once the replies are let
+  // go (ReleaseReplies). Returns what went out, which may include parts
+  // other threads reduced.
+  Sent Release(uint64_t begin, const protocol::PieceHeader& header, const uint8_t* data, uint32_t current_epoch);
   // A piece not yet sent in full holds its ranks' members, and they may
   // hold it (the piece being read, results queued): a cycle that only
   // sending the whole result breaks. After this no result goes out.

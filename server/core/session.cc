@@ -41,14 +41,13 @@ Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams
       budget_(std::move(budget)),
       limits_(limits),
       created_(now),
-      reducer_stats_(stats ? std::move(stats) : std::make_shared<ReducerStats>()),
       flags_(flags),
       wire_(wire),
       roster_(name_, world, streams, flags, wire),
       watermarks_(world),
       coordinator_(world),
       wants_watermark_(world, 0),
-      last_arrivals_(new std::atomic<uint64_t>[world]()) {}
+      counters_(world, stats ? std::move(stats) : std::make_shared<ReducerStats>()) {}
 
 Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member) {
   std::vector<std::shared_ptr<SessionMember>> notify;
@@ -270,13 +269,7 @@ void Session::ContributionProgress(uint32_t rank, const std::shared_ptr<Piece>& 
 }
 
 void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece, Clock::time_point now) {
-  const uint64_t payload = piece->contribution_bytes(rank);
-  bytes_received_.fetch_add(payload, std::memory_order_relaxed);
-  reducer_stats_->AddReceived(payload);
-  if (piece->wide_sum()) {
-    reducer_stats_->AddWireContribution(payload, piece->header().count * sizeof(float),
-                                        piece->type(rank) == DataType::kFloat32);
-  }
+  counters_.OnContributionBytes(*piece, rank);
   bool last = false;
   bool first_piece_of_op = false;
   {
@@ -298,21 +291,9 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
   if (!last) return;
   const auto latency = (now - piece->first_arrival()) + (Clock::now() - reduce_start);
   const auto wait = now - piece->first_end();
-  // A wide sum's parts count their bytes as they go (Deliver): their type
-  // is known only then.
-  const uint64_t sent = piece->wide_sum() ? 0 : payload * world_;
-  // `rank` completed the piece: it is the one everybody waited for.
-  last_arrivals_[rank].fetch_add(1, std::memory_order_relaxed);
-  straggler_wait_ns_.fetch_add(static_cast<uint64_t>(std::max<int64_t>(
-                                   std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count(), 0)),
-                               std::memory_order_relaxed);
-  pieces_completed_.fetch_add(1, std::memory_order_relaxed);
-  bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
-  reducer_stats_->PieceCompleted(sent, latency, wait, piece->in_parts());
-  if (first_piece_of_op) {
-    operations_completed_.fetch_add(1, std::memory_order_relaxed);
-    reducer_stats_->OperationCompleted();
-  }
+  // The bytes sent were counted as the parts went out (Deliver).
+  counters_.OnPieceCompleted(*piece, rank, latency, wait);
+  if (first_piece_of_op) counters_.OnOperationCompleted();
 }
 
 void Session::Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements) {
@@ -332,12 +313,10 @@ void Session::Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64
     h.flags |= protocol::kPieceCrc;
     h.crc = protocol::Crc32c(out.data, h.PayloadBytes());
   }
-  if (p.wide_sum()) {
-    const uint64_t sent = h.PayloadBytes() * world_;
-    bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
-    reducer_stats_->AddWireResult(sent, h.dtype == DataType::kFloat32);
-  }
-  p.Release(run->begin, h, out.data, epoch_.load(std::memory_order_acquire));
+  // Counted as they go out: a part of an epoch the ranks have left, or of
+  // a failed session, is dropped, and a wide sum's part has its type only
+  // now.
+  counters_.OnResultPartsSent(p, p.Release(run->begin, h, out.data, epoch_.load(std::memory_order_acquire)));
 }
 
 void Session::ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox) {
@@ -515,7 +494,7 @@ void Session::DropMembers() {
 std::vector<std::shared_ptr<SessionMember>> Session::FailLocked(const Status& status) {
   failure_ = status;
   // Counted here, once per session, however many members are told.
-  reducer_stats_->CountError(status.code());
+  counters_.OnFailure(status.code());
   ReleaseReplies(pending_);
   pending_.clear();
   return roster_.Members();
@@ -541,13 +520,13 @@ SessionStats Session::stats() const {
     out.ready = roster_.ready();
     out.failed = !failure_.ok();
   }
-  out.pieces_completed = pieces_completed_.load(std::memory_order_relaxed);
-  out.bytes_received = bytes_received_.load(std::memory_order_relaxed);
-  out.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
-  out.operations_completed = operations_completed_.load(std::memory_order_relaxed);
-  out.straggler_wait_seconds = static_cast<double>(straggler_wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
-  out.last_arrivals.resize(world_);
-  for (uint32_t r = 0; r < world_; ++r) out.last_arrivals[r] = last_arrivals_[r].load(std::memory_order_relaxed);
+  SessionCounts counts = counters_.Snapshot();
+  out.operations_completed = counts.operations_completed;
+  out.pieces_completed = counts.pieces_completed;
+  out.bytes_received = counts.bytes_received;
+  out.bytes_sent = counts.bytes_sent;
+  out.straggler_wait_seconds = counts.straggler_wait_seconds;
+  out.last_arrivals = std::move(counts.last_arrivals);
   return out;
 }
 

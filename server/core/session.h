@@ -12,8 +12,10 @@
 //
 // It also attributes stragglers: for each completed piece it records which
 // rank's contribution completed last and how long the piece waited between
-// the first and the last contribution, per session and into the reducer-wide
-// ReducerStats.
+// the first and the last contribution. This and the bytes, pieces and
+// operations are counted in one place (session_counters.h), per session and
+// into the reducer-wide ReducerStats; bytes sent are the result parts that
+// went out.
 //
 // A float32 sum on a 16-bit wire (protocol::kPieceWideSum) gets a slot of
 // float32 size per rank, since each rank's piece may come in the wire type
@@ -73,6 +75,7 @@
 #include "server/core/roster.h"
 #include "server/core/server_defaults.h"
 #include "server/core/reducer_stats.h"
+#include "server/core/session_counters.h"
 #include "server/core/watermark_tracker.h"
 
 namespace rs::server {
@@ -262,7 +265,6 @@ class Session {
   const std::shared_ptr<MemoryBudget> budget_;
   const SessionLimits limits_;
   const Clock::time_point created_;
-  const std::shared_ptr<ReducerStats> reducer_stats_;
   const uint32_t flags_;
   const DataType wire_;
 
@@ -287,12 +289,7 @@ class Session {
   std::atomic<uint32_t> epoch_{0};            // written under mu_
   std::atomic<uint64_t> watermark_{0};        // written under mu_
 
-  std::atomic<uint64_t> pieces_completed_{0};
-  std::atomic<uint64_t> bytes_received_{0};
-  std::atomic<uint64_t> bytes_sent_{0};
-  std::atomic<uint64_t> operations_completed_{0};
-  std::atomic<uint64_t> straggler_wait_ns_{0};
-  const std::unique_ptr<std::atomic<uint64_t>[]> last_arrivals_;  // world entries
+  SessionCounters counters_;  // atomics: read by stats() without mu_
 };
 
 }  // namespace rs::server
