@@ -53,7 +53,7 @@ Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember
   std::vector<std::shared_ptr<SessionMember>> notify;
   Status failed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return failure_.Prefixed("session " + name_ + " has already failed");
     Roster::JoinOutcome joined = roster_.Join(hello, std::move(member));
     switch (joined.kind) {
@@ -85,7 +85,7 @@ bool Session::Leave(uint32_t rank, uint16_t stream, Departure how, const Status&
   Status failed;
   bool empty = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!roster_.Leave(rank, stream)) return roster_.joined() == 0;
     memory_waits_.erase({rank, stream});
     if (failure_.ok()) {
@@ -114,7 +114,7 @@ bool Session::Leave(uint32_t rank, uint16_t stream, Departure how, const Status&
 }
 
 std::string Session::ClosedWithoutGoodbye() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return roster_.ClosedWithoutGoodbye();
 }
 
@@ -125,7 +125,7 @@ Contribution Session::BeginContribution(uint32_t rank, const std::shared_ptr<Ses
   std::vector<std::shared_ptr<SessionMember>> notify;
   Outbox outbox;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     result = BeginLocked(rank, member, stream, header, std::move(wake), now, &notify, &outbox);
     if (result.kind == Contribution::Kind::kWaitForMemory) {
       memory_waits_.try_emplace({rank, stream}, MemoryWait{now, {header.seq, header.piece}});
@@ -152,7 +152,7 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
   }
   // Each check below fails the session: the rank broke the protocol, or
   // disagrees with the others, or waits for a rank that has left.
-  auto fail = [&](Status status) {
+  auto fail = [&](Status status) RS_REQUIRES(mu_) {
     *notify = FailLocked(status);
     result.status = std::move(status);
     return result;
@@ -258,7 +258,7 @@ Status Session::AddToPieceLocked(uint32_t rank, const std::shared_ptr<SessionMem
 }
 
 void Session::ReportRoundTrip(uint32_t rank, uint16_t stream, uint32_t min_rtt_us) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   roster_.ReportRoundTrip(rank, stream, min_rtt_us);
 }
 
@@ -273,7 +273,7 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
   bool last = false;
   bool first_piece_of_op = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok() || piece->EndedLocked(rank)) return;
     // Dropped while it was being received: the ranks moved to a new epoch.
     if (piece->header().epoch != epoch_.load(std::memory_order_relaxed)) return;
@@ -336,7 +336,7 @@ std::optional<protocol::Heartbeat> Session::OnHeartbeat(uint32_t rank, const pro
   Outbox outbox;
   std::optional<protocol::Heartbeat> reply;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return std::nullopt;
     const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
     if (heartbeat.epoch == epoch) ReportWatermarkLocked(rank, heartbeat.watermark, &outbox);
@@ -356,7 +356,7 @@ void Session::OnMembership(uint32_t rank, const protocol::MembershipFrame& frame
   Status failed;
   bool quiet = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return;
     const std::string from = "rank " + std::to_string(rank);
     if (!failover()) {
@@ -423,7 +423,7 @@ void Session::CheckTimeouts(Clock::time_point now) {
   Status failed;
   std::vector<std::shared_ptr<SessionMember>> notify;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return;
     if (!roster_.ready() && now - created_ > limits_.join_timeout) {
       failed = Status(Code::kTimeout, "session " + name_ + " was not complete after " +
@@ -464,7 +464,7 @@ void Session::CheckTimeouts(Clock::time_point now) {
 void Session::Fail(const Status& status) {
   std::vector<std::shared_ptr<SessionMember>> notify;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return;
     notify = FailLocked(status);
   }
@@ -482,7 +482,7 @@ void Session::DropMembers() {
   std::vector<std::shared_ptr<SessionMember>> members;
   std::map<PieceKey, std::shared_ptr<Piece>> pending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     members = roster_.TakeMembers();
     pending.swap(pending_);
   }
@@ -501,19 +501,19 @@ std::vector<std::shared_ptr<SessionMember>> Session::FailLocked(const Status& st
 }
 
 bool Session::ready() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return roster_.ready();
 }
 
 Status Session::failure() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return failure_;
 }
 
 SessionStats Session::stats() const {
   SessionStats out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     out.world = world_;
     out.streams = streams_;
     out.ranks_joined = roster_.ranks_joined();

@@ -34,22 +34,27 @@
 // quietly when the ranks evict it.
 //
 // Threading: every method may be called from any I/O thread. One mutex
-// guards membership and the table of pending pieces; payload bytes are
-// received and reduced outside it. Members are called outside the lock.
-// Counters read by stats() are atomics, so observers never wait on a
-// reduction.
+// (mu_) guards the roster, the table of pending pieces and the failover
+// state; payload bytes are received and reduced outside it. Members are
+// called outside the lock. Counters read by stats() are atomics
+// (session_counters.h), so observers never wait on a reduction. What mu_
+// guards and the functions that need it (*Locked) are annotated, and clang
+// checks them (common/thread_annotations.h).
 //
 // Lock order: Session::mu_, then Piece::parts_mu_, then
 // Connection::results_mu_ (server/net/connection.h); which of a piece's
-// fields each of the first two guards is in piece.h. A failure or a
-// teardown takes a pending piece's parts_mu_ under mu_ to let go of its
-// replies (ReleaseReplies); a piece's parts go to its members under
-// parts_mu_, so that they leave in order, and SendResult takes the
-// connection's results_mu_ only to queue them. Nothing takes mu_ under the
-// other two, and Deliver never runs under mu_. The MemoryBudget's mutex is
-// a leaf below mu_: buffers are allocated under it (BeginLocked) and freed
-// when a failure drops the pending pieces; the budget runs its wake-ups
-// after releasing its own lock, and they only post to a connection.
+// fields each of the first two guards is in piece.h. A piece's first
+// contribution from a rank records the rank's member under both
+// (Piece::BeginLocked), and a failure or a teardown takes a pending
+// piece's parts_mu_ under mu_ to let go of its replies (ReleaseReplies); a
+// piece's parts go to its members under parts_mu_, so that they leave in
+// order, and SendResult takes the connection's results_mu_ only to queue
+// them. Nothing takes mu_ under the other two, and Deliver never runs
+// under mu_. The MemoryBudget's mutex is a leaf below mu_: buffers are
+// allocated under it (BeginLocked) and freed when a failure drops the
+// pending pieces; the budget runs its wake-ups after releasing its own
+// lock, and they only post to a connection. mu_'s declaration names the
+// mutexes below it (RS_ACQUIRED_BEFORE) that server/core can name.
 #pragma once
 
 #include <atomic>
@@ -58,7 +63,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -66,6 +70,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/thread_annotations.h"
 #include "protocol/membership.h"
 #include "protocol/wire.h"
 #include "server/core/failover_coordinator.h"
@@ -224,39 +229,41 @@ class Session {
   // Frames to send once the lock is released.
   using Outbox = std::vector<std::pair<std::shared_ptr<SessionMember>, std::vector<uint8_t>>>;
 
-  std::vector<std::shared_ptr<SessionMember>> FailLocked(const Status& status);
+  std::vector<std::shared_ptr<SessionMember>> FailLocked(const Status& status) RS_REQUIRES(mu_);
   static void ReleaseReplies(const std::map<PieceKey, std::shared_ptr<Piece>>& pieces);
   Contribution BeginLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member, uint16_t stream,
                            const protocol::PieceHeader& header, std::function<void()> wake, Clock::time_point now,
-                           std::vector<std::shared_ptr<SessionMember>>* notify, Outbox* outbox);
+                           std::vector<std::shared_ptr<SessionMember>>* notify, Outbox* outbox) RS_REQUIRES(mu_);
   // BeginLocked's steps. Why the session takes no data now (failed, not
   // ready), without failing it.
-  Status RefusalLocked(uint32_t rank) const;
+  Status RefusalLocked(uint32_t rank) const RS_REQUIRES(mu_);
   // Each of these is an error that fails the session, or Ok: an epoch the
   // rank has not announced; a wide sum the session cannot take; a rank that
   // left and will not send its part of `piece` (nullptr: a piece nobody has
   // sent yet). The roster checks the order of each stream's pieces.
-  Status UnannouncedEpochLocked(uint32_t rank, const protocol::PieceHeader& header) const;
-  Status WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const;
-  Status DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header, const Piece* piece) const;
+  Status UnannouncedEpochLocked(uint32_t rank, const protocol::PieceHeader& header) const RS_REQUIRES(mu_);
+  Status WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const RS_REQUIRES(mu_);
+  Status DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header, const Piece* piece) const
+      RS_REQUIRES(mu_);
   // A new pending piece for `header`, first sent by `rank`; nullptr when
   // the budget cannot cover it now (`wake` is then registered with it).
   std::shared_ptr<Piece> AllocateLocked(uint32_t rank, const protocol::PieceHeader& header,
-                                        std::function<void()> wake, Clock::time_point now);
+                                        std::function<void()> wake, Clock::time_point now) RS_REQUIRES(mu_);
   // The parts policy: the smallest result part of a new piece (elements),
   // or its whole count when its result goes out whole.
-  uint64_t PartElementsLocked(const protocol::PieceHeader& header) const;
+  uint64_t PartElementsLocked(const protocol::PieceHeader& header) const RS_REQUIRES(mu_);
   // `rank` begins its contribution to `piece`; an error if its header
   // disagrees with the first rank's or the rank sent the piece twice.
   Status AddToPieceLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member,
-                          const protocol::PieceHeader& header, Piece& piece);
+                          const protocol::PieceHeader& header, Piece& piece) RS_REQUIRES(mu_);
   // `rank` has delivered `elements` of the piece: reduces the run every
   // rank has delivered since the last claim when it is a part's worth (or
-  // the rest), then sends the reduced parts that are next in order.
-  void Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements);
-  void ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox);
-  void InstallLocked(uint32_t epoch, uint64_t start);
-  void QueueLocked(const FailoverCoordinator::Actions& actions, Outbox* outbox);
+  // the rest), then sends the reduced parts that are next in order. Never
+  // under mu_: it reduces, and sends under the piece's parts_mu_.
+  void Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements) RS_EXCLUDES(mu_);
+  void ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox) RS_REQUIRES(mu_);
+  void InstallLocked(uint32_t epoch, uint64_t start) RS_REQUIRES(mu_);
+  void QueueLocked(const FailoverCoordinator::Actions& actions, Outbox* outbox) RS_REQUIRES(mu_);
 
   const protocol::SessionId id_;
   const std::string name_;  // hex id, for messages
@@ -268,15 +275,16 @@ class Session {
   const uint32_t flags_;
   const DataType wire_;
 
-  mutable std::mutex mu_;
-  Roster roster_;                             // guarded by mu_
-  Status failure_;                            // guarded by mu_
-  std::map<PieceKey, std::shared_ptr<Piece>> pending_;  // guarded by mu_
-  RecentSeqSet completed_ops_;                // guarded by mu_
-  WatermarkTracker watermarks_;               // guarded by mu_
-  FailoverCoordinator coordinator_;           // guarded by mu_
-  std::vector<uint8_t> wants_watermark_;      // guarded by mu_; per rank
-  bool evicted_ = false;                      // guarded by mu_
+  // The lock order (top of this file), as far as clang can be told it.
+  mutable Mutex mu_ RS_ACQUIRED_BEFORE(Piece::parts_mu_, MemoryBudget::mu_);
+  Roster roster_ RS_GUARDED_BY(mu_);
+  Status failure_ RS_GUARDED_BY(mu_);
+  std::map<PieceKey, std::shared_ptr<Piece>> pending_ RS_GUARDED_BY(mu_);
+  RecentSeqSet completed_ops_ RS_GUARDED_BY(mu_);
+  WatermarkTracker watermarks_ RS_GUARDED_BY(mu_);
+  FailoverCoordinator coordinator_ RS_GUARDED_BY(mu_);
+  std::vector<uint8_t> wants_watermark_ RS_GUARDED_BY(mu_);  // per rank
+  bool evicted_ RS_GUARDED_BY(mu_) = false;
   // Streams whose next piece waits for memory (kWaitForMemory), since when
   // and for which piece: no pending piece shows them, and --op-timeout
   // must still end the wait, naming it.
@@ -284,7 +292,7 @@ class Session {
     Clock::time_point since;
     PieceKey piece;
   };
-  std::map<std::pair<uint32_t, uint16_t>, MemoryWait> memory_waits_;  // guarded by mu_; (rank, stream)
+  std::map<std::pair<uint32_t, uint16_t>, MemoryWait> memory_waits_ RS_GUARDED_BY(mu_);  // (rank, stream)
   std::atomic<uint64_t> part_bytes_{0};       // written under mu_ when the session becomes ready
   std::atomic<uint32_t> epoch_{0};            // written under mu_
   std::atomic<uint64_t> watermark_{0};        // written under mu_
