@@ -364,7 +364,6 @@ void Session::OnMembership(uint32_t rank, const protocol::MembershipFrame& frame
     } else if (frame.kind == MembershipKind::kEvict) {
       // The ranks go on without this reducer: leave without telling anyone
       // (an error from here would end the job the failover is saving).
-      evicted_ = true;
       failure_ = Status(Code::kCancelled, "this reducer left session " + name_ + ": " + from +
                                               " dropped it from the session (failover to epoch " +
                                               std::to_string(frame.epoch) + ")");

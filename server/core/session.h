@@ -284,7 +284,6 @@ class Session {
   WatermarkTracker watermarks_ RS_GUARDED_BY(mu_);
   FailoverCoordinator coordinator_ RS_GUARDED_BY(mu_);
   std::vector<uint8_t> wants_watermark_ RS_GUARDED_BY(mu_);  // per rank
-  bool evicted_ RS_GUARDED_BY(mu_) = false;
   // Streams whose next piece waits for memory (kWaitForMemory), since when
   // and for which piece: no pending piece shows them, and --op-timeout
   // must still end the wait, naming it.
