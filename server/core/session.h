@@ -94,13 +94,13 @@ struct SessionLimits {
   bool crc = true;
   // When the ranks take results in parts (kHelloResultParts): the smallest
   // part worth a RESULT frame. 0: whole pieces only.
-  uint64_t result_part_bytes = 0;
+  uint64_t result_part_bytes = kDefaultResultPart.value;
   // Operations cut into at least this many pieces per rank get whole pieces
   // even then (0: parts for every operation). Whole pieces delay the
   // operation's end by one piece from every rank on the reducer's link, at
   // most world / pieces of the operation, and save a frame, a wake-up of
   // every rank's connection and a reduction call per part.
-  uint32_t whole_pieces_from = 0;  // ... on short paths only (kWholePiecesMaxRtt)
+  uint32_t whole_pieces_from = kDefaultWholePiecesFrom;  // ... on short paths only (kWholePiecesMaxRtt)
 };
 
 struct SessionStats {
