@@ -27,7 +27,10 @@
 #define RS_EXCLUDES(...) RS_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define RS_ACQUIRE(...) RS_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define RS_RELEASE(...) RS_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
+// The lock order, on a mutex's declaration. Clang checks it only with
+// -Wthread-safety-beta, and only where one function takes both mutexes.
 #define RS_ACQUIRED_AFTER(...) RS_THREAD_ANNOTATION(acquired_after(__VA_ARGS__))
+#define RS_ACQUIRED_BEFORE(...) RS_THREAD_ANNOTATION(acquired_before(__VA_ARGS__))
 #define RS_NO_THREAD_SAFETY_ANALYSIS RS_THREAD_ANNOTATION(no_thread_safety_analysis)
 
 namespace rs {

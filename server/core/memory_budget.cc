@@ -43,7 +43,7 @@ std::unique_ptr<PieceBuffer> MemoryBudget::TryAllocate(size_t bytes, std::functi
   const size_t capacity = RoundUp(bytes == 0 ? 1 : bytes);
   uint8_t* data = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (in_use_ + capacity > limit_) {
       if (wake) {
         ++waits_;
@@ -65,7 +65,7 @@ std::unique_ptr<PieceBuffer> MemoryBudget::TryAllocate(size_t bytes, std::functi
   if (data == nullptr) {
     data = MapBlock(capacity);
     if (data == nullptr) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       in_use_ -= capacity;
       return nullptr;
     }
@@ -76,7 +76,7 @@ std::unique_ptr<PieceBuffer> MemoryBudget::TryAllocate(size_t bytes, std::functi
 void MemoryBudget::Release(uint8_t* data, size_t capacity) {
   std::vector<std::function<void()>> wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     in_use_ -= capacity;
     cache_.emplace(capacity, data);
     cached_ += capacity;
@@ -86,19 +86,19 @@ void MemoryBudget::Release(uint8_t* data, size_t capacity) {
 }
 
 size_t MemoryBudget::in_use() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return in_use_;
 }
 size_t MemoryBudget::mapped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return in_use_ + cached_;
 }
 size_t MemoryBudget::peak_in_use() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return peak_;
 }
 uint64_t MemoryBudget::waits() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return waits_;
 }
 

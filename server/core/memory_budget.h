@@ -6,7 +6,9 @@
 // that what is freed really leaves the process, and recycled by size so the
 // page-fault cost of fresh memory is paid once.
 //
-// Thread-safe: all methods may be called from any thread.
+// Thread-safe: all methods may be called from any thread. Its mutex is a
+// leaf: nothing else is locked under it, and the wake-ups run after it is
+// released (lock order in session.h).
 #pragma once
 
 #include <cstddef>
@@ -14,12 +16,14 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace rs::server {
 
 class MemoryBudget;
+class Session;
 
 // A block of budgeted memory; returns itself to the budget when destroyed.
 class PieceBuffer {
@@ -53,7 +57,7 @@ class MemoryBudget : public std::enable_shared_from_this<MemoryBudget> {
   // now. On nullptr, `wake` (if given) is registered atomically with the
   // failed attempt and called once by the thread that next releases a
   // buffer; it must not block. Requests larger than the limit always fail.
-  std::unique_ptr<PieceBuffer> TryAllocate(size_t bytes, std::function<void()> wake = {});
+  std::unique_ptr<PieceBuffer> TryAllocate(size_t bytes, std::function<void()> wake = {}) RS_EXCLUDES(mu_);
 
   size_t limit() const { return limit_; }
   size_t in_use() const;   // bytes handed out
@@ -63,18 +67,20 @@ class MemoryBudget : public std::enable_shared_from_this<MemoryBudget> {
 
  private:
   friend class PieceBuffer;
+  friend class Session;  // names mu_ in its lock order (RS_ACQUIRED_BEFORE)
   explicit MemoryBudget(size_t limit) : limit_(limit) {}
-  void Release(uint8_t* data, size_t capacity);
-  void EvictLocked(size_t need);
+  // Runs the waiters' wake-ups after releasing mu_.
+  void Release(uint8_t* data, size_t capacity) RS_EXCLUDES(mu_);
+  void EvictLocked(size_t need) RS_REQUIRES(mu_);
 
   const size_t limit_;
-  mutable std::mutex mu_;
-  size_t in_use_ = 0;         // guarded by mu_
-  size_t cached_ = 0;         // guarded by mu_
-  size_t peak_ = 0;           // guarded by mu_
-  uint64_t waits_ = 0;        // guarded by mu_
-  std::multimap<size_t, uint8_t*> cache_;          // guarded by mu_: capacity -> block
-  std::vector<std::function<void()>> waiters_;     // guarded by mu_
+  mutable Mutex mu_;
+  size_t in_use_ RS_GUARDED_BY(mu_) = 0;
+  size_t cached_ RS_GUARDED_BY(mu_) = 0;
+  size_t peak_ RS_GUARDED_BY(mu_) = 0;
+  uint64_t waits_ RS_GUARDED_BY(mu_) = 0;
+  std::multimap<size_t, uint8_t*> cache_ RS_GUARDED_BY(mu_);  // capacity -> block
+  std::vector<std::function<void()>> waiters_ RS_GUARDED_BY(mu_);
 };
 
 }  // namespace rs::server

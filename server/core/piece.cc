@@ -57,8 +57,8 @@ Piece::Piece(const protocol::PieceHeader& header, uint32_t first_rank, uint32_t 
       begun_(world, 0),
       ended_(world, 0),
       types_(world, header.dtype),
-      reply_to_(world),
-      arrived_(world, 0) {}
+      arrived_(world, 0),
+      reply_to_(world) {}
 
 std::string Piece::DisagreementLocked(const protocol::PieceHeader& header, uint32_t rank) const {
   return Disagreement(header_, first_rank_, header, rank);
@@ -68,6 +68,7 @@ bool Piece::BeginLocked(uint32_t rank, DataType type, std::shared_ptr<SessionMem
   if (begun_[rank]) return false;
   begun_[rank] = 1;
   types_[rank] = type;
+  MutexLock lock(parts_mu_);
   reply_to_[rank] = std::move(member);
   return true;
 }
@@ -87,7 +88,7 @@ std::vector<uint32_t> Piece::MissingLocked() const {
 }
 
 std::optional<Piece::Run> Piece::Claim(uint32_t rank, uint64_t elements) {
-  std::lock_guard<std::mutex> lock(parts_mu_);
+  MutexLock lock(parts_mu_);
   if (elements <= arrived_[rank]) return std::nullopt;
   arrived_[rank] = elements;
   const uint64_t ready = *std::min_element(arrived_.begin(), arrived_.end());
@@ -97,27 +98,31 @@ std::optional<Piece::Run> Piece::Claim(uint32_t rank, uint64_t elements) {
   return run;
 }
 
-void Piece::Release(uint64_t begin, const protocol::PieceHeader& header, const uint8_t* data,
-                    uint32_t current_epoch) {
+Piece::Sent Piece::Release(uint64_t begin, const protocol::PieceHeader& header, const uint8_t* data,
+                           uint32_t current_epoch) {
   const std::shared_ptr<Piece> self = shared_from_this();
   const bool current = header_.epoch == current_epoch;
   // Parts go out in order: under the piece's lock, so that the members get
   // them (posted to their threads) in the order they are released here.
-  std::lock_guard<std::mutex> lock(parts_mu_);
+  Sent out;
+  MutexLock lock(parts_mu_);
   reduced_.emplace(begin, std::make_pair(header, data));
   while (!reduced_.empty() && reduced_.begin()->first == sent_) {
     ResultPart part{self, reduced_.begin()->second.first, reduced_.begin()->second.second};
     reduced_.erase(reduced_.begin());
     sent_ += part.header.count;
-    if (!current) continue;
+    if (!current || reply_to_.empty()) continue;
     for (const auto& member : reply_to_) member->SendResult(part);
+    out.bytes += part.header.PayloadBytes() * reply_to_.size();
+    out.float32_parts += part.header.dtype == DataType::kFloat32 ? 1 : 0;
   }
   // Members and pieces hold each other: let go once the result is out.
   if (sent_ == header_.count) reply_to_.clear();
+  return out;
 }
 
 void Piece::ReleaseReplies() {
-  std::lock_guard<std::mutex> lock(parts_mu_);
+  MutexLock lock(parts_mu_);
   reply_to_.clear();
 }
 

@@ -18,22 +18,26 @@
 //  - guarded by the session's mutex (Session::mu_), which the caller of the
 //    *Locked methods holds: begun_, ended_, ended_count_, first_end_.
 //    first_end() reads first_end_ without it once EndLocked has returned
-//    true: nothing writes it after that.
-//  - types_[rank] and reply_to_[rank]: written by BeginLocked under the
-//    session's mutex, before any of the rank's bytes are delivered. types_
-//    is then read without a lock by whoever handles the rank's bytes.
-//    reply_to_ is read under parts_mu_ once every rank has delivered some
-//    elements (so every rank has begun), and cleared under parts_mu_ once
-//    the result is out or when the session lets go (ReleaseReplies).
-//  - guarded by parts_mu_: arrived_, claimed_, sent_, reduced_ (Claim,
-//    Release, ReleaseReplies).
+//    true: nothing writes it after that. Clang's analysis cannot follow a
+//    mutex of another object, so this rule is in comments only.
+//  - types_[rank]: written by BeginLocked under the session's mutex, before
+//    any of the rank's bytes are delivered, then read without a lock by
+//    whoever handles the rank's bytes.
+//  - guarded by parts_mu_ (annotated, checked by clang): arrived_,
+//    claimed_, sent_, reduced_ (Claim, Release, ReleaseReplies), and
+//    reply_to_, whose entry for a rank BeginLocked sets under parts_mu_
+//    too. Release reads it once every rank has delivered some elements (so
+//    every rank has begun) and clears it once the result is out, as
+//    ReleaseReplies does when the session lets go.
 //  - the slots: a rank's slot is written only by the thread reading its
 //    contribution; a claimed run [begin, end) only by the thread that
 //    claimed it (Claim), which reduces it outside every lock.
 //
 // Lock order: Session::mu_, then Piece::parts_mu_, then
 // Connection::results_mu_ (Release calls SessionMember::SendResult under
-// parts_mu_). Nothing here takes the session's mutex.
+// parts_mu_). Nothing here takes the session's mutex. The first step is
+// written on Session::mu_ (RS_ACQUIRED_BEFORE); server/core cannot name the
+// connection's mutex.
 #pragma once
 
 #include <chrono>
@@ -41,13 +45,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/thread_annotations.h"
 #include "protocol/wire.h"
 #include "server/core/memory_budget.h"
 #include "server/core/session_member.h"
@@ -104,8 +108,9 @@ class Piece : public std::enable_shared_from_this<Piece> {
   // with (the first field that differs, naming both ranks); "" if it does.
   std::string DisagreementLocked(const protocol::PieceHeader& header, uint32_t rank) const;
   // `rank` begins its contribution in `type`; its result goes to `member`.
-  // False, and nothing changes, if the rank had begun already.
-  bool BeginLocked(uint32_t rank, DataType type, std::shared_ptr<SessionMember> member);
+  // False, and nothing changes, if the rank had begun already. Takes
+  // parts_mu_ to set the rank's reply_to_.
+  bool BeginLocked(uint32_t rank, DataType type, std::shared_ptr<SessionMember> member) RS_EXCLUDES(parts_mu_);
   // The rank's contribution is complete.
   bool EndedLocked(uint32_t rank) const { return ended_[rank] != 0; }
   // Marks the rank's contribution complete at `now` (once per rank:
@@ -117,23 +122,34 @@ class Piece : public std::enable_shared_from_this<Piece> {
   // EndLocked has returned true.
   Clock::time_point first_end() const { return first_end_; }
 
+  // What one Release call sent: each part once to every rank it answers.
+  struct Sent {
+    uint64_t bytes = 0;          // payload bytes, summed over the ranks sent to
+    uint32_t float32_parts = 0;  // parts that went in float32 (a wide sum's fallback)
+  };
+
   // Under parts_mu_, taken here:
   // `rank` has delivered `elements`. The run every rank has delivered since
   // the last claim, when it is a part's worth or the rest of the piece:
   // the caller reduces it and hands it to Release. Otherwise nothing.
-  std::optional<Run> Claim(uint32_t rank, uint64_t elements);
+  std::optional<Run> Claim(uint32_t rank, uint64_t elements) RS_EXCLUDES(parts_mu_);
   // The run claimed from `begin` is reduced into `data`, to go out with
   // `header`. Sends every reduced part that is next in order to every
   // rank, and lets go of the ranks' members once the whole result is out.
   // A piece of an epoch other than `current_epoch` (the ranks have left
-  // it) is reduced but not sent.
-  void Release(uint64_t begin, const protocol::PieceHeader& header, const uint8_t* data, uint32_t current_epoch);
+  // it) is reduced but not sent, nor is anything once the replies are let
+  // go (ReleaseReplies). Returns what went out, which may include parts
+  // other threads reduced.
+  Sent Release(uint64_t begin, const protocol::PieceHeader& header, const uint8_t* data, uint32_t current_epoch)
+      RS_EXCLUDES(parts_mu_);
   // A piece not yet sent in full holds its ranks' members, and they may
   // hold it (the piece being read, results queued): a cycle that only
   // sending the whole result breaks. After this no result goes out.
-  void ReleaseReplies();
+  void ReleaseReplies() RS_EXCLUDES(parts_mu_);
 
  private:
+  friend class Session;  // names parts_mu_ in its lock order (RS_ACQUIRED_BEFORE)
+
   const protocol::PieceHeader header_;
   const uint32_t first_rank_;
   const std::unique_ptr<PieceBuffer> buffer_;
@@ -149,17 +165,17 @@ class Piece : public std::enable_shared_from_this<Piece> {
 
   // Written under the session's mutex when the rank begins (see above).
   std::vector<DataType> types_;
-  std::vector<std::shared_ptr<SessionMember>> reply_to_;
 
-  // Guarded by parts_mu_ (elements, from the piece's start): what each rank
-  // has delivered, what is claimed for reduction, what went out, and the
-  // reduced parts waiting for the ones before them (by first element), with
-  // the bytes each part is sent from.
-  std::mutex parts_mu_;
-  std::vector<uint64_t> arrived_;
-  uint64_t claimed_ = 0;
-  uint64_t sent_ = 0;
-  std::map<uint64_t, std::pair<protocol::PieceHeader, const uint8_t*>> reduced_;
+  // Elements, from the piece's start: what each rank has delivered, what is
+  // claimed for reduction, what went out, and the reduced parts waiting for
+  // the ones before them (by first element), with the bytes each part is
+  // sent from. And who gets the result, until it is out.
+  Mutex parts_mu_;
+  std::vector<uint64_t> arrived_ RS_GUARDED_BY(parts_mu_);
+  uint64_t claimed_ RS_GUARDED_BY(parts_mu_) = 0;
+  uint64_t sent_ RS_GUARDED_BY(parts_mu_) = 0;
+  std::map<uint64_t, std::pair<protocol::PieceHeader, const uint8_t*>> reduced_ RS_GUARDED_BY(parts_mu_);
+  std::vector<std::shared_ptr<SessionMember>> reply_to_ RS_GUARDED_BY(parts_mu_);
 };
 
 }  // namespace rs::server

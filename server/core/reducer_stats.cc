@@ -2,9 +2,8 @@
 
 namespace rs::server {
 
-void ReducerStats::PieceCompleted(uint64_t bytes_sent, std::chrono::nanoseconds latency,
-                                  std::chrono::nanoseconds wait, bool in_parts) {
-  bytes_sent_.fetch_add(bytes_sent, std::memory_order_relaxed);
+void ReducerStats::PieceCompleted(std::chrono::nanoseconds latency, std::chrono::nanoseconds wait,
+                                  bool in_parts) {
   pieces_completed_.fetch_add(1, std::memory_order_relaxed);
   if (in_parts) pieces_in_parts_.fetch_add(1, std::memory_order_relaxed);
   piece_latency_.Observe(latency);

@@ -52,11 +52,12 @@ class ReducerStats {
   ReducerStats& operator=(const ReducerStats&) = delete;
 
   void AddReceived(uint64_t bytes) { bytes_received_.fetch_add(bytes, std::memory_order_relaxed); }
+  // Result parts went out: `bytes` to all their ranks together.
+  void AddSent(uint64_t bytes) { bytes_sent_.fetch_add(bytes, std::memory_order_relaxed); }
   // A piece was reduced and its result sent to every rank, in parts or
   // whole. latency: first contribution begun -> result ready; wait: first
   // contribution complete -> last contribution complete.
-  void PieceCompleted(uint64_t bytes_sent, std::chrono::nanoseconds latency, std::chrono::nanoseconds wait,
-                      bool in_parts);
+  void PieceCompleted(std::chrono::nanoseconds latency, std::chrono::nanoseconds wait, bool in_parts);
   void OperationCompleted() { operations_completed_.fetch_add(1, std::memory_order_relaxed); }
   // A float32 sum's contribution of `wire_bytes` (float32 size: `float32_bytes`)
   // arrived; `fallback` when it came as float32.
@@ -65,10 +66,10 @@ class ReducerStats {
     wire_float32_bytes_received_.fetch_add(float32_bytes, std::memory_order_relaxed);
     if (fallback) wire_fallback_contributions_.fetch_add(1, std::memory_order_relaxed);
   }
-  // A float32 sum's result part went out: `bytes` to every rank in all.
-  void AddWireResult(uint64_t bytes, bool fallback) {
-    bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
-    if (fallback) wire_fallback_results_.fetch_add(1, std::memory_order_relaxed);
+  // Float32 sums' result parts went out in float32 (a value did not fit
+  // the wire type); their bytes are counted by AddSent.
+  void AddWireFallbackResults(uint64_t parts) {
+    if (parts != 0) wire_fallback_results_.fetch_add(parts, std::memory_order_relaxed);
   }
   void CountError(Code code);
   // Increments of a connection's TCP busy and wait times since its last sample.

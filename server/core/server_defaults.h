@@ -3,7 +3,7 @@
 // docs/reference/settings.md, and reducerd fills its structs from it; the
 // structs (ServerConfig, SessionLimits, AdmissionLimits, ControlConfig)
 // start from the same values, so that code and tests that build one by hand
-// get what reducerd gets.
+// get what reducerd gets (a test that wants a feature off sets 0 itself).
 //
 // A size or a duration is kept beside the text the registry shows for it
 // ("4MiB", "60s"), which reducerd parses; tests/server/options_test.cc
@@ -18,7 +18,6 @@
 #include "common/default_value.h"
 
 namespace rs::server {
-
 
 inline constexpr Default<uint64_t> kDefaultMemoryLimit{uint64_t{1} << 30, "1GiB"};
 inline constexpr Default<uint64_t> kDefaultMaxPiece{uint64_t{4} << 20, "4MiB"};

@@ -15,20 +15,6 @@ std::string Seconds(std::chrono::milliseconds ms) {
   std::snprintf(buf, sizeof(buf), "%.3g s", s);
   return buf;
 }
-
-std::string RankList(const std::vector<uint32_t>& ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (i) out += ", ";
-    if (i == 16 && ranks.size() > 17) {
-      out += "and " + std::to_string(ranks.size() - 16) + " more";
-      break;
-    }
-    out += std::to_string(ranks[i]);
-  }
-  return out;
-}
-
 }  // namespace
 
 std::vector<RankCount> SlowestRanks(const SessionStats& stats, size_t max) {
@@ -55,83 +41,35 @@ Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams
       budget_(std::move(budget)),
       limits_(limits),
       created_(now),
-      reducer_stats_(stats ? std::move(stats) : std::make_shared<ReducerStats>()),
       flags_(flags),
       wire_(wire),
-      members_(size_t{world} * streams),
+      roster_(name_, world, streams, flags, wire),
       watermarks_(world),
       coordinator_(world),
       wants_watermark_(world, 0),
-      departed_(world),
-      last_arrivals_(new std::atomic<uint64_t>[world]()) {}
-
-Status Session::JoinDisagreement(const protocol::Hello& hello) const {
-  const std::string who = "rank " + std::to_string(hello.rank) + " joined session " + name_;
-  if (hello.world != world_ || hello.streams != streams_) {
-    return Status(Code::kMismatch, who + " with world size " + std::to_string(hello.world) + " and " +
-                                       std::to_string(hello.streams) +
-                                       " streams, but the session was opened with world size " +
-                                       std::to_string(world_) + " and " + std::to_string(streams_) + " streams");
-  }
-  if (((hello.flags ^ flags_) & protocol::kHelloFailover) != 0) {
-    auto failover = [](uint32_t flags) { return (flags & protocol::kHelloFailover) ? "on" : "off"; };
-    return Status(Code::kMismatch, who + " with failover " + failover(hello.flags) +
-                                       ", but the session was opened with failover " + failover(flags_) +
-                                       ": every rank must use the same setting");
-  }
-  if (hello.wire != wire_) {
-    return Status(Code::kMismatch, who + " with wire type " + std::string(protocol::WireTypeName(hello.wire)) +
-                                       ", but the session was opened with wire type " +
-                                       std::string(protocol::WireTypeName(wire_)) +
-                                       ": every rank must use the same REDUCER_WIRE_DTYPE");
-  }
-  return Status::Ok();
-}
+      counters_(world, stats ? std::move(stats) : std::make_shared<ReducerStats>()) {}
 
 Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember> member) {
   std::vector<std::shared_ptr<SessionMember>> notify;
   Status failed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return failure_.Prefixed("session " + name_ + " has already failed");
-    const Status disagreement = JoinDisagreement(hello);
-    const std::string stream = "rank " + std::to_string(hello.rank) + " stream " + std::to_string(hello.stream);
-    const std::string why =
-        disagreement.ok() ? " (two processes with the same rank?)" : ": " + disagreement.message();
-    // A running session is never failed by a join, whatever it says (anyone
-    // who learns its id may send one): only the late joiner is refused.
-    if (ready_) {
-      return Status(disagreement.ok() ? Code::kInvalidArgument : Code::kMismatch,
-                    stream + " cannot join session " + name_ + ": it is already running with all its " +
-                        std::to_string(world_) + " ranks" + why);
-    }
-    const bool in_range = hello.rank < world_ && hello.stream < streams_;
-    if (in_range && members_[StreamIndex(hello.rank, hello.stream)].member != nullptr) {
-      return Status(disagreement.ok() ? Code::kInvalidArgument : Code::kMismatch,
-                    stream + " has already joined session " + name_ + why);
-    }
-    if (!disagreement.ok()) {
-      // Before it runs, ranks that disagree are a job's misconfiguration:
-      // every rank hears of it now rather than at --join-timeout.
-      failed = disagreement;
-      notify = FailLocked(failed);
-    } else if (!in_range) {  // the handshake refuses these; a session never indexes past its slots
-      return Status(Code::kInvalidArgument, stream + " is outside session " + name_ + "'s " +
-                                                std::to_string(world_) + " ranks of " + std::to_string(streams_) +
-                                                " streams");
-    } else {
-      Stream& slot = members_[StreamIndex(hello.rank, hello.stream)];
-      slot.member = std::move(member);
-      ++joined_;
-      ++ever_joined_;
-      // Results in parts only if every rank takes them (older clients do not).
-      all_take_parts_ = all_take_parts_ && (hello.flags & protocol::kHelloResultParts) != 0;
-      if (joined_ == members_.size()) {
+    Roster::JoinOutcome joined = roster_.Join(hello, std::move(member));
+    switch (joined.kind) {
+      case Roster::JoinOutcome::Kind::kRefused:
+        return joined.status;
+      case Roster::JoinOutcome::Kind::kDisagrees:
+        failed = std::move(joined.status);
+        notify = FailLocked(failed);
+        break;
+      case Roster::JoinOutcome::Kind::kReady:
         // Before READY, so before any DATA frame.
-        part_bytes_.store(all_take_parts_ ? limits_.result_part_bytes : 0, std::memory_order_release);
-        ready_ = true;
-        for (const Stream& s : members_) notify.push_back(s.member);
-      }
+        part_bytes_.store(roster_.all_take_parts() ? limits_.result_part_bytes : 0, std::memory_order_release);
+        notify = roster_.Members();
+        break;
+      case Roster::JoinOutcome::Kind::kJoined:
+        break;
     }
   }
   if (!failed.ok()) {
@@ -147,16 +85,13 @@ bool Session::Leave(uint32_t rank, uint16_t stream, Departure how, const Status&
   Status failed;
   bool empty = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Stream& slot = members_[StreamIndex(rank, stream)];
-    if (slot.member == nullptr) return joined_ == 0;
-    slot.member.reset();
-    --joined_;
+    MutexLock lock(mu_);
+    if (!roster_.Leave(rank, stream)) return roster_.joined() == 0;
     memory_waits_.erase({rank, stream});
     if (failure_.ok()) {
       // Closed with a piece pending, or before the session was ready: it
       // ended in the middle of an operation, or of joining.
-      if (how == Departure::kLost || (how == Departure::kClosed && (!pending_.empty() || !ready_))) {
+      if (how == Departure::kLost || (how == Departure::kClosed && (!pending_.empty() || !roster_.ready()))) {
         failed = Status(Code::kPeerFailed, "rank " + std::to_string(rank) + " disconnected from the reducer (" +
                                                why.message() + ")");
       } else {
@@ -168,32 +103,19 @@ bool Session::Leave(uint32_t rank, uint16_t stream, Departure how, const Status&
             break;
           }
         }
-        if (failed.ok() && !departed_[rank]) departed_[rank] = Left{how, why.message()};
+        if (failed.ok()) roster_.Departed(rank, how, why.message());
       }
       if (!failed.ok()) notify = FailLocked(failed);
     }
-    empty = joined_ == 0;
+    empty = roster_.joined() == 0;
   }
   for (auto& m : notify) m->SendErrorAndClose(failed);
   return empty;
 }
 
 std::string Session::ClosedWithoutGoodbye() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::string ranks;
-  size_t count = 0;
-  for (uint32_t r = 0; r < world_; ++r) {
-    if (!departed_[r] || departed_[r]->how != Departure::kClosed) continue;
-    ranks += (count++ ? ", " : "") + std::to_string(r);
-  }
-  return count == 0 ? "" : (count == 1 ? "rank " : "ranks ") + ranks;
-}
-
-std::optional<uint32_t> Session::DepartedFromLocked(uint32_t rank, const Piece* piece) const {
-  for (uint32_t r = 0; r < world_; ++r) {
-    if (r != rank && departed_[r] && (piece == nullptr || !piece->EndedLocked(r))) return r;
-  }
-  return std::nullopt;
+  MutexLock lock(mu_);
+  return roster_.ClosedWithoutGoodbye();
 }
 
 Contribution Session::BeginContribution(uint32_t rank, const std::shared_ptr<SessionMember>& member,
@@ -203,7 +125,7 @@ Contribution Session::BeginContribution(uint32_t rank, const std::shared_ptr<Ses
   std::vector<std::shared_ptr<SessionMember>> notify;
   Outbox outbox;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     result = BeginLocked(rank, member, stream, header, std::move(wake), now, &notify, &outbox);
     if (result.kind == Contribution::Kind::kWaitForMemory) {
       memory_waits_.try_emplace({rank, stream}, MemoryWait{now, {header.seq, header.piece}});
@@ -230,14 +152,14 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
   }
   // Each check below fails the session: the rank broke the protocol, or
   // disagrees with the others, or waits for a rank that has left.
-  auto fail = [&](Status status) {
+  auto fail = [&](Status status) RS_REQUIRES(mu_) {
     *notify = FailLocked(status);
     result.status = std::move(status);
     return result;
   };
   if (Status s = UnannouncedEpochLocked(rank, header); !s.ok()) return fail(std::move(s));
   if (failover()) ReportWatermarkLocked(rank, header.watermark, outbox);
-  if (Status s = OutOfOrderLocked(rank, stream, header); !s.ok()) return fail(std::move(s));
+  if (Status s = roster_.OutOfOrder(rank, stream, header); !s.ok()) return fail(std::move(s));
   if (Status s = WideSumRefusedLocked(rank, header); !s.ok()) return fail(std::move(s));
   auto it = pending_.find(PieceKey{header.seq, header.piece});
   const Piece* pending = it == pending_.end() ? nullptr : it->second.get();
@@ -248,9 +170,7 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
     return result;
   }
   if (Status s = AddToPieceLocked(rank, member, header, *piece); !s.ok()) return fail(std::move(s));
-  Stream& s = members_[StreamIndex(rank, stream)];
-  s.last = StreamKey{header.epoch, header.seq, header.piece};
-  s.sent_any = true;
+  roster_.Sent(rank, stream, header);
   result.kind = Contribution::Kind::kReceive;
   result.dest = piece->slot(rank);
   result.piece = std::move(piece);
@@ -259,7 +179,7 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
 
 Status Session::RefusalLocked(uint32_t rank) const {
   if (!failure_.ok()) return failure_;
-  if (!ready_) {
+  if (!roster_.ready()) {
     return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent data before the session was ready");
   }
   return Status::Ok();
@@ -271,14 +191,6 @@ Status Session::UnannouncedEpochLocked(uint32_t rank, const protocol::PieceHeade
   return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " + std::to_string(header.seq) +
                                      " of epoch " + std::to_string(header.epoch) + " before announcing the epoch (" +
                                      "this reducer is at epoch " + std::to_string(epoch) + ")");
-}
-
-Status Session::OutOfOrderLocked(uint32_t rank, uint16_t stream, const protocol::PieceHeader& header) const {
-  const Stream& s = members_[StreamIndex(rank, stream)];
-  const StreamKey order{header.epoch, header.seq, header.piece};
-  if (!s.sent_any || order > s.last) return Status::Ok();
-  return Status(Code::kProtocol, "rank " + std::to_string(rank) + " sent operation " + std::to_string(header.seq) +
-                                     " piece " + std::to_string(header.piece) + " out of order or twice");
 }
 
 Status Session::WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const {
@@ -300,10 +212,10 @@ Status Session::WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader&
 
 Status Session::DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header,
                                      const Piece* piece) const {
-  const auto gone = DepartedFromLocked(rank, piece);
+  const auto gone = roster_.DepartedFrom(rank, piece);
   if (!gone) return Status::Ok();
   // The other ranks learn that a rank has left when they need it.
-  const Left& left = *departed_[*gone];
+  const Roster::Left& left = *roster_.departure(*gone);
   const std::string who = "rank " + std::to_string(*gone);
   const std::string before = "before operation " + std::to_string(header.seq);
   return Status(Code::kPeerFailed,
@@ -327,7 +239,7 @@ std::shared_ptr<Piece> Session::AllocateLocked(uint32_t rank, const protocol::Pi
 uint64_t Session::PartElementsLocked(const protocol::PieceHeader& header) const {
   const bool wide = (header.flags & protocol::kPieceWideSum) != 0;
   const uint64_t part_bytes = result_part_bytes();
-  const bool whole = part_bytes == 0 || (limits_.whole_pieces_from != 0 && paths_short_ &&
+  const bool whole = part_bytes == 0 || (limits_.whole_pieces_from != 0 && roster_.paths_short() &&
                                          header.pieces >= uint64_t{limits_.whole_pieces_from} * world_);
   const size_t elem = DataTypeSize(wide ? wire_ : header.dtype);
   return whole ? header.count : std::max<uint64_t>(1, part_bytes / elem);
@@ -346,12 +258,8 @@ Status Session::AddToPieceLocked(uint32_t rank, const std::shared_ptr<SessionMem
 }
 
 void Session::ReportRoundTrip(uint32_t rank, uint16_t stream, uint32_t min_rtt_us) {
-  if (rank >= world_ || stream >= streams_) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  members_[StreamIndex(rank, stream)].min_rtt_us = min_rtt_us;
-  paths_short_ = std::all_of(members_.begin(), members_.end(), [](const Stream& st) {
-    return st.member == nullptr || (st.min_rtt_us != 0 && st.min_rtt_us <= kWholePiecesMaxRtt.count());
-  });
+  MutexLock lock(mu_);
+  roster_.ReportRoundTrip(rank, stream, min_rtt_us);
 }
 
 void Session::ContributionProgress(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t bytes) {
@@ -361,17 +269,11 @@ void Session::ContributionProgress(uint32_t rank, const std::shared_ptr<Piece>& 
 }
 
 void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece, Clock::time_point now) {
-  const uint64_t payload = piece->contribution_bytes(rank);
-  bytes_received_.fetch_add(payload, std::memory_order_relaxed);
-  reducer_stats_->AddReceived(payload);
-  if (piece->wide_sum()) {
-    reducer_stats_->AddWireContribution(payload, piece->header().count * sizeof(float),
-                                        piece->type(rank) == DataType::kFloat32);
-  }
+  counters_.OnContributionBytes(*piece, rank);
   bool last = false;
   bool first_piece_of_op = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok() || piece->EndedLocked(rank)) return;
     // Dropped while it was being received: the ranks moved to a new epoch.
     if (piece->header().epoch != epoch_.load(std::memory_order_relaxed)) return;
@@ -389,21 +291,9 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
   if (!last) return;
   const auto latency = (now - piece->first_arrival()) + (Clock::now() - reduce_start);
   const auto wait = now - piece->first_end();
-  // A wide sum's parts count their bytes as they go (Deliver): their type
-  // is known only then.
-  const uint64_t sent = piece->wide_sum() ? 0 : payload * world_;
-  // `rank` completed the piece: it is the one everybody waited for.
-  last_arrivals_[rank].fetch_add(1, std::memory_order_relaxed);
-  straggler_wait_ns_.fetch_add(static_cast<uint64_t>(std::max<int64_t>(
-                                   std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count(), 0)),
-                               std::memory_order_relaxed);
-  pieces_completed_.fetch_add(1, std::memory_order_relaxed);
-  bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
-  reducer_stats_->PieceCompleted(sent, latency, wait, piece->in_parts());
-  if (first_piece_of_op) {
-    operations_completed_.fetch_add(1, std::memory_order_relaxed);
-    reducer_stats_->OperationCompleted();
-  }
+  // The bytes sent were counted as the parts went out (Deliver).
+  counters_.OnPieceCompleted(*piece, rank, latency, wait);
+  if (first_piece_of_op) counters_.OnOperationCompleted();
 }
 
 void Session::Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements) {
@@ -423,19 +313,10 @@ void Session::Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64
     h.flags |= protocol::kPieceCrc;
     h.crc = protocol::Crc32c(out.data, h.PayloadBytes());
   }
-  if (p.wide_sum()) {
-    const uint64_t sent = h.PayloadBytes() * world_;
-    bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
-    reducer_stats_->AddWireResult(sent, h.dtype == DataType::kFloat32);
-  }
-  p.Release(run->begin, h, out.data, epoch_.load(std::memory_order_acquire));
-}
-
-std::shared_ptr<SessionMember> Session::FirstMemberLocked(uint32_t rank) const {
-  for (uint16_t st = 0; st < streams_; ++st) {
-    if (const auto& m = members_[StreamIndex(rank, st)].member) return m;
-  }
-  return nullptr;
+  // Counted as they go out: a part of an epoch the ranks have left, or of
+  // a failed session, is dropped, and a wide sum's part has its type only
+  // now.
+  counters_.OnResultPartsSent(p, p.Release(run->begin, h, out.data, epoch_.load(std::memory_order_acquire)));
 }
 
 void Session::ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox) {
@@ -446,7 +327,7 @@ void Session::ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbo
   for (uint32_t r = 0; r < world_; ++r) {
     if (!wants_watermark_[r]) continue;
     wants_watermark_[r] = 0;
-    if (auto m = FirstMemberLocked(r)) outbox->emplace_back(std::move(m), frame);
+    if (auto m = roster_.FirstMember(r)) outbox->emplace_back(std::move(m), frame);
   }
 }
 
@@ -455,7 +336,7 @@ std::optional<protocol::Heartbeat> Session::OnHeartbeat(uint32_t rank, const pro
   Outbox outbox;
   std::optional<protocol::Heartbeat> reply;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return std::nullopt;
     const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
     if (heartbeat.epoch == epoch) ReportWatermarkLocked(rank, heartbeat.watermark, &outbox);
@@ -475,7 +356,7 @@ void Session::OnMembership(uint32_t rank, const protocol::MembershipFrame& frame
   Status failed;
   bool quiet = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return;
     const std::string from = "rank " + std::to_string(rank);
     if (!failover()) {
@@ -483,14 +364,11 @@ void Session::OnMembership(uint32_t rank, const protocol::MembershipFrame& frame
     } else if (frame.kind == MembershipKind::kEvict) {
       // The ranks go on without this reducer: leave without telling anyone
       // (an error from here would end the job the failover is saving).
-      evicted_ = true;
       failure_ = Status(Code::kCancelled, "this reducer left session " + name_ + ": " + from +
                                               " dropped it from the session (failover to epoch " +
                                               std::to_string(frame.epoch) + ")");
       pending_.clear();
-      for (const Stream& st : members_) {
-        if (st.member) notify.push_back(st.member);
-      }
+      notify = roster_.Members();
       quiet = true;
     } else if (frame.kind == MembershipKind::kReport || frame.kind == MembershipKind::kAnnounce) {
       const FailoverCoordinator::Actions actions = frame.kind == MembershipKind::kReport
@@ -532,33 +410,23 @@ void Session::QueueLocked(const FailoverCoordinator::Actions& actions, Outbox* o
   if (actions.to_all) {
     const auto bytes = protocol::EncodeMembership(*actions.to_all);
     for (uint32_t r = 0; r < world_; ++r) {
-      if (auto m = FirstMemberLocked(r)) outbox->emplace_back(std::move(m), bytes);
+      if (auto m = roster_.FirstMember(r)) outbox->emplace_back(std::move(m), bytes);
     }
   }
   for (const auto& [rank, frame] : actions.to_rank) {
-    if (auto m = FirstMemberLocked(rank)) outbox->emplace_back(std::move(m), protocol::EncodeMembership(frame));
+    if (auto m = roster_.FirstMember(rank)) outbox->emplace_back(std::move(m), protocol::EncodeMembership(frame));
   }
-}
-
-std::string Session::MissingRanksLocked() const {
-  std::vector<uint32_t> missing;
-  for (uint32_t r = 0; r < world_; ++r) {
-    bool all = true;
-    for (uint16_t s = 0; s < streams_; ++s) all = all && members_[StreamIndex(r, s)].member != nullptr;
-    if (!all) missing.push_back(r);
-  }
-  return RankList(missing);
 }
 
 void Session::CheckTimeouts(Clock::time_point now) {
   Status failed;
   std::vector<std::shared_ptr<SessionMember>> notify;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return;
-    if (!ready_ && now - created_ > limits_.join_timeout) {
+    if (!roster_.ready() && now - created_ > limits_.join_timeout) {
       failed = Status(Code::kTimeout, "session " + name_ + " was not complete after " +
-                                          Seconds(limits_.join_timeout) + ": " + MissingRanksLocked() +
+                                          Seconds(limits_.join_timeout) + ": " + roster_.MissingRanks() +
                                           " never joined with all " + std::to_string(streams_) +
                                           " streams (wrong token, address or world size?)");
     }
@@ -595,7 +463,7 @@ void Session::CheckTimeouts(Clock::time_point now) {
 void Session::Fail(const Status& status) {
   std::vector<std::shared_ptr<SessionMember>> notify;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return;
     notify = FailLocked(status);
   }
@@ -613,9 +481,8 @@ void Session::DropMembers() {
   std::vector<std::shared_ptr<SessionMember>> members;
   std::map<PieceKey, std::shared_ptr<Piece>> pending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (Stream& s : members_) members.push_back(std::move(s.member));
-    joined_ = 0;
+    MutexLock lock(mu_);
+    members = roster_.TakeMembers();
     pending.swap(pending_);
   }
   ReleaseReplies(pending);
@@ -626,47 +493,39 @@ void Session::DropMembers() {
 std::vector<std::shared_ptr<SessionMember>> Session::FailLocked(const Status& status) {
   failure_ = status;
   // Counted here, once per session, however many members are told.
-  reducer_stats_->CountError(status.code());
+  counters_.OnFailure(status.code());
   ReleaseReplies(pending_);
   pending_.clear();
-  std::vector<std::shared_ptr<SessionMember>> notify;
-  for (const Stream& s : members_) {
-    if (s.member) notify.push_back(s.member);
-  }
-  return notify;
+  return roster_.Members();
 }
 
 bool Session::ready() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return ready_;
+  MutexLock lock(mu_);
+  return roster_.ready();
 }
 
 Status Session::failure() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return failure_;
 }
 
 SessionStats Session::stats() const {
   SessionStats out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     out.world = world_;
     out.streams = streams_;
-    std::vector<uint8_t> seen(world_, 0);
-    for (uint32_t r = 0; r < world_; ++r) {
-      for (uint16_t s = 0; s < streams_; ++s) seen[r] |= members_[StreamIndex(r, s)].member != nullptr;
-      out.ranks_joined += seen[r];
-    }
-    out.ready = ready_;
+    out.ranks_joined = roster_.ranks_joined();
+    out.ready = roster_.ready();
     out.failed = !failure_.ok();
   }
-  out.pieces_completed = pieces_completed_.load(std::memory_order_relaxed);
-  out.bytes_received = bytes_received_.load(std::memory_order_relaxed);
-  out.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
-  out.operations_completed = operations_completed_.load(std::memory_order_relaxed);
-  out.straggler_wait_seconds = static_cast<double>(straggler_wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
-  out.last_arrivals.resize(world_);
-  for (uint32_t r = 0; r < world_; ++r) out.last_arrivals[r] = last_arrivals_[r].load(std::memory_order_relaxed);
+  SessionCounts counts = counters_.Snapshot();
+  out.operations_completed = counts.operations_completed;
+  out.pieces_completed = counts.pieces_completed;
+  out.bytes_received = counts.bytes_received;
+  out.bytes_sent = counts.bytes_sent;
+  out.straggler_wait_seconds = counts.straggler_wait_seconds;
+  out.last_arrivals = std::move(counts.last_arrivals);
   return out;
 }
 

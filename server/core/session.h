@@ -1,5 +1,6 @@
 // A session: all ranks of one job (one NCCL communicator) on one reducer.
-// It tracks who has joined, matches the ranks' contributions to each piece by
+// Its roster (roster.h) tracks who has joined with which streams and who
+// has left. The session matches the ranks' contributions to each piece by
 // (operation sequence, piece index), checks that every rank agrees on dtype,
 // op and sizes, reduces a complete piece in rank order and hands the result
 // to every rank's stream. It fails as a whole: a mismatch, a timeout or a
@@ -11,8 +12,10 @@
 //
 // It also attributes stragglers: for each completed piece it records which
 // rank's contribution completed last and how long the piece waited between
-// the first and the last contribution, per session and into the reducer-wide
-// ReducerStats.
+// the first and the last contribution. This and the bytes, pieces and
+// operations are counted in one place (session_counters.h), per session and
+// into the reducer-wide ReducerStats; bytes sent are the result parts that
+// went out.
 //
 // A float32 sum on a 16-bit wire (protocol::kPieceWideSum) gets a slot of
 // float32 size per rank, since each rank's piece may come in the wire type
@@ -31,22 +34,27 @@
 // quietly when the ranks evict it.
 //
 // Threading: every method may be called from any I/O thread. One mutex
-// guards membership and the table of pending pieces; payload bytes are
-// received and reduced outside it. Members are called outside the lock.
-// Counters read by stats() are atomics, so observers never wait on a
-// reduction.
+// (mu_) guards the roster, the table of pending pieces and the failover
+// state; payload bytes are received and reduced outside it. Members are
+// called outside the lock. Counters read by stats() are atomics
+// (session_counters.h), so observers never wait on a reduction. What mu_
+// guards and the functions that need it (*Locked) are annotated, and clang
+// checks them (common/thread_annotations.h).
 //
 // Lock order: Session::mu_, then Piece::parts_mu_, then
 // Connection::results_mu_ (server/net/connection.h); which of a piece's
-// fields each of the first two guards is in piece.h. A failure or a
-// teardown takes a pending piece's parts_mu_ under mu_ to let go of its
-// replies (ReleaseReplies); a piece's parts go to its members under
-// parts_mu_, so that they leave in order, and SendResult takes the
-// connection's results_mu_ only to queue them. Nothing takes mu_ under the
-// other two, and Deliver never runs under mu_. The MemoryBudget's mutex is
-// a leaf below mu_: buffers are allocated under it (BeginLocked) and freed
-// when a failure drops the pending pieces; the budget runs its wake-ups
-// after releasing its own lock, and they only post to a connection.
+// fields each of the first two guards is in piece.h. A piece's first
+// contribution from a rank records the rank's member under both
+// (Piece::BeginLocked), and a failure or a teardown takes a pending
+// piece's parts_mu_ under mu_ to let go of its replies (ReleaseReplies); a
+// piece's parts go to its members under parts_mu_, so that they leave in
+// order, and SendResult takes the connection's results_mu_ only to queue
+// them. Nothing takes mu_ under the other two, and Deliver never runs
+// under mu_. The MemoryBudget's mutex is a leaf below mu_: buffers are
+// allocated under it (BeginLocked) and freed when a failure drops the
+// pending pieces; the budget runs its wake-ups after releasing its own
+// lock, and they only post to a connection. mu_'s declaration names the
+// mutexes below it (RS_ACQUIRED_BEFORE) that server/core can name.
 #pragma once
 
 #include <atomic>
@@ -55,46 +63,27 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/thread_annotations.h"
 #include "protocol/membership.h"
 #include "protocol/wire.h"
 #include "server/core/failover_coordinator.h"
 #include "server/core/memory_budget.h"
 #include "server/core/piece.h"
 #include "server/core/recent_seq_set.h"
+#include "server/core/roster.h"
 #include "server/core/server_defaults.h"
 #include "server/core/reducer_stats.h"
+#include "server/core/session_counters.h"
 #include "server/core/watermark_tracker.h"
 
 namespace rs::server {
-
-// How a stream left its session (Session::Leave).
-enum class Departure {
-  // The rank said BYE: its client closed after its last operation.
-  kGoodbye,
-  // The connection ended (EOF) at a frame boundary, without BYE, in a ready
-  // session with no piece pending on this reducer: the rank's process ended
-  // between operations without closing its client (no atexit, os._exit). A
-  // clean end too, unless another rank goes on; otherwise as kLost.
-  kClosed,
-  // Anything else: a reset, a broken frame, a silent rank, an ERROR from it.
-  kLost,
-};
-
-// Large operations (SessionLimits::whole_pieces_from) get whole pieces only
-// while every stream's path has reported a round trip (TCP's smallest) of at
-// most this. On a long path a loss holds up a whole piece's result for a
-// round trip or more: with 80 ms round trips and losses, 64 MiB operations
-// took 8 % longer on average with whole pieces.
-inline constexpr std::chrono::microseconds kWholePiecesMaxRtt{2000};
 
 struct SessionLimits {
   // Largest piece payload accepted (bytes); also announced in WELCOME.
@@ -105,13 +94,13 @@ struct SessionLimits {
   bool crc = true;
   // When the ranks take results in parts (kHelloResultParts): the smallest
   // part worth a RESULT frame. 0: whole pieces only.
-  uint64_t result_part_bytes = 0;
+  uint64_t result_part_bytes = kDefaultResultPart.value;
   // Operations cut into at least this many pieces per rank get whole pieces
   // even then (0: parts for every operation). Whole pieces delay the
   // operation's end by one piece from every rank on the reducer's link, at
   // most world / pieces of the operation, and save a frame, a wake-up of
   // every rank's connection and a reduction call per part.
-  uint32_t whole_pieces_from = 0;  // ... on short paths only (kWholePiecesMaxRtt)
+  uint32_t whole_pieces_from = kDefaultWholePiecesFrom;  // ... on short paths only (kWholePiecesMaxRtt)
 };
 
 struct SessionStats {
@@ -237,59 +226,44 @@ class Session {
 
  private:
   using PieceKey = std::pair<uint64_t, uint32_t>;  // (seq, piece index)
-  using StreamKey = std::tuple<uint32_t, uint64_t, uint32_t>;  // (epoch, seq, piece index)
-  struct Stream {
-    std::shared_ptr<SessionMember> member;
-    StreamKey last{0, 0, 0};
-    bool sent_any = false;
-    uint32_t min_rtt_us = 0;  // the path's smallest round trip; 0: not reported
-  };
   // Frames to send once the lock is released.
   using Outbox = std::vector<std::pair<std::shared_ptr<SessionMember>, std::vector<uint8_t>>>;
 
-  size_t StreamIndex(uint32_t rank, uint16_t stream) const { return size_t{rank} * streams_ + stream; }
-  // Why `hello` does not fit this session (world, streams, failover, wire
-  // type), or Ok. Reads only what is fixed at construction.
-  Status JoinDisagreement(const protocol::Hello& hello) const;
-  std::vector<std::shared_ptr<SessionMember>> FailLocked(const Status& status);
+  std::vector<std::shared_ptr<SessionMember>> FailLocked(const Status& status) RS_REQUIRES(mu_);
   static void ReleaseReplies(const std::map<PieceKey, std::shared_ptr<Piece>>& pieces);
   Contribution BeginLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member, uint16_t stream,
                            const protocol::PieceHeader& header, std::function<void()> wake, Clock::time_point now,
-                           std::vector<std::shared_ptr<SessionMember>>* notify, Outbox* outbox);
+                           std::vector<std::shared_ptr<SessionMember>>* notify, Outbox* outbox) RS_REQUIRES(mu_);
   // BeginLocked's steps. Why the session takes no data now (failed, not
   // ready), without failing it.
-  Status RefusalLocked(uint32_t rank) const;
+  Status RefusalLocked(uint32_t rank) const RS_REQUIRES(mu_);
   // Each of these is an error that fails the session, or Ok: an epoch the
-  // rank has not announced; a piece not after the stream's last one; a wide
-  // sum the session cannot take; a rank that left and will not send its
-  // part of `piece` (nullptr: a piece nobody has sent yet).
-  Status UnannouncedEpochLocked(uint32_t rank, const protocol::PieceHeader& header) const;
-  Status OutOfOrderLocked(uint32_t rank, uint16_t stream, const protocol::PieceHeader& header) const;
-  Status WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const;
-  Status DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header, const Piece* piece) const;
+  // rank has not announced; a wide sum the session cannot take; a rank that
+  // left and will not send its part of `piece` (nullptr: a piece nobody has
+  // sent yet). The roster checks the order of each stream's pieces.
+  Status UnannouncedEpochLocked(uint32_t rank, const protocol::PieceHeader& header) const RS_REQUIRES(mu_);
+  Status WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const RS_REQUIRES(mu_);
+  Status DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header, const Piece* piece) const
+      RS_REQUIRES(mu_);
   // A new pending piece for `header`, first sent by `rank`; nullptr when
   // the budget cannot cover it now (`wake` is then registered with it).
   std::shared_ptr<Piece> AllocateLocked(uint32_t rank, const protocol::PieceHeader& header,
-                                        std::function<void()> wake, Clock::time_point now);
+                                        std::function<void()> wake, Clock::time_point now) RS_REQUIRES(mu_);
   // The parts policy: the smallest result part of a new piece (elements),
   // or its whole count when its result goes out whole.
-  uint64_t PartElementsLocked(const protocol::PieceHeader& header) const;
+  uint64_t PartElementsLocked(const protocol::PieceHeader& header) const RS_REQUIRES(mu_);
   // `rank` begins its contribution to `piece`; an error if its header
   // disagrees with the first rank's or the rank sent the piece twice.
   Status AddToPieceLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member,
-                          const protocol::PieceHeader& header, Piece& piece);
-  std::string MissingRanksLocked() const;
-  // A rank that left cleanly and has not sent its part of `piece` (nullptr:
-  // a piece nobody has sent yet), other than `rank`: it never will.
-  std::optional<uint32_t> DepartedFromLocked(uint32_t rank, const Piece* piece) const;
+                          const protocol::PieceHeader& header, Piece& piece) RS_REQUIRES(mu_);
   // `rank` has delivered `elements` of the piece: reduces the run every
   // rank has delivered since the last claim when it is a part's worth (or
-  // the rest), then sends the reduced parts that are next in order.
-  void Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements);
-  std::shared_ptr<SessionMember> FirstMemberLocked(uint32_t rank) const;
-  void ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox);
-  void InstallLocked(uint32_t epoch, uint64_t start);
-  void QueueLocked(const FailoverCoordinator::Actions& actions, Outbox* outbox);
+  // the rest), then sends the reduced parts that are next in order. Never
+  // under mu_: it reduces, and sends under the piece's parts_mu_.
+  void Deliver(uint32_t rank, const std::shared_ptr<Piece>& piece, uint64_t elements) RS_EXCLUDES(mu_);
+  void ReportWatermarkLocked(uint32_t rank, uint64_t value, Outbox* outbox) RS_REQUIRES(mu_);
+  void InstallLocked(uint32_t epoch, uint64_t start) RS_REQUIRES(mu_);
+  void QueueLocked(const FailoverCoordinator::Actions& actions, Outbox* outbox) RS_REQUIRES(mu_);
 
   const protocol::SessionId id_;
   const std::string name_;  // hex id, for messages
@@ -298,28 +272,18 @@ class Session {
   const std::shared_ptr<MemoryBudget> budget_;
   const SessionLimits limits_;
   const Clock::time_point created_;
-  const std::shared_ptr<ReducerStats> reducer_stats_;
   const uint32_t flags_;
   const DataType wire_;
 
-  mutable std::mutex mu_;
-  std::vector<Stream> members_;               // guarded by mu_; world * streams
-  uint32_t joined_ = 0;                       // guarded by mu_: streams joined and not left
-  uint32_t ever_joined_ = 0;                  // guarded by mu_
-  bool ready_ = false;                        // guarded by mu_
-  Status failure_;                            // guarded by mu_
-  std::map<PieceKey, std::shared_ptr<Piece>> pending_;  // guarded by mu_
-  RecentSeqSet completed_ops_;                // guarded by mu_
-  WatermarkTracker watermarks_;               // guarded by mu_
-  FailoverCoordinator coordinator_;           // guarded by mu_
-  std::vector<uint8_t> wants_watermark_;      // guarded by mu_; per rank
-  // Per rank, once it has left cleanly: how, and the connection's last word.
-  struct Left {
-    Departure how;
-    std::string why;
-  };
-  std::vector<std::optional<Left>> departed_;  // guarded by mu_
-  bool evicted_ = false;                      // guarded by mu_
+  // The lock order (top of this file), as far as clang can be told it.
+  mutable Mutex mu_ RS_ACQUIRED_BEFORE(Piece::parts_mu_, MemoryBudget::mu_);
+  Roster roster_ RS_GUARDED_BY(mu_);
+  Status failure_ RS_GUARDED_BY(mu_);
+  std::map<PieceKey, std::shared_ptr<Piece>> pending_ RS_GUARDED_BY(mu_);
+  RecentSeqSet completed_ops_ RS_GUARDED_BY(mu_);
+  WatermarkTracker watermarks_ RS_GUARDED_BY(mu_);
+  FailoverCoordinator coordinator_ RS_GUARDED_BY(mu_);
+  std::vector<uint8_t> wants_watermark_ RS_GUARDED_BY(mu_);  // per rank
   // Streams whose next piece waits for memory (kWaitForMemory), since when
   // and for which piece: no pending piece shows them, and --op-timeout
   // must still end the wait, naming it.
@@ -327,19 +291,12 @@ class Session {
     Clock::time_point since;
     PieceKey piece;
   };
-  std::map<std::pair<uint32_t, uint16_t>, MemoryWait> memory_waits_;  // guarded by mu_; (rank, stream)
-  bool all_take_parts_ = true;                // guarded by mu_: every HELLO so far asked for parts
-  bool paths_short_ = false;                  // guarded by mu_: every stream's round trip is known and short
+  std::map<std::pair<uint32_t, uint16_t>, MemoryWait> memory_waits_ RS_GUARDED_BY(mu_);  // (rank, stream)
   std::atomic<uint64_t> part_bytes_{0};       // written under mu_ when the session becomes ready
   std::atomic<uint32_t> epoch_{0};            // written under mu_
   std::atomic<uint64_t> watermark_{0};        // written under mu_
 
-  std::atomic<uint64_t> pieces_completed_{0};
-  std::atomic<uint64_t> bytes_received_{0};
-  std::atomic<uint64_t> bytes_sent_{0};
-  std::atomic<uint64_t> operations_completed_{0};
-  std::atomic<uint64_t> straggler_wait_ns_{0};
-  const std::unique_ptr<std::atomic<uint64_t>[]> last_arrivals_;  // world entries
+  SessionCounters counters_;  // atomics: read by stats() without mu_
 };
 
 }  // namespace rs::server

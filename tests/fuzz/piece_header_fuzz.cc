@@ -100,7 +100,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint64_t part_bytes = ((first >> 2) & 0xf) * 4u;        // 0 (whole pieces) to 60 B
   const uint32_t join = in.Byte() % (world * streams + 1);
   auto budget = MemoryBudget::Create(kBudget);
-  SessionLimits limits{max_piece, std::chrono::seconds(5), std::chrono::seconds(10), true, part_bytes};
+  // whole_pieces_from 0: parts for every operation that fits them.
+  SessionLimits limits{max_piece, std::chrono::seconds(5), std::chrono::seconds(10), true, part_bytes, 0};
   Clock::time_point now{};
   auto session = std::make_shared<Session>(protocol::SessionIdFromName("fuzz"), world, streams, budget, limits, now,
                                            nullptr, flags, wire);

@@ -84,6 +84,8 @@ TEST(ReducerdOptions, TheRegistrysDefaultsAreTheStructsDefaults) {
   EXPECT_EQ(o->net.tls, net.tls);
   const SessionLimits session;
   EXPECT_EQ(o->net.max_piece_bytes, session.max_piece_bytes);
+  EXPECT_EQ(o->net.result_part_bytes, session.result_part_bytes);
+  EXPECT_EQ(o->net.whole_pieces_from, session.whole_pieces_from);
   EXPECT_EQ(o->net.op_timeout, session.op_timeout);
   EXPECT_EQ(o->net.join_timeout, session.join_timeout);
   EXPECT_EQ(o->net.crc, session.crc);

@@ -40,11 +40,11 @@ class PieceTest : public ::testing::Test {
   }
 
   // Releases `run` as reduced, with a header placing it in the piece.
-  static void Release(Piece& piece, const Piece::Run& run, uint32_t current_epoch = 0) {
+  static Piece::Sent Release(Piece& piece, const Piece::Run& run, uint32_t current_epoch = 0) {
     protocol::PieceHeader h = piece.header();
     h.offset = run.begin;
     h.count = run.end - run.begin;
-    piece.Release(run.begin, h, piece.slot(0), current_epoch);
+    return piece.Release(run.begin, h, piece.slot(0), current_epoch);
   }
 
   Clock::time_point t0_ = Clock::now();
@@ -83,10 +83,14 @@ TEST_F(PieceTest, PartsReachEveryRankInOrderWhateverOrderTheyAreReducedIn) {
   const auto first = piece->Claim(2, 50);
   const auto second = piece->Claim(2, 100);
   ASSERT_TRUE(first && second);
-  Release(*piece, *second);  // the second part's reduction finished first
+  // The second part's reduction finished first: it waits for the first,
+  // and whoever sends it counts it.
+  EXPECT_EQ(Release(*piece, *second).bytes, 0u);
   for (const auto& m : members_) EXPECT_TRUE(m->offsets.empty());
-  Release(*piece, *first);
+  const Piece::Sent sent = Release(*piece, *first);
   for (const auto& m : members_) EXPECT_EQ(m->offsets, (std::vector<uint64_t>{0, 50}));
+  EXPECT_EQ(sent.bytes, kWorld * 100 * sizeof(float)) << "both parts, to every rank";
+  EXPECT_EQ(sent.float32_parts, 2u);
 }
 
 TEST_F(PieceTest, APieceOfAnEpochTheRanksLeftIsNotSent) {
@@ -95,7 +99,7 @@ TEST_F(PieceTest, APieceOfAnEpochTheRanksLeftIsNotSent) {
   piece->Claim(1, 10);
   const auto run = piece->Claim(2, 10);
   ASSERT_TRUE(run);
-  Release(*piece, *run, /*current_epoch=*/2);
+  EXPECT_EQ(Release(*piece, *run, /*current_epoch=*/2).bytes, 0u) << "nothing went out";
   for (const auto& m : members_) EXPECT_TRUE(m->offsets.empty());
 }
 
@@ -106,7 +110,7 @@ TEST_F(PieceTest, NoResultGoesOutOnceTheRepliesAreReleased) {
   const auto run = piece->Claim(2, 10);
   ASSERT_TRUE(run);
   piece->ReleaseReplies();  // the session failed
-  Release(*piece, *run);
+  EXPECT_EQ(Release(*piece, *run).bytes, 0u) << "nothing went out";
   for (const auto& m : members_) EXPECT_TRUE(m->offsets.empty());
 }
 

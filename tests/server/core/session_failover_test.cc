@@ -161,6 +161,53 @@ TEST_F(SessionFailoverTest, EvictionClosesEveryStreamWithoutAnError) {
   for (auto& m : members_) EXPECT_TRUE(m->errors.empty());
 }
 
+// A float32 sum on a 16-bit wire goes out in parts; parts reduced after the
+// ranks left the piece's epoch are dropped, and bytes_sent counts only
+// what went out (it once counted the dropped parts too).
+TEST_F(SessionFailoverTest, PartsOfAnEpochTheRanksLeftAreNotCountedAsSent) {
+  auto stats = std::make_shared<ReducerStats>();
+  SessionLimits limits;
+  limits.result_part_bytes = 2;  // one bfloat16 element a part
+  limits.whole_pieces_from = 0;
+  const uint32_t flags = protocol::kHelloFailover | protocol::kHelloResultParts;
+  auto session = std::make_shared<Session>(protocol::SessionIdFromName("stale"), kWorld, 1, budget_, limits, t0_,
+                                           stats, flags, DataType::kBfloat16);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    protocol::Hello h;
+    h.session = session->id();
+    h.rank = r;
+    h.world = kWorld;
+    h.flags = flags;
+    h.wire = DataType::kBfloat16;
+    ASSERT_TRUE(session->Join(h, members_[r]).ok());
+  }
+  protocol::PieceHeader h = Piece(0, 0);
+  h.dtype = DataType::kBfloat16;
+  h.flags = protocol::kPieceWideSum;
+  std::vector<Contribution> c(kWorld);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    c[r] = session->BeginContribution(r, members_[r], 0, h, {}, t0_);
+    ASSERT_EQ(c[r].kind, Contribution::Kind::kReceive);
+    std::memset(c[r].dest, 0, 4 * sizeof(uint16_t));
+    session->ContributionProgress(r, c[r].piece, sizeof(uint16_t));
+  }
+  for (auto& m : members_) ASSERT_EQ(m->results.size(), 1u) << "element 0 is in from every rank";
+  const uint64_t first_part = kWorld * sizeof(uint16_t);
+  EXPECT_EQ(session->stats().bytes_sent, first_part);
+  // The ranks move to epoch 1 while the piece is still being read.
+  protocol::ReducerSet live(3, true);
+  for (uint32_t r = 0; r < kWorld; ++r) {
+    session->OnMembership(r, MembershipFrame{MembershipKind::kAnnounce, 1, 0, live});
+  }
+  ASSERT_EQ(session->epoch(), 1u);
+  for (uint32_t r = 0; r < kWorld; ++r) session->ContributionProgress(r, c[r].piece, 3 * sizeof(uint16_t));
+  for (uint32_t r = 0; r < kWorld; ++r) session->EndContribution(r, c[r].piece);
+  for (auto& m : members_) EXPECT_EQ(m->results.size(), 1u) << "nothing of the old epoch goes out";
+  EXPECT_EQ(session->stats().bytes_sent, first_part);
+  EXPECT_EQ(stats->Snapshot().bytes_sent, first_part);
+  EXPECT_TRUE(session->failure().ok()) << session->failure().ToString();
+}
+
 TEST(SessionWithoutFailoverTest, MembershipFramesAreRefused) {
   auto budget = MemoryBudget::Create(1 << 20);
   auto session = std::make_shared<Session>(protocol::SessionIdFromName("n"), 1, 1, budget, SessionLimits{},
