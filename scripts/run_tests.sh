@@ -119,8 +119,12 @@ if [ "${SANITIZE:-1}" != "0" ]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   # -g1: line tables and inlined frames, all an ASan or UBSan report prints,
-  # without variable locations: about a fifth less compile time.
-  run_suite "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  # without variable locations: about a fifth less compile time. -O1, as
+  # AddressSanitizer's own documentation advises: it checks every access -O2
+  # would, and takes about a quarter less CPU to compile (seven of the
+  # heaviest files: 15 - 50 % less each, connection.cc 28 CPU-s against 57)
+  # in a build that is CI's longest step; the suite ran as fast.
+  run_suite "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DRS_SANITIZE=address,undefined -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=OFF
 fi
 if [ "${TSAN:-0}" = "1" ]; then
