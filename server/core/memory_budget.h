@@ -67,7 +67,6 @@ class MemoryBudget : public std::enable_shared_from_this<MemoryBudget> {
 
  private:
   friend class PieceBuffer;
-  friend class Session;  // names mu_ in its lock order (RS_ACQUIRED_BEFORE)
   explicit MemoryBudget(size_t limit) : limit_(limit) {}
   // Runs the waiters' wake-ups after releasing mu_.
   void Release(uint8_t* data, size_t capacity) RS_EXCLUDES(mu_);

@@ -148,8 +148,6 @@ class Piece : public std::enable_shared_from_this<Piece> {
   void ReleaseReplies() RS_EXCLUDES(parts_mu_);
 
  private:
-  friend class Session;  // names parts_mu_ in its lock order (RS_ACQUIRED_BEFORE)
-
   const protocol::PieceHeader header_;
   const uint32_t first_rank_;
   const std::unique_ptr<PieceBuffer> buffer_;

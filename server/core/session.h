@@ -53,8 +53,9 @@
 // under mu_. The MemoryBudget's mutex is a leaf below mu_: buffers are
 // allocated under it (BeginLocked) and freed when a failure drops the
 // pending pieces; the budget runs its wake-ups after releasing its own
-// lock, and they only post to a connection. mu_'s declaration names the
-// mutexes below it (RS_ACQUIRED_BEFORE) that server/core can name.
+// lock, and they only post to a connection. The order is written here, not
+// on the mutexes (RS_ACQUIRED_BEFORE): naming another class's private mutex
+// takes a friend, and clang checks an order only with -Wthread-safety-beta.
 #pragma once
 
 #include <atomic>
@@ -275,8 +276,7 @@ class Session {
   const uint32_t flags_;
   const DataType wire_;
 
-  // The lock order (top of this file), as far as clang can be told it.
-  mutable Mutex mu_ RS_ACQUIRED_BEFORE(Piece::parts_mu_, MemoryBudget::mu_);
+  mutable Mutex mu_;  // before Piece::parts_mu_ and MemoryBudget::mu_ (top of this file)
   Roster roster_ RS_GUARDED_BY(mu_);
   Status failure_ RS_GUARDED_BY(mu_);
   std::map<PieceKey, std::shared_ptr<Piece>> pending_ RS_GUARDED_BY(mu_);
