@@ -4,17 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/null_member.h"
+
 namespace rs::server {
 namespace {
-
-class NullMember : public SessionMember {
- public:
-  void SendReady() override {}
-  void SendResult(const ResultPart&) override {}
-  void SendErrorAndClose(const Status&) override {}
-  void SendControl(std::vector<uint8_t>) override {}
-  void CloseQuietly() override {}
-};
 
 using Kind = Roster::JoinOutcome::Kind;
 

@@ -4,19 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/null_member.h"
+
 namespace rs::server {
 namespace {
 
 using std::chrono::milliseconds;
-
-class NullMember : public SessionMember {
- public:
-  void SendReady() override {}
-  void SendResult(const ResultPart&) override {}
-  void SendErrorAndClose(const Status&) override {}
-  void SendControl(std::vector<uint8_t>) override {}
-  void CloseQuietly() override {}
-};
 
 class SessionCountersTest : public ::testing::Test {
  protected:

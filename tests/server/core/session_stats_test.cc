@@ -10,6 +10,7 @@
 #include "server/core/recent_seq_set.h"
 #include "server/core/reducer_stats.h"
 #include "server/core/session.h"
+#include "tests/support/null_member.h"
 
 namespace rs::server {
 namespace {
@@ -67,15 +68,6 @@ TEST(ReducerStatsTest, ErrorsCountByKindAndOutOfRangeCodesAsInternal) {
   EXPECT_EQ(s.errors[static_cast<size_t>(Code::kOk)], 0u);
   EXPECT_EQ(s.errors[static_cast<size_t>(Code::kInternal)], 1u);
 }
-
-class NullMember : public SessionMember {
- public:
-  void SendReady() override {}
-  void SendResult(const ResultPart&) override {}
-  void SendErrorAndClose(const Status&) override {}
-  void SendControl(std::vector<uint8_t>) override {}
-  void CloseQuietly() override {}
-};
 
 class StragglerTest : public ::testing::Test {
  protected:
