@@ -48,7 +48,6 @@ namespace protocol = rs::protocol;
 using Bytes = std::vector<uint8_t>;
 
 constexpr char kToken[] = "connection-fuzz-token";
-constexpr int kMaxPeers = 3;
 // Every wait of the target is bounded by this: a reducer that keeps a stream
 // open longer after its worker stopped sending has hung.
 constexpr auto kPatience = std::chrono::seconds(5);
