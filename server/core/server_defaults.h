@@ -21,6 +21,10 @@ namespace rs::server {
 
 inline constexpr Default<uint64_t> kDefaultMemoryLimit{uint64_t{1} << 30, "1GiB"};
 inline constexpr Default<uint64_t> kDefaultMaxPiece{uint64_t{4} << 20, "4MiB"};
+// The smallest piece reducerd takes: --max-piece's floor, and the least a
+// session's pieces may be once the memory limit is shared among its ranks'
+// slots (below it the reducer refuses the session).
+inline constexpr uint64_t kMinPieceBytes = 4096;
 inline constexpr Default<uint64_t> kDefaultResultPart{uint64_t{32} << 10, "32KiB"};
 inline constexpr uint32_t kDefaultWholePiecesFrom = 64;
 

@@ -10,13 +10,6 @@
 #include "server/net/source_address.h"
 
 namespace rs::server {
-namespace {
-
-// Pieces must leave room for one slot per rank within the memory limit.
-constexpr uint64_t kMinPieceBytes = 4096;
-
-}  // namespace
-
 ReducerServer::ReducerServer(ServerConfig config)
     : config_(std::move(config)), admission_(Admission::Create(config_.limits)) {
   // Whole granules only, so a piece that fits the limit also fits once rounded.
