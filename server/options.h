@@ -22,8 +22,8 @@ struct Options {
   ServerConfig net;
   ControlConfig control;  // its drain_timeout is the one below
   std::chrono::milliseconds drain_timeout = kDefaultDrainTimeout.value;
-  std::string log_level = "info";
-  std::string log_format = "text";  // or "json"
+  std::string log_level = kDefaultLogLevel.value;
+  std::string log_format = kDefaultLogFormat.value;  // or "json"
   // Where to write the chosen ports, if set.
   std::string port_file;
   std::string grpc_port_file;

@@ -55,7 +55,7 @@ const std::vector<SettingInfo>& ReducerdSettings() {
             "sessions waiting for their ranks to join; a worker that would open one more is refused"),
       Entry(setting::kMaxPendingSessionsPerSource, "N", std::to_string(kDefaultMaxPendingSessionsPerSource), "",
             "such sessions opened from one source (IPv4 address, IPv6 /64)"),
-      Entry(setting::kCrc, "0/1", "1", "",
+      Entry(setting::kCrc, "0/1", kDefaultCrc.text, "",
             "1: check the CRC32C workers send with each piece (when their own check is on) and send one with each "
             "result; a mismatch fails the session naming the hop. 0: neither, whatever the workers ask"),
       Entry(setting::kTls, "0/1", "0", "",
@@ -82,11 +82,11 @@ const std::vector<SettingInfo>& ReducerdSettings() {
             "window. 0: the kernel's"),
       Entry(setting::kDrainTimeout, "DUR", kDefaultDrainTimeout.text, "",
             "how long running sessions may go on after SIGTERM (0: fail them at once)"),
-      Entry(setting::kLogLevel, "L", "info", "",
+      Entry(setting::kLogLevel, "L", kDefaultLogLevel.text, "",
             "`trace`, `debug`, `info`, `warn`, `error`; one line per session start and end and per error, nothing per "
             "piece above `debug`",
             {}, {}, kReadmeTable | kControlPlaneTable),
-      Entry(setting::kLogFormat, "F", "text", "", "`text`, or `json`: one JSON object per line", {}, {},
+      Entry(setting::kLogFormat, "F", kDefaultLogFormat.text, "", "`text`, or `json`: one JSON object per line", {}, {},
             kControlPlaneTable),
       Entry(setting::kPortFile, "FILE", "", "", "write the listening port here once listening"),
       Entry(setting::kGrpcListen, "HOST:PORT", "", "off",

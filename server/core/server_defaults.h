@@ -27,6 +27,9 @@ inline constexpr Default<uint64_t> kDefaultMaxPiece{uint64_t{4} << 20, "4MiB"};
 inline constexpr uint64_t kMinPieceBytes = 4096;
 inline constexpr Default<uint64_t> kDefaultResultPart{uint64_t{32} << 10, "32KiB"};
 inline constexpr uint32_t kDefaultWholePiecesFrom = 64;
+inline constexpr Default<bool> kDefaultCrc{true, "1"};
+inline constexpr Default<const char*> kDefaultLogLevel{"info", "info"};
+inline constexpr Default<const char*> kDefaultLogFormat{"text", "text"};
 
 inline constexpr Default<std::chrono::milliseconds> kDefaultOpTimeout{std::chrono::seconds(60), "60s"};
 inline constexpr Default<std::chrono::milliseconds> kDefaultJoinTimeout{std::chrono::seconds(300), "300s"};

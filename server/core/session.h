@@ -92,7 +92,7 @@ struct SessionLimits {
   std::chrono::milliseconds op_timeout = kDefaultOpTimeout.value;
   std::chrono::milliseconds join_timeout = kDefaultJoinTimeout.value;
   // Send a CRC32C with the result of pieces whose contributions carry one.
-  bool crc = true;
+  bool crc = kDefaultCrc.value;
   // When the ranks take results in parts (kHelloResultParts): the smallest
   // part worth a RESULT frame. 0: whole pieces only.
   uint64_t result_part_bytes = kDefaultResultPart.value;

@@ -37,7 +37,7 @@ struct ServerConfig {
   AdmissionLimits limits;
   // Check the CRC32C of contributions that carry one, and send one with
   // results; off: neither (no CPU spent on it).
-  bool crc = true;
+  bool crc = kDefaultCrc.value;
   // Send a piece's result in parts of at least this many bytes as they are
   // reduced, to ranks that take parts; 0: whole pieces only.
   size_t result_part_bytes = kDefaultResultPart.value;
