@@ -21,6 +21,7 @@ ReducerStream::ReducerStream(asio::io_context& io, StreamParams params, StreamOw
       params_(std::move(params)),
       owner_(owner),
       connect_retry_(params_.connect_grace_end, params_.connect_deadline),
+      sends_(params_.wire_fallbacks),
       window_(params_.send_window_bytes, params_.piece_bytes),
       liveness_(params_.liveness_timeout) {
   params_.hello.liveness_ms = static_cast<uint32_t>(params_.liveness_timeout.count());
@@ -183,7 +184,9 @@ void ReducerStream::OnLivenessTick() {
   }
   // One heartbeat at a time: if the last one is still queued, the stream is
   // stuck writing and another would say nothing new.
-  if (verdict.send_heartbeat && urgent_.empty()) WriteUrgent(protocol::EncodeHeartbeat(owner_->HeartbeatNow()));
+  if (verdict.send_heartbeat && !sends_.urgent_queued()) {
+    WriteUrgent(protocol::EncodeHeartbeat(owner_->HeartbeatNow()));
+  }
   ArmLiveness();
 }
 
@@ -275,9 +278,9 @@ Status ReducerStream::CheckResultCrc(const uint8_t* data) const {
 
 void ReducerStream::OnResultRead(OpLease lease, bool claimed, const asio::error_code& ec) {
   // The window reopens by what this result answered, even for a dropped one.
-  unanswered_bytes_ -= std::min<uint64_t>(unanswered_bytes_, result_header_.PayloadBytes());
+  sends_.Answered(result_header_.PayloadBytes());
   SampleWindow();
-  if (!queue_.empty() && state_ != State::kClosed) framed_.Flush();  // not while a write is in flight or failed
+  if (sends_.ordered_queued() && state_ != State::kClosed) framed_.Flush();  // not while a write is in flight or failed
   if (lease) {
     if (claimed && !ec) {
       uint8_t* recv = nullptr;
@@ -311,80 +314,26 @@ void ReducerStream::OnResultRead(OpLease lease, bool claimed, const asio::error_
   ReadFrame();
 }
 
-void ReducerStream::PrepareWideSum(PieceSend* piece) {
-  const DataType wire = piece->wire;
-  piece->wire = DataType::kFloat32;
-  const size_t count = piece->header.count;
-  piece->narrowed.resize(count);
-  if (NarrowPiece(wire, reinterpret_cast<const float*>(piece->data), piece->narrowed.data(), count)) {
-    piece->header.dtype = wire;
-    piece->data = reinterpret_cast<const uint8_t*>(piece->narrowed.data());
-    piece->bytes = count * sizeof(uint16_t);
-  } else {
-    // Inf, NaN or beyond the wire type's range: the piece goes in float32,
-    // so the wire never carries an Inf or NaN it made; the values that fit
-    // are rounded all the same (wire_codec.h).
-    piece->fallback.resize(count);
-    FallbackPiece(wire, piece->narrowed.data(), reinterpret_cast<const float*>(piece->data),
-                  piece->fallback.data(), count);
-    piece->narrowed = {};
-    piece->header.dtype = DataType::kFloat32;
-    piece->data = reinterpret_cast<const uint8_t*>(piece->fallback.data());
-    if (params_.wire_fallbacks != nullptr) params_.wire_fallbacks->fetch_add(1, std::memory_order_relaxed);
-  }
-  protocol::EncodePieceFrame(protocol::FrameType::kData, piece->header, &piece->head);
-}
-
 void ReducerStream::Send(std::vector<PieceSend> sends) {
   asio::post(io_, [self = shared_from_this(), sends = std::move(sends)]() mutable {
-    const bool open = self->state_ == State::kReady && !self->framed_.write_failed();
-    for (auto& s : sends) {
-      if (open && s.epoch == self->epoch_) {
-        self->queue_.push_back(Outgoing{{}, std::move(s)});
-      } else if (open && s.epoch > self->epoch_) {
-        // Issued in a new epoch whose Reset has not run here yet. The owner
-        // posts the Reset and the epoch's Sends under its lock, and posts
-        // run in order (common/io_context.h), so it does not happen through
-        // the owner; it did while asio's private queue could hold a Reset
-        // back. Should a Send still come first, its pieces wait for the
-        // Reset, to go after the Reset's own.
-        self->early_.push_back(std::move(s));
-      } else {
-        s.lease.reset();  // this stream has moved on, or is gone
-      }
+    if (self->state_ != State::kReady || self->framed_.write_failed()) {
+      sends.clear();  // this stream is gone: their leases go back
+      return;
     }
-    if (open) self->framed_.Flush();
+    self->sends_.Push(std::move(sends));
+    self->framed_.Flush();
   });
 }
 
 void ReducerStream::Reset(uint32_t epoch, std::vector<uint8_t> announce, std::vector<PieceSend> sends) {
   asio::post(io_, [self = shared_from_this(), epoch, announce = std::move(announce),
                    sends = std::move(sends)]() mutable {
-    self->epoch_ = std::max(self->epoch_, epoch);
     if (self->state_ != State::kReady || self->framed_.write_failed()) {
       sends.clear();  // their leases go back
-      self->early_.clear();
+      self->sends_.SkipTo(epoch);
       return;
     }
-    self->DropQueuedPieces();
-    // Pieces already written in older epochs will not be answered.
-    self->unanswered_bytes_ = 0;
-    self->queue_.push_back(Outgoing{std::move(announce), {}});
-    for (auto& s : sends) {
-      if (s.epoch >= self->epoch_) {
-        self->queue_.push_back(Outgoing{{}, std::move(s)});
-      } else {
-        s.lease.reset();  // an older epoch's: not sent
-      }
-    }
-    // Then what was issued in this epoch before this Reset ran, in order.
-    while (!self->early_.empty() && self->early_.front().epoch <= self->epoch_) {
-      PieceSend s = std::move(self->early_.front());
-      self->early_.pop_front();
-      // One for an epoch passed over is dropped here (its lease goes back):
-      // it is redone in this one.
-      if (s.epoch == self->epoch_) self->queue_.push_back(Outgoing{{}, std::move(s)});
-    }
+    self->sends_.Reset(epoch, std::move(announce), std::move(sends));
     self->framed_.Flush();
   });
 }
@@ -402,7 +351,7 @@ void ReducerStream::Evict(std::vector<uint8_t> evict) {
     // it first) would not read the EVICT.
     if ((self->state_ == State::kReady || self->state_ == State::kAwaitReady) && !self->framed_.write_failed() &&
         !self->heartbeats_missed_) {
-      self->DropQueued(/*keep_partial=*/true);
+      self->sends_.Drop(/*keep_partial=*/true);
       self->CloseAfter(std::move(evict));
       return;
     }
@@ -413,7 +362,7 @@ void ReducerStream::Evict(std::vector<uint8_t> evict) {
 void ReducerStream::CloseAfter(std::vector<uint8_t> last) {
   state_ = State::kClosed;
   closing_arrivals_ = {};
-  if (!framed_.write_failed()) queue_.push_back(Outgoing{std::move(last), {}});
+  if (!framed_.write_failed()) sends_.PushControl(std::move(last));
   // With a write failed already it shuts at once: nothing more can go out.
   framed_.CloseAfterWrites(CloseWriteLimit());
 }
@@ -425,74 +374,25 @@ std::chrono::milliseconds ReducerStream::CloseWriteLimit() const {
 
 void ReducerStream::WriteControl(std::vector<uint8_t> frame) {
   if (framed_.write_failed()) return;
-  queue_.push_back(Outgoing{std::move(frame), {}});
+  sends_.PushControl(std::move(frame));
   framed_.Flush();
 }
 
 void ReducerStream::WriteUrgent(std::vector<uint8_t> frame) {
   if (framed_.write_failed()) return;
-  urgent_.push_back(std::move(frame));
+  sends_.PushUrgent(std::move(frame));
   framed_.Flush();
 }
 
-size_t ReducerStream::GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* out) {
-  // Urgent frames go between frames only, never inside a piece half written.
-  urgent_in_flight_ = front_written_ > 0 ? 0 : std::min(urgent_.size(), max_frames);
-  in_flight_ = front_written_ > 0 ? 1 : BatchSize(max_frames);
-  if (in_flight_ == 0 && urgent_in_flight_ == 0) return 0;  // the window is full: a result flushes again
-  std::vector<asio::const_buffer>& buffers = *out;
-  buffers.reserve(urgent_in_flight_ + 2 * in_flight_);
-  for (size_t i = 0; i < urgent_in_flight_; ++i) buffers.emplace_back(urgent_[i].data(), urgent_[i].size());
-  // Pieces up to the slice; the last one taken may be cut (write_end_).
-  const size_t chosen = params_.write_slice_bytes.value_or(window_.write_slice());
-  const size_t slice = params_.interleave && chosen != 0 ? chosen : SIZE_MAX;
-  size_t taken = 0;
-  for (size_t i = 0; i < in_flight_; ++i) {
-    Outgoing& out = queue_[i];
-    if (!out.piece.lease) {
-      buffers.emplace_back(out.control.data(), out.control.size());
-      write_end_ = out.control.size();
-      continue;
-    }
-    const size_t begin = i == 0 ? front_written_ : 0;
-    if (begin == 0) {
-      if (out.piece.wire != DataType::kFloat32) PrepareWideSum(&out.piece);
-      if (out.piece.crc) {
-        // Here rather than when the operation is issued: off the caller's
-        // thread, and on the bytes as they are about to leave.
-        protocol::SetPieceCrc(protocol::Crc32c(out.piece.data, out.piece.bytes), &out.piece.head);
-        out.piece.crc = false;
-      }
-      unanswered_bytes_ += out.piece.bytes;
-    }
-    const size_t head = out.piece.head.size();
-    const size_t end = std::min(head + out.piece.bytes, begin + (slice - taken));
-    if (begin < head) buffers.emplace_back(out.piece.head.data() + begin, std::min(end, head) - begin);
-    if (end > head) buffers.emplace_back(out.piece.data + (std::max(begin, head) - head), end - std::max(begin, head));
-    taken += end - begin;
-    write_end_ = end;
-    if (taken >= slice) {
-      in_flight_ = i + 1;
-      break;
-    }
-  }
-  return urgent_in_flight_ + in_flight_;
+size_t ReducerStream::GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* buffers) {
+  WriteLimits limits;
+  limits.window = window_.bytes();
+  if (params_.interleave) limits.slice = params_.write_slice_bytes.value_or(window_.write_slice());
+  return sends_.Gather(max_frames, limits, buffers);
 }
 
 void ReducerStream::FramesWritten(const asio::error_code& ec) {
-  for (size_t i = 0; i < urgent_in_flight_; ++i) urgent_.pop_front();
-  urgent_in_flight_ = 0;
-  for (size_t i = 0; i < in_flight_; ++i) {
-    Outgoing& out = queue_.front();
-    const size_t size = out.piece.lease ? out.piece.head.size() + out.piece.bytes : out.control.size();
-    if (!ec && i + 1 == in_flight_ && write_end_ < size) {
-      front_written_ = write_end_;  // the rest goes in the next write
-      break;
-    }
-    queue_.pop_front();  // a piece written: its lease goes back
-    front_written_ = 0;
-  }
-  in_flight_ = 0;
+  sends_.Written(!ec);
   if (!ec) return;  // FramedSocket writes the next batch
   if (state_ == State::kClosed) {
     Shutdown();
@@ -501,24 +401,7 @@ void ReducerStream::FramesWritten(const asio::error_code& ec) {
   // The reducer closed on us, most likely after an ERROR frame that the
   // pending read is about to deliver: let the reader report the cause (no
   // write starts after a failed one, FramedSocket).
-  DropQueued(/*keep_partial=*/false);
-}
-
-// Frames for the next write: up to `max_frames`, control frames always,
-// pieces while the send window has room (the first piece always, so nothing
-// can stall).
-size_t ReducerStream::BatchSize(size_t max_frames) const {
-  const uint64_t window = window_.bytes();
-  uint64_t unanswered = unanswered_bytes_;
-  size_t n = 0;
-  for (; n < std::min(queue_.size(), max_frames); ++n) {
-    const Outgoing& out = queue_[n];
-    if (out.piece.lease) {
-      if (window != 0 && unanswered != 0 && unanswered + out.piece.bytes > window) break;
-      unanswered += out.piece.bytes;
-    }
-  }
-  return n;
+  sends_.Drop(/*keep_partial=*/false);
 }
 
 void ReducerStream::SampleWindow() {
@@ -580,7 +463,7 @@ void ReducerStream::Abort(const Status& why) {
       return;
     }
     if (self->state_ == State::kReady || self->state_ == State::kAwaitReady) {
-      self->DropQueued(/*keep_partial=*/true);  // pieces not yet sent are moot now
+      self->sends_.Drop(/*keep_partial=*/true);  // pieces not yet sent are moot now
       self->CloseAfter(protocol::EncodeError({why.code(), why.message()}));
       return;
     }
@@ -588,38 +471,10 @@ void ReducerStream::Abort(const Status& why) {
   });
 }
 
-size_t ReducerStream::Pinned(bool keep_partial) const {
-  return std::max(in_flight_, keep_partial && front_written_ > 0 ? size_t{1} : size_t{0});
-}
-
-void ReducerStream::DropQueued(bool keep_partial) {
-  // What is not being written goes; its leases go back to the operations.
-  early_.clear();
-  const size_t pinned = Pinned(keep_partial);
-  while (queue_.size() > pinned) queue_.pop_back();
-  if (queue_.empty()) front_written_ = 0;
-  while (urgent_.size() > urgent_in_flight_) urgent_.pop_back();
-}
-
-void ReducerStream::DropQueuedPieces() {
-  // The frames being written stay where they are: the write in flight points
-  // into them (a piece's header lives in its queue entry), so they must not
-  // move. Only the tail is taken off (pop_back leaves the other entries in
-  // place) and its control frames put back.
-  // A piece partly written is finished first: the reducer discards it.
-  std::vector<std::vector<uint8_t>> controls;
-  const size_t pinned = Pinned(/*keep_partial=*/true);
-  for (size_t i = pinned; i < queue_.size(); ++i) {
-    if (!queue_[i].piece.lease) controls.push_back(std::move(queue_[i].control));
-  }
-  while (queue_.size() > pinned) queue_.pop_back();  // the pieces' leases go back
-  for (auto& control : controls) queue_.push_back(Outgoing{std::move(control), {}});
-}
-
 void ReducerStream::Shutdown() {
   const bool was_open = state_ != State::kClosed || framed_.closing();
   state_ = State::kClosed;
-  DropQueued(/*keep_partial=*/false);
+  sends_.Drop(/*keep_partial=*/false);
   result_op_.reset();
   asio::error_code ignored;
   retry_timer_.cancel();

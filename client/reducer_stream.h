@@ -15,8 +15,9 @@
 // Failures come in two kinds: a lost connection (the reducer or the path to
 // it is gone; failover may survive it) and a failure of the session
 // reported by the reducer or a broken protocol (fatal). Its bytes go through
-// FramedSocket (common/framed_socket.h), as the reducer's do: this class
-// keeps the queues of frames and what they mean.
+// FramedSocket (common/framed_socket.h), as the reducer's do; what it writes
+// next, and in what order, comes from its SendQueue (send_queue.h): this
+// class says what the frames mean and when they may go.
 //
 // Threading: a stream lives on one io_context thread; Start, Send, Reset,
 // WriteUrgentFrame, Evict, Close and Abort may be called from any thread and
@@ -25,7 +26,6 @@
 
 #include <array>
 #include <atomic>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +37,7 @@
 #include "client/connect_retry.h"
 #include "client/handshake.h"
 #include "client/operation.h"
+#include "client/send_queue.h"
 #include "client/transport_plan.h"
 #include "common/data_tls.h"
 #include "common/framed_socket.h"
@@ -110,26 +111,6 @@ struct StreamParams {
   std::atomic<uint64_t>* wire_fallbacks = nullptr;
 };
 
-// A DATA frame to write: header plus a view of the operation's source.
-// It holds the operation's lease until the bytes have been written: a piece
-// dropped unwritten (or written) gives it back as it goes. The
-// CRC32C, when asked for, is computed just before the frame is written.
-// A float32 sum on a 16-bit wire (`wire` not kFloat32) is narrowed into
-// `narrowed` just before it is written, like the CRC: on the I/O thread, one
-// piece at a time, so no copy of the whole buffer is ever made.
-struct PieceSend {
-  std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
-  const uint8_t* data = nullptr;
-  size_t bytes = 0;
-  uint32_t epoch = 0;
-  bool crc = false;
-  OpLease lease;  // empty only in a queue entry that holds a control frame
-  DataType wire = DataType::kFloat32;  // set back to kFloat32 once narrowed (or not)
-  protocol::PieceHeader header;        // wide sums: `head` is re-encoded from it
-  std::vector<uint16_t> narrowed;      // moves keep `data` valid: the storage moves with it
-  std::vector<float> fallback;         // what goes instead when a value did not fit
-};
-
 class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, private FramedSocket::Owner {
  public:
   ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner);
@@ -186,18 +167,15 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, 
   // once the result is in place.
   void OnResultRead(OpLease lease, bool claimed, const asio::error_code& ec);
   Status CheckResultCrc(const uint8_t* data) const;
-  // Narrows a wide sum's piece (PieceSend::wire) before its first byte goes.
-  void PrepareWideSum(PieceSend* piece);
   void WriteControl(std::vector<uint8_t> frame);  // in order with the pieces
   void WriteUrgent(std::vector<uint8_t> frame);   // ahead of queued pieces
-  // FramedSocket::Owner: urgent_, then queue_, to the socket. A write takes
-  // up to `max_frames` urgent frames and up to `max_frames` of queue_.
-  bool FramesQueued() const override { return !queue_.empty() || !urgent_.empty(); }
+  // FramedSocket::Owner: the next write of sends_, within the send window
+  // and, when the rank interleaves its streams, the write slice.
+  bool FramesQueued() const override { return sends_.frames_queued(); }
   size_t GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* buffers) override;
   void FramesWritten(const asio::error_code& ec) override;
   void SocketEnded() override { Shutdown(); }
   std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
-  size_t BatchSize(size_t max_frames) const;
   void SampleWindow();  // the automatic window follows the path (transport_plan.h)
   void Fail(const Status& status);  // fatal for the session
   void Lose(const Status& status);  // the connection is gone
@@ -214,11 +192,6 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, 
   // CloseWriteLimit with liveness off: no heartbeats tell a frozen reducer
   // from a slow link, so a generous fixed bound.
   static constexpr std::chrono::milliseconds kCloseWriteLimitWithoutLiveness{10'000};
-  // keep_partial: a piece partly written stays, to be finished (the stream
-  // goes on writing); otherwise only what a write in flight points into.
-  void DropQueued(bool keep_partial);
-  void DropQueuedPieces();  // leaves queued control frames in place
-  size_t Pinned(bool keep_partial) const;  // queue_ entries that must stay
 
   asio::io_context& io_;
   FramedSocket framed_;  // the socket: every read and write, and the close
@@ -248,22 +221,7 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, 
   // receive buffer.
   bool result_narrow_ = false;
   std::vector<uint8_t> wire_result_;
-  uint32_t epoch_ = 0;  // pieces of older epochs are not sent
-
-  struct Outgoing {
-    std::vector<uint8_t> control;
-    PieceSend piece;
-  };
-  std::deque<std::vector<uint8_t>> urgent_;  // written before queue_
-  std::deque<Outgoing> queue_;  // the first in_flight_ are being written: never moved or erased
-  std::deque<PieceSend> early_;  // sent for a newer epoch than epoch_: they wait for its Reset
-  size_t urgent_in_flight_ = 0;
-  size_t in_flight_ = 0;
-  // Bytes of queue_.front() already written (a write slice ended inside
-  // it): nothing else may be written before the rest of it.
-  size_t front_written_ = 0;
-  size_t write_end_ = 0;  // where the write in flight ends inside its last entry
-  uint64_t unanswered_bytes_ = 0;  // pieces written (or being written) without their result yet
+  SendQueue sends_;  // what is written next, and in what order
 
   ReceiveLowWater low_water_;  // reset after every read
   SendWindow window_;          // sampled from TCP_INFO as results arrive
