@@ -4,10 +4,7 @@
 #include <cstdio>
 
 #include "client/wire_codec.h"
-#include "common/host_tuning.h"
 #include "common/socket_options.h"
-#include "common/tcp_path.h"
-#include "common/tcp_waits.h"
 #include "protocol/crc32c.h"
 
 namespace rs::client {
@@ -22,10 +19,9 @@ ReducerStream::ReducerStream(asio::io_context& io, StreamParams params, StreamOw
       owner_(owner),
       connect_retry_(params_.connect_grace_end, params_.connect_deadline),
       sends_(params_.wire_fallbacks),
-      window_(params_.send_window_bytes, params_.piece_bytes),
+      path_(Name(), params_.send_window_bytes, params_.piece_bytes, params_.tcp.rto_min),
       liveness_(params_.liveness_timeout) {
   params_.hello.liveness_ms = static_cast<uint32_t>(params_.liveness_timeout.count());
-  window_now_ = window_.bytes();
 }
 
 std::string ReducerStream::Name() const {
@@ -386,8 +382,8 @@ void ReducerStream::WriteUrgent(std::vector<uint8_t> frame) {
 
 size_t ReducerStream::GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* buffers) {
   WriteLimits limits;
-  limits.window = window_.bytes();
-  if (params_.interleave) limits.slice = params_.write_slice_bytes.value_or(window_.write_slice());
+  limits.window = path_.window_bytes();
+  if (params_.interleave) limits.slice = params_.write_slice_bytes.value_or(path_.write_slice());
   return sends_.Gather(max_frames, limits, buffers);
 }
 
@@ -405,27 +401,8 @@ void ReducerStream::FramesWritten(const asio::error_code& ec) {
 }
 
 void ReducerStream::SampleWindow() {
-  const auto now = Clock::now();
-  if (!window_.WantSample(now)) return;
-  if (std::optional<TcpPath> path = ReadTcpPath(framed_.socket().native_handle())) {
-    window_.OnSample({std::chrono::microseconds(path->min_rtt_us), path->delivery_rate_bps}, now);
-    window_now_.store(window_.bytes(), std::memory_order_relaxed);
-    const std::chrono::microseconds min_rtt(path->min_rtt_us);
-    if (std::optional<std::chrono::microseconds> floor = rto_floor_.OnPath(framed_.socket().native_handle(), min_rtt)) {
-      if (auto line = RtoFloorLineOnce(*floor, min_rtt)) owner_->Log(LogLevel::kInfo, *line);
-    }
-    if (auto warning = IdleRestartWarningOnce(min_rtt, [this] { return Name(); })) {
-      owner_->Log(LogLevel::kWarn, *warning);
-    }
-    std::optional<TcpWaitFinding> finding = waits_.OnSample(*path, now);
-    const TcpWaitTotals& totals = waits_.totals();
-    busy_us_.store(totals.busy_us, std::memory_order_relaxed);
-    rwnd_limited_us_.store(totals.rwnd_limited_us, std::memory_order_relaxed);
-    sndbuf_limited_us_.store(totals.sndbuf_limited_us, std::memory_order_relaxed);
-    if (finding) {
-      owner_->Log(LogLevel::kWarn,
-                  Name() + ": " + DescribeTcpWait(*finding, "the reducer", SendBufferBytes(framed_.socket().native_handle())));
-    }
+  for (PathSampler::LogLine& line : path_.Sample(framed_.socket().native_handle(), Clock::now())) {
+    owner_->Log(line.level, line.message);
   }
 }
 

@@ -37,6 +37,7 @@
 #include "client/connect_retry.h"
 #include "client/handshake.h"
 #include "client/operation.h"
+#include "client/path_sampler.h"
 #include "client/send_queue.h"
 #include "client/transport_plan.h"
 #include "common/data_tls.h"
@@ -134,13 +135,10 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, 
 
   const StreamId& id() const { return params_.id; }
   // The send window now (0: no limit); any thread.
-  size_t send_window() const { return window_now_.load(std::memory_order_relaxed); }
+  size_t send_window() const { return path_.window_now(); }
   std::string Name() const;  // "reducer 10.0.0.5:7450 (stream 1)"
   // What TCP waited for on this stream's connections, so far; any thread.
-  TcpWaitTotals tcp_waits() const {
-    return {busy_us_.load(std::memory_order_relaxed), rwnd_limited_us_.load(std::memory_order_relaxed),
-            sndbuf_limited_us_.load(std::memory_order_relaxed)};
-  }
+  TcpWaitTotals tcp_waits() const { return path_.tcp_waits(); }
 
  private:
   // kHandshake: HELLO sent, until WELCOME (handshake_ says where it is).
@@ -176,7 +174,7 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, 
   void FramesWritten(const asio::error_code& ec) override;
   void SocketEnded() override { Shutdown(); }
   std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
-  void SampleWindow();  // the automatic window follows the path (transport_plan.h)
+  void SampleWindow();  // the automatic window follows the path (path_sampler.h)
   void Fail(const Status& status);  // fatal for the session
   void Lose(const Status& status);  // the connection is gone
   void Shutdown();
@@ -224,13 +222,7 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, 
   SendQueue sends_;  // what is written next, and in what order
 
   ReceiveLowWater low_water_;  // reset after every read
-  SendWindow window_;          // sampled from TCP_INFO as results arrive
-  std::atomic<size_t> window_now_{0};
-  TcpWaitWatch waits_;  // sampled with the window; warns when a buffer holds the stream back
-  RtoFloorFollower rto_floor_{std::chrono::milliseconds(0)};  // sampled with the window; reset per connection
-  std::atomic<uint64_t> busy_us_{0};
-  std::atomic<uint64_t> rwnd_limited_us_{0};
-  std::atomic<uint64_t> sndbuf_limited_us_{0};
+  PathSampler path_;           // sampled from TCP_INFO as results arrive
   protocol::LivenessMonitor liveness_;
   bool heartbeats_missed_ = false;  // at the last liveness tick: Abort and Evict do not wait for the reducer
   // While closing nothing is read: bytes arriving in the socket are the

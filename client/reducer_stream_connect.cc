@@ -64,9 +64,7 @@ void ReducerStream::Connected(const TcpTuningResult& tcp) {
   if (auto line = TcpTuningLineOnce(tcp)) owner_->Log(tcp.refused ? LogLevel::kWarn : LogLevel::kInfo, *line);
   // Off with TLS (data_stream.h).
   low_water_ = params_.tls ? ReceiveLowWater() : ReceiveLowWater(fd);
-  waits_.Reconnected();
-  rto_floor_ = RtoFloorFollower(params_.tcp.rto_min);
-  if (auto line = RaiseRtoFloorAtConnect(fd, rto_floor_)) owner_->Log(LogLevel::kInfo, *line);
+  for (PathSampler::LogLine& line : path_.Connected(fd)) owner_->Log(line.level, line.message);
   // Best effort: the heartbeats work without it.
   (void)SetTcpLiveness(fd, params_.liveness_timeout,
                        PeerReads::kMayPause);  // out of memory, it stops reading
