@@ -1,11 +1,8 @@
 #include "client/reducer_stream.h"
 
 #include <algorithm>
-#include <cstdio>
 
-#include "client/wire_codec.h"
 #include "common/socket_options.h"
-#include "protocol/crc32c.h"
 
 namespace rs::client {
 
@@ -18,6 +15,9 @@ ReducerStream::ReducerStream(asio::io_context& io, StreamParams params, StreamOw
       params_(std::move(params)),
       owner_(owner),
       connect_retry_(params_.connect_grace_end, params_.connect_deadline),
+      results_(params_.id.reducer,
+               "reducer " + params_.endpoint.ToString() + " -> rank " + std::to_string(params_.hello.rank),
+               params_.crc, *this),
       sends_(params_.wire_fallbacks),
       path_(Name(), params_.send_window_bytes, params_.piece_bytes, params_.tcp.rto_min),
       liveness_(params_.liveness_timeout) {
@@ -197,110 +197,26 @@ void ReducerStream::ReadResult() {
       self->Lose(Status(Code::kPeerFailed, "lost connection to " + self->Name() + ": " + ec.message()));
       return;
     }
-    Status st = protocol::DecodePieceHeader(self->payload_, self->header_.payload_bytes, self->max_piece_bytes_,
-                                            &self->result_header_);
+    ResultReader::Part part;
+    Status st = self->results_.Begin(self->payload_, self->header_.payload_bytes, self->max_piece_bytes_, &part);
     if (!st.ok()) return self->Fail(st.Prefixed(self->Name()));
-    const protocol::PieceHeader& h = self->result_header_;
-    if (h.watermark != 0 && (h.watermark != self->watermark_ || h.epoch != self->watermark_epoch_) &&
-        self->owner_->OnWatermark(self->params_.id, h.epoch, h.watermark)) {
-      self->watermark_epoch_ = h.epoch;
-      self->watermark_ = h.watermark;
-    }
-    // Held until the result is in place: the read below writes into the
-    // operation's receive buffer.
-    OpLease lease = self->LeaseFor(h.seq);
-    OperationImpl::Claim claim = OperationImpl::Claim::kStale;
-    self->result_ends_piece_ = false;
-    if (lease) {
-      claim = lease->ClaimResult(self->params_.id.reducer, h, &self->result_ends_piece_, &st);
-      if (claim == OperationImpl::Claim::kError) {
-        lease.reset();  // before the failure is reported, as it reads nothing
-        return self->Fail(st.Prefixed(self->Name()));
-      }
-    }
-    const bool claimed = claim == OperationImpl::Claim::kClaimed;
-    self->result_narrow_ = claimed && (h.flags & protocol::kPieceWideSum) != 0 && h.dtype != DataType::kFloat32;
-    if (claimed && !lease->shadow()) {
-      // In the operation's type: a part on a 16-bit wire lands widened.
-      const size_t elem = DataTypeSize(lease->dtype());
-      const size_t offset = h.offset * elem;
-      lease->BeforeResult(offset, h.count * elem);  // the failover copy of an in-place input first
-      uint8_t* dest = static_cast<uint8_t*>(lease->recv()) + offset;
-      if (self->result_narrow_) {
-        self->wire_result_.resize(h.PayloadBytes());
-        dest = self->wire_result_.data();
-      }
-      self->Read(asio::buffer(dest, h.PayloadBytes()),
-                 [lease = std::move(lease)](const std::shared_ptr<ReducerStream>& self,
-                                            const asio::error_code& ec2) mutable {
-                   self->OnResultRead(std::move(lease), true, ec2);
-                 });
-      return;
-    }
-    // Failed locally, an epoch left behind, or redone by a shadow (whose
-    // results this rank has already): drain the bytes.
-    self->discard_.resize(h.PayloadBytes());
-    self->Read(asio::buffer(self->discard_),
-               [lease = std::move(lease), claimed](const std::shared_ptr<ReducerStream>& self,
-                                                   const asio::error_code& ec2) mutable {
-                 self->OnResultRead(std::move(lease), claimed, ec2);
-               });
+    const asio::mutable_buffer into = part.into;
+    self->Read(into, [part = std::move(part)](const std::shared_ptr<ReducerStream>& self,
+                                              const asio::error_code& ec2) mutable {
+      self->OnResultRead(std::move(part), ec2);
+    });
   });
 }
 
-OpLease ReducerStream::LeaseFor(uint64_t seq) {
-  // A lease is given only while the operation has no result, so a stale
-  // hit (it completed or failed, or a shadow redoes it under the same seq)
-  // comes back empty and the client's table is asked.
-  if (result_op_ && result_op_->seq() == seq) {
-    if (OpLease lease = OperationImpl::Lease(result_op_)) return lease;
-  }
-  result_op_ = owner_->FindOperation(seq);
-  return OperationImpl::Lease(result_op_);
-}
-
-Status ReducerStream::CheckResultCrc(const uint8_t* data) const {
-  const protocol::PieceHeader& h = result_header_;
-  if (!params_.crc || (h.flags & protocol::kPieceCrc) == 0) return Status::Ok();
-  const uint32_t got = protocol::Crc32c(data, h.PayloadBytes());
-  if (got == h.crc) return Status::Ok();
-  char values[64];
-  std::snprintf(values, sizeof(values), "0x%08x, the reducer sent 0x%08x", got, h.crc);
-  return Status(Code::kProtocol, "CRC32C mismatch on hop reducer " + params_.endpoint.ToString() + " -> rank " +
-                                     std::to_string(params_.hello.rank) + ": the result of operation " +
-                                     std::to_string(h.seq) + " piece " + std::to_string(h.piece) + " arrived as " +
-                                     values + " (data corrupted in transit: NIC, memory or a middlebox)");
-}
-
-void ReducerStream::OnResultRead(OpLease lease, bool claimed, const asio::error_code& ec) {
+void ReducerStream::OnResultRead(ResultReader::Part part, const asio::error_code& ec) {
   // The window reopens by what this result answered, even for a dropped one.
-  sends_.Answered(result_header_.PayloadBytes());
+  sends_.Answered(results_.header().PayloadBytes());
   SampleWindow();
   if (sends_.ordered_queued() && state_ != State::kClosed) framed_.Flush();  // not while a write is in flight or failed
-  if (lease) {
-    if (claimed && !ec) {
-      uint8_t* recv = nullptr;
-      const uint8_t* data = discard_.data();
-      if (!lease->shadow()) {
-        recv = static_cast<uint8_t*>(lease->recv()) + result_header_.offset * DataTypeSize(lease->dtype());
-        data = result_narrow_ ? wire_result_.data() : recv;
-      }
-      Status corrupt = CheckResultCrc(data);
-      if (!corrupt.ok()) {
-        lease.reset();
-        Fail(corrupt);
-        return;
-      }
-      if (result_narrow_ && !lease->shadow()) {
-        WidenPart(result_header_.dtype, reinterpret_cast<const uint16_t*>(wire_result_.data()),
-                  reinterpret_cast<float*>(recv), result_header_.count);
-      }
-      if (result_ends_piece_ && lease->PieceDone(result_header_.epoch)) {
-        result_op_.reset();
-        owner_->OperationComplete(lease->seq());
-      }
-    }
-    lease.reset();  // the result is in place (or dropped): before reading on
+  Status corrupt = results_.Land(std::move(part), /*arrived=*/!ec);  // the lease goes back before reading on
+  if (!corrupt.ok()) {
+    Fail(corrupt);
+    return;
   }
   if (state_ == State::kClosed) return;
   if (ec) {
@@ -452,7 +368,7 @@ void ReducerStream::Shutdown() {
   const bool was_open = state_ != State::kClosed || framed_.closing();
   state_ = State::kClosed;
   sends_.Drop(/*keep_partial=*/false);
-  result_op_.reset();
+  results_.Forget();
   asio::error_code ignored;
   retry_timer_.cancel();
   liveness_timer_.cancel();

@@ -15,9 +15,12 @@
 // Failures come in two kinds: a lost connection (the reducer or the path to
 // it is gone; failover may survive it) and a failure of the session
 // reported by the reducer or a broken protocol (fatal). Its bytes go through
-// FramedSocket (common/framed_socket.h), as the reducer's do; what it writes
-// next, and in what order, comes from its SendQueue (send_queue.h): this
-// class says what the frames mean and when they may go.
+// FramedSocket (common/framed_socket.h), as the reducer's do. What it writes
+// next, and in what order, comes from its SendQueue (send_queue.h); where a
+// RESULT's elements go, and what is done once they are in, from its
+// ResultReader (result_reader.h); the send window follows the path its
+// PathSampler (path_sampler.h) measures. This class does the I/O and the
+// protocol's states, and says when frames may go.
 //
 // Threading: a stream lives on one io_context thread; Start, Send, Reset,
 // WriteUrgentFrame, Evict, Close and Abort may be called from any thread and
@@ -38,6 +41,7 @@
 #include "client/handshake.h"
 #include "client/operation.h"
 #include "client/path_sampler.h"
+#include "client/result_reader.h"
 #include "client/send_queue.h"
 #include "client/transport_plan.h"
 #include "common/data_tls.h"
@@ -82,7 +86,7 @@ class StreamOwner {
   // What this rank's heartbeats say now (its epoch and reported watermark).
   virtual protocol::Heartbeat HeartbeatNow() = 0;
   // The operation `seq`, if this rank still has it running. The streams
-  // ask once per operation (ReducerStream::LeaseFor), not per frame.
+  // ask once per operation (ResultReader, result_reader.h), not per frame.
   virtual std::shared_ptr<OperationImpl> FindOperation(uint64_t seq) = 0;
   virtual void OperationComplete(uint64_t seq) = 0;
   virtual void Log(LogLevel level, const std::string& message) = 0;
@@ -112,7 +116,9 @@ struct StreamParams {
   std::atomic<uint64_t>* wire_fallbacks = nullptr;
 };
 
-class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, private FramedSocket::Owner {
+class ReducerStream final : public std::enable_shared_from_this<ReducerStream>,
+                            private FramedSocket::Owner,
+                            private ResultReader::Owner {
  public:
   ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner);
   ReducerStream(const ReducerStream&) = delete;
@@ -158,13 +164,15 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, 
   void ArmLiveness();
   void OnLivenessTick();
   void ReadResult();
-  // A lease on the operation a RESULT is for; empty if there is none, or it
-  // has its result already.
-  OpLease LeaseFor(uint64_t seq);
-  // `lease`: on the operation the result is for (empty if none); given back
-  // once the result is in place.
-  void OnResultRead(OpLease lease, bool claimed, const asio::error_code& ec);
-  Status CheckResultCrc(const uint8_t* data) const;
+  // `part`'s lease (on the operation the result is for, empty if none) is
+  // given back once the result is in place.
+  void OnResultRead(ResultReader::Part part, const asio::error_code& ec);
+  // ResultReader::Owner: the owner's, for this stream.
+  std::shared_ptr<OperationImpl> FindOperation(uint64_t seq) override { return owner_->FindOperation(seq); }
+  bool OnWatermark(uint32_t epoch, uint64_t watermark) override {
+    return owner_->OnWatermark(params_.id, epoch, watermark);
+  }
+  void OperationComplete(uint64_t seq) override { owner_->OperationComplete(seq); }
   void WriteControl(std::vector<uint8_t> frame);  // in order with the pieces
   void WriteUrgent(std::vector<uint8_t> frame);   // ahead of queued pieces
   // FramedSocket::Owner: the next write of sends_, within the send window
@@ -204,21 +212,9 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>, 
   std::array<uint8_t, protocol::kHeaderBytes> header_buf_{};
   protocol::FrameHeader header_;
   std::vector<uint8_t> payload_;
-  std::vector<uint8_t> discard_;
   std::optional<Handshake> handshake_;  // the connection's, from HELLO on
   uint64_t max_piece_bytes_ = 0;
-  protocol::PieceHeader result_header_;
-  // The operation the last RESULT was for. Asked first, without the
-  // client's lock: consecutive results mostly belong to one operation.
-  std::shared_ptr<OperationImpl> result_op_;
-  // The last watermark the owner took from this stream (OnWatermark).
-  uint32_t watermark_epoch_ = 0;
-  uint64_t watermark_ = 0;
-  bool result_ends_piece_ = false;  // result_header_'s elements complete their piece
-  // The result part is in the wire type: read here, then widened into the
-  // receive buffer.
-  bool result_narrow_ = false;
-  std::vector<uint8_t> wire_result_;
+  ResultReader results_;  // what RESULT frames mean, and where their elements go
   SendQueue sends_;  // what is written next, and in what order
 
   ReceiveLowWater low_water_;  // reset after every read
