@@ -229,7 +229,7 @@ void ReducerStream::OnResultRead(ResultReader::Part part, const asio::error_code
 void ReducerStream::Send(std::vector<PieceSend> sends) {
   asio::post(io_, [self = shared_from_this(), sends = std::move(sends)]() mutable {
     if (self->state_ != State::kReady || self->framed_.write_failed()) {
-      sends.clear();  // this stream is gone: their leases go back
+      sends.clear();  // not ready, or gone: their leases go back
       return;
     }
     self->sends_.Push(std::move(sends));
