@@ -6,9 +6,10 @@
 // `part_elements` (the last may be shorter) as soon as every rank's
 // contribution to a part is in, always in order.
 //
-// The session owns the table of pending pieces and decides what a piece's
-// state means (a failure, a straggler, a completed operation); the piece
-// keeps the records and sends its own parts. A piece lives in a shared_ptr
+// The session's table of pending pieces (piece_table.h) holds it until
+// every rank has finished it, and the session decides what its state means
+// (a failure, a straggler, a completed operation); the piece keeps the
+// records and sends its own parts. A piece lives in a shared_ptr
 // (std::make_shared): each part it sends keeps it alive (ResultPart::piece).
 //
 // Threading: a piece is shared by the I/O threads of its ranks'

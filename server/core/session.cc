@@ -44,6 +44,7 @@ Session::Session(const protocol::SessionId& id, uint32_t world, uint16_t streams
       flags_(flags),
       wire_(wire),
       roster_(name_, world, streams, flags, wire),
+      pieces_(world, wire, budget_),
       watermarks_(world),
       coordinator_(world),
       wants_watermark_(world, 0),
@@ -91,19 +92,14 @@ bool Session::Leave(uint32_t rank, uint16_t stream, Departure how, const Status&
     if (failure_.ok()) {
       // Closed with a piece pending, or before the session was ready: it
       // ended in the middle of an operation, or of joining.
-      if (how == Departure::kLost || (how == Departure::kClosed && (!pending_.empty() || !roster_.ready()))) {
+      if (how == Departure::kLost || (how == Departure::kClosed && (!pieces_.empty() || !roster_.ready()))) {
         failed = Status(Code::kPeerFailed, "rank " + std::to_string(rank) + " disconnected from the reducer (" +
                                                why.message() + ")");
+      } else if (const Piece* waiting = pieces_.FirstAwaiting(rank)) {
+        failed = Status(Code::kPeerFailed, "rank " + std::to_string(rank) + " left the session while operation " +
+                                               std::to_string(waiting->header().seq) + " was waiting for it");
       } else {
-        for (const auto& [key, piece] : pending_) {
-          if (!piece->EndedLocked(rank)) {
-            failed = Status(Code::kPeerFailed, "rank " + std::to_string(rank) +
-                                                   " left the session while operation " +
-                                                   std::to_string(key.first) + " was waiting for it");
-            break;
-          }
-        }
-        if (failed.ok()) roster_.Departed(rank, how, why.message());
+        roster_.Departed(rank, how, why.message());
       }
       if (!failed.ok()) notify = FailLocked(failed);
     }
@@ -161,10 +157,9 @@ Contribution Session::BeginLocked(uint32_t rank, const std::shared_ptr<SessionMe
   if (failover()) ReportWatermarkLocked(rank, header.watermark, outbox);
   if (Status s = roster_.OutOfOrder(rank, stream, header); !s.ok()) return fail(std::move(s));
   if (Status s = WideSumRefusedLocked(rank, header); !s.ok()) return fail(std::move(s));
-  auto it = pending_.find(PieceKey{header.seq, header.piece});
-  const Piece* pending = it == pending_.end() ? nullptr : it->second.get();
-  if (Status s = DepartedBeforeLocked(rank, header, pending); !s.ok()) return fail(std::move(s));
-  std::shared_ptr<Piece> piece = pending ? it->second : AllocateLocked(rank, header, std::move(wake), now);
+  std::shared_ptr<Piece> piece = pieces_.Find(header);
+  if (Status s = DepartedBeforeLocked(rank, header, piece.get()); !s.ok()) return fail(std::move(s));
+  if (piece == nullptr) piece = pieces_.Create(rank, header, PartElementsLocked(header), std::move(wake), now);
   if (piece == nullptr) {
     result.kind = Contribution::Kind::kWaitForMemory;
     return result;
@@ -224,18 +219,6 @@ Status Session::DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader&
                     : who + " disconnected from the reducer (" + left.why + ") after its last operation, " + before);
 }
 
-std::shared_ptr<Piece> Session::AllocateLocked(uint32_t rank, const protocol::PieceHeader& header,
-                                               std::function<void()> wake, Clock::time_point now) {
-  // A wide sum's slots fit either type, and two more hold its result.
-  const bool wide = (header.flags & protocol::kPieceWideSum) != 0;
-  const size_t slot = Piece::SlotBytes(header);
-  auto buffer = budget_->TryAllocate(slot * PieceSlots(world_, wide ? wire_ : DataType::kFloat32), std::move(wake));
-  if (buffer == nullptr) return nullptr;
-  auto piece = std::make_shared<Piece>(header, rank, world_, std::move(buffer), slot, PartElementsLocked(header), now);
-  pending_.emplace(PieceKey{header.seq, header.piece}, piece);
-  return piece;
-}
-
 uint64_t Session::PartElementsLocked(const protocol::PieceHeader& header) const {
   const bool wide = (header.flags & protocol::kPieceWideSum) != 0;
   const uint64_t part_bytes = result_part_bytes();
@@ -279,8 +262,7 @@ void Session::EndContribution(uint32_t rank, const std::shared_ptr<Piece>& piece
     if (piece->header().epoch != epoch_.load(std::memory_order_relaxed)) return;
     if (piece->EndLocked(rank, now)) {
       last = true;
-      pending_.erase(PieceKey{piece->header().seq, piece->header().piece});
-      first_piece_of_op = completed_ops_.Insert(piece->header().seq);
+      first_piece_of_op = pieces_.Complete(*piece);
     }
   }
   // The last rank's call reduces what is left, outside the lock. The
@@ -367,7 +349,7 @@ void Session::OnMembership(uint32_t rank, const protocol::MembershipFrame& frame
       failure_ = Status(Code::kCancelled, "this reducer left session " + name_ + ": " + from +
                                               " dropped it from the session (failover to epoch " +
                                               std::to_string(frame.epoch) + ")");
-      pending_.clear();
+      pieces_.DropAll();
       notify = roster_.Members();
       quiet = true;
     } else if (frame.kind == MembershipKind::kReport || frame.kind == MembershipKind::kAnnounce) {
@@ -400,7 +382,7 @@ void Session::InstallLocked(uint32_t epoch, uint64_t start) {
   epoch_.store(epoch, std::memory_order_release);
   // Every pending piece belongs to an older epoch: the ranks redo those
   // operations in this one. Memory comes back as the last reference goes.
-  pending_.clear();
+  pieces_.DropAll();
   watermarks_.Reset(start);
   watermark_.store(start, std::memory_order_release);
   std::fill(wants_watermark_.begin(), wants_watermark_.end(), 0);
@@ -430,14 +412,12 @@ void Session::CheckTimeouts(Clock::time_point now) {
                                           " never joined with all " + std::to_string(streams_) +
                                           " streams (wrong token, address or world size?)");
     }
-    for (const auto& [key, piece] : pending_) {
-      if (!failed.ok()) break;
-      if (now - piece->first_arrival() <= limits_.op_timeout) continue;
-      const std::vector<uint32_t> missing = piece->MissingLocked();
-      failed = Status(Code::kTimeout, "operation " + std::to_string(key.first) + " (piece " +
-                                          std::to_string(key.second) + ") timed out after " +
+    const Piece* late = failed.ok() ? pieces_.FirstOlderThan(now, limits_.op_timeout) : nullptr;
+    if (late != nullptr) {
+      failed = Status(Code::kTimeout, "operation " + std::to_string(late->header().seq) + " (piece " +
+                                          std::to_string(late->header().piece) + ") timed out after " +
                                           Seconds(limits_.op_timeout) + " on this reducer: " +
-                                          RankList(missing) + " never contributed");
+                                          RankList(late->MissingLocked()) + " never contributed");
     }
     // Twice the operation timeout: memory held by a stuck piece or by
     // results a worker does not take goes back after one, and only a wait
@@ -470,22 +450,18 @@ void Session::Fail(const Status& status) {
   for (auto& m : notify) m->SendErrorAndClose(status);
 }
 
-void Session::ReleaseReplies(const std::map<PieceKey, std::shared_ptr<Piece>>& pieces) {
-  // A piece not yet sent in full holds its ranks' members, and they may hold
-  // it (the piece being read, results queued): a cycle that only sending the
-  // whole result breaks. No result goes out after a failure or a teardown.
-  for (const auto& [key, piece] : pieces) piece->ReleaseReplies();
-}
-
 void Session::DropMembers() {
   std::vector<std::shared_ptr<SessionMember>> members;
-  std::map<PieceKey, std::shared_ptr<Piece>> pending;
+  std::vector<std::shared_ptr<Piece>> pending;
   {
     MutexLock lock(mu_);
     members = roster_.TakeMembers();
-    pending.swap(pending_);
+    pending = pieces_.TakeAll();
   }
-  ReleaseReplies(pending);
+  // A piece not yet sent in full holds its ranks' members, and they may hold
+  // it (the piece being read, results queued): a cycle that only sending the
+  // whole result breaks. No result goes out after a teardown.
+  for (const auto& piece : pending) piece->ReleaseReplies();
   // Released here, outside the lock: a member's destructor may be the last
   // reference to this session's other members.
 }
@@ -494,8 +470,7 @@ std::vector<std::shared_ptr<SessionMember>> Session::FailLocked(const Status& st
   failure_ = status;
   // Counted here, once per session, however many members are told.
   counters_.OnFailure(status.code());
-  ReleaseReplies(pending_);
-  pending_.clear();
+  pieces_.FailAll();
   return roster_.Members();
 }
 

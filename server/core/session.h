@@ -34,8 +34,8 @@
 // quietly when the ranks evict it.
 //
 // Threading: every method may be called from any I/O thread. One mutex
-// (mu_) guards the roster, the table of pending pieces and the failover
-// state; payload bytes are received and reduced outside it. Members are
+// (mu_) guards the roster, the table of pending pieces (piece_table.h) and
+// the failover state; payload bytes are received and reduced outside it. Members are
 // called outside the lock. Counters read by stats() are atomics
 // (session_counters.h), so observers never wait on a reduction. What mu_
 // guards and the functions that need it (*Locked) are annotated, and clang
@@ -45,8 +45,8 @@
 // Connection::results_mu_ (server/net/connection.h); which of a piece's
 // fields each of the first two guards is in piece.h. A piece's first
 // contribution from a rank records the rank's member under both
-// (Piece::BeginLocked), and a failure or a teardown takes a pending
-// piece's parts_mu_ under mu_ to let go of its replies (ReleaseReplies); a
+// (Piece::BeginLocked), and a failure takes a pending piece's parts_mu_
+// under mu_ to let go of its replies (PieceTable::FailAll); a
 // piece's parts go to its members under parts_mu_, so that they leave in
 // order, and SendResult takes the connection's results_mu_ only to queue
 // them. Nothing takes mu_ under the other two, and Deliver never runs
@@ -77,7 +77,7 @@
 #include "server/core/failover_coordinator.h"
 #include "server/core/memory_budget.h"
 #include "server/core/piece.h"
-#include "server/core/recent_seq_set.h"
+#include "server/core/piece_table.h"
 #include "server/core/roster.h"
 #include "server/core/server_defaults.h"
 #include "server/core/reducer_stats.h"
@@ -231,7 +231,6 @@ class Session {
   using Outbox = std::vector<std::pair<std::shared_ptr<SessionMember>, std::vector<uint8_t>>>;
 
   std::vector<std::shared_ptr<SessionMember>> FailLocked(const Status& status) RS_REQUIRES(mu_);
-  static void ReleaseReplies(const std::map<PieceKey, std::shared_ptr<Piece>>& pieces);
   Contribution BeginLocked(uint32_t rank, const std::shared_ptr<SessionMember>& member, uint16_t stream,
                            const protocol::PieceHeader& header, std::function<void()> wake, Clock::time_point now,
                            std::vector<std::shared_ptr<SessionMember>>* notify, Outbox* outbox) RS_REQUIRES(mu_);
@@ -246,10 +245,6 @@ class Session {
   Status WideSumRefusedLocked(uint32_t rank, const protocol::PieceHeader& header) const RS_REQUIRES(mu_);
   Status DepartedBeforeLocked(uint32_t rank, const protocol::PieceHeader& header, const Piece* piece) const
       RS_REQUIRES(mu_);
-  // A new pending piece for `header`, first sent by `rank`; nullptr when
-  // the budget cannot cover it now (`wake` is then registered with it).
-  std::shared_ptr<Piece> AllocateLocked(uint32_t rank, const protocol::PieceHeader& header,
-                                        std::function<void()> wake, Clock::time_point now) RS_REQUIRES(mu_);
   // The parts policy: the smallest result part of a new piece (elements),
   // or its whole count when its result goes out whole.
   uint64_t PartElementsLocked(const protocol::PieceHeader& header) const RS_REQUIRES(mu_);
@@ -279,8 +274,7 @@ class Session {
   mutable Mutex mu_;  // before Piece::parts_mu_ and MemoryBudget::mu_ (top of this file)
   Roster roster_ RS_GUARDED_BY(mu_);
   Status failure_ RS_GUARDED_BY(mu_);
-  std::map<PieceKey, std::shared_ptr<Piece>> pending_ RS_GUARDED_BY(mu_);
-  RecentSeqSet completed_ops_ RS_GUARDED_BY(mu_);
+  PieceTable pieces_ RS_GUARDED_BY(mu_);
   WatermarkTracker watermarks_ RS_GUARDED_BY(mu_);
   FailoverCoordinator coordinator_ RS_GUARDED_BY(mu_);
   std::vector<uint8_t> wants_watermark_ RS_GUARDED_BY(mu_);  // per rank
