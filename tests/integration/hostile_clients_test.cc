@@ -15,6 +15,7 @@
 #include "tests/support/control_helpers.h"
 #include "tests/integration/hostile_clients.h"
 #include "tests/support/http_get.h"
+#include "tests/support/sanitizer_build.h"
 #include "tests/support/test_data.h"
 
 namespace rs::testing {
@@ -26,16 +27,10 @@ using std::chrono::seconds;
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr char kToken[] = "hostile-token";
 
-#if defined(__SANITIZE_ADDRESS__)
 // AddressSanitizer keeps freed memory in quarantine (256 MiB by default),
 // which thousands of short connections fill: the reducers these tests start
 // get a 16 MiB quarantine, and the bounds that much more room.
-constexpr size_t kSanitizerSlack = 32 * kMiB;
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr size_t kSanitizerSlack = 0;
-constexpr bool kAddressSanitizer = false;
-#endif
+constexpr size_t kSanitizerSlack = kAddressSanitizer ? 32 * kMiB : 0;
 
 std::vector<std::string> Sources(int first, int count) {
   std::vector<std::string> out;

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/nccl_plugin/plugin_harness.h"
+#include "tests/support/sanitizer_build.h"
 
 namespace rs::plugin::test {
 namespace {
@@ -169,6 +170,12 @@ const std::vector<TableSpec>& Tables() {
   return tables;
 }
 
+#if defined(__clang__)
+constexpr bool kClang = true;
+#else
+constexpr bool kClang = false;
+#endif
+
 TEST(PluginTables, EveryExportedTableHasNcclsSizeAndSlotOrder) {
   const std::map<std::string, size_t> sizes = ExportedSymbols();
   ScopedPluginEnv env(Vars{});
@@ -177,7 +184,12 @@ TEST(PluginTables, EveryExportedTableHasNcclsSizeAndSlotOrder) {
   for (const TableSpec& table : Tables()) {
     SCOPED_TRACE(table.symbol);
     ASSERT_TRUE(sizes.count(table.symbol));
-    EXPECT_EQ(sizes.at(table.symbol), 8 * table.slots.size());
+    // Clang's AddressSanitizer pads every global with a redzone that its
+    // symbol's size counts: there only the slots are checked (the optimized
+    // build checks the sizes).
+    if (!(rs::testing::kAddressSanitizer && kClang)) {
+      EXPECT_EQ(sizes.at(table.symbol), 8 * table.slots.size());
+    }
     auto* const* slots = static_cast<void* const*>(plugin->Symbol(table.symbol));
     ASSERT_NE(slots, nullptr);
     for (size_t i = 0; i < table.slots.size(); ++i) {
