@@ -167,7 +167,9 @@ TEST(WireTest, PieceHeaderLayoutIsPinned) {
   EXPECT_EQ(q[18] | (q[19] << 8), kPieceWideSum | kPieceCrc);
   EXPECT_EQ(uint32_t{q[20]} | uint32_t{q[21]} << 8 | uint32_t{q[22]} << 16 | uint32_t{q[23]} << 24, 0xA1A2A3A4u);
   for (size_t i = 0; i < patched.size(); ++i) {
-    if (i < kHeaderBytes + 18 || i >= kHeaderBytes + 24) EXPECT_EQ(patched[i], frame[i]) << "byte " << i;
+    if (i < kHeaderBytes + 18 || i >= kHeaderBytes + 24) {
+      EXPECT_EQ(patched[i], frame[i]) << "byte " << i;
+    }
   }
 }
 

@@ -45,7 +45,6 @@ class TrainLoop {
   std::vector<float> params_;
   uint64_t verify_failed_step_ = 0;  // 1-based step of the first mismatch
   CommTiming last_comm_;
-  double last_step_s_ = 0;
 };
 
 }  // namespace rs::trainer
