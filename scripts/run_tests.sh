@@ -2,10 +2,11 @@
 # Builds everything and runs the whole test suite. First the docs site
 # (`mkdocs build --strict` from mkdocs.yml, into a temporary folder: a broken
 # link or a page missing from the navigation fails in seconds). Then an
-# optimized build and its tests, then the same tests under AddressSanitizer +
-# UndefinedBehaviorSanitizer. Then fuzzes each fuzz target (tests/fuzz/) for
-# FUZZ_SECONDS under ASan + UBSan with libFuzzer (a clang build); a crash
-# fails the run and names its reproducer. Installs its Debian packages first
+# optimized build (GCC) and its tests, then a clang build under
+# AddressSanitizer + UndefinedBehaviorSanitizer with the fuzz targets in it:
+# the same tests, then each fuzz target (tests/fuzz/) fuzzed for FUZZ_SECONDS
+# with libFuzzer; a crash fails the run and names its reproducer. Clang also
+# checks the lock annotations there (an error). Installs its Debian packages first
 # if any is missing. Compiles through ccache when it is installed (its default
 # place, ~/.cache/ccache), so a second run recompiles only what changed.
 # Prints one `==> time: <phase> <seconds> s` line per phase and a total.
@@ -13,7 +14,7 @@
 #
 #   scripts/run_tests.sh               # docs, then all three
 #   DOCS=0 scripts/run_tests.sh        # skip the docs site
-#   SANITIZE=0 scripts/run_tests.sh    # skip the sanitizer build
+#   SANITIZE=0 scripts/run_tests.sh    # skip the sanitizer build (and fuzzing)
 #   FUZZ=0 scripts/run_tests.sh        # skip fuzzing (FUZZ_SECONDS=25 per target)
 #   TSAN=1 scripts/run_tests.sh        # also ThreadSanitizer (not in CI; about 11 min more on 2 cores)
 #   BUILD_DIR=out scripts/run_tests.sh
@@ -103,7 +104,20 @@ run_suite() {
   timed "build $name" ninja -C "$dir" -j "$jobs"
   echo "==> testing $dir"
   # --no-tests=error: a build configured without tests must not pass as green.
-  timed "test $name" ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" --timeout 900
+  # The fuzzers (label fuzz) run in a phase of their own, below.
+  timed "test $name" ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" --timeout 900 \
+    -LE '^fuzz$'
+}
+
+# A folder configured with another C++ compiler (the sanitizer build was GCC
+# before it was clang) is configured afresh: CMake refuses to switch.
+forget_other_compiler() {
+  local dir=$1 compiler=$2 cached
+  cached=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$dir/CMakeCache.txt" 2>/dev/null || true)
+  if [ -n "$cached" ] && [ "$(readlink -f "$cached")" != "$(readlink -f "$(command -v "$compiler")")" ]; then
+    echo "==> $dir was configured with $cached: configuring it afresh with $compiler"
+    rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
+  fi
 }
 
 # First: it takes seconds and fails fast.
@@ -113,19 +127,39 @@ if [ "${DOCS:-1}" != "0" ]; then
 fi
 
 # Tests on explicitly: the main job configures the same folder without them.
-run_suite "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=ON
+# RS_TEST_CODE_FLAGS: the test files' own code at -O1 -g1 (tests/CMakeLists.txt),
+# the libraries under test at the build type's -O2 -g.
+run_suite "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=ON \
+  -DRS_TEST_CODE_FLAGS="-O1 -g1"
 
 if [ "${SANITIZE:-1}" != "0" ]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  # One clang tree for the sanitizers and the fuzzers (-DRS_FUZZ=ON: the
+  # fuzz targets are libFuzzer binaries, the libraries they link carry
+  # coverage for them). It was two, a GCC one for the tests and a clang one
+  # for the fuzzers, which compiled the libraries twice; and clang compiles
+  # this code under the sanitizers in 30 - 50 % less CPU than GCC.
   # -g1: line tables and inlined frames, all an ASan or UBSan report prints,
   # without variable locations: about a fifth less compile time. -O1, as
   # AddressSanitizer's own documentation advises: it checks every access -O2
-  # would, and takes about a quarter less CPU to compile (seven of the
-  # heaviest files: 15 - 50 % less each, connection.cc 28 CPU-s against 57)
-  # in a build that is CI's longest step; the suite ran as fast.
-  run_suite "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-    -DRS_SANITIZE=address,undefined -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=OFF
+  # would. The test files' own code at -O0 (tests/CMakeLists.txt): still
+  # instrumented, and half the compile time again.
+  fuzz_flags=(-DRS_FUZZ=OFF)
+  if [ "${FUZZ:-1}" != "0" ]; then
+    fuzz_flags=(-DRS_FUZZ=ON -DRS_FUZZ_SECONDS="${FUZZ_SECONDS:-25}")
+  fi
+  forget_other_compiler "$build-asan" clang++-14
+  # (bash exports CC and CXX to the function and what it runs.)
+  CC=clang-14 CXX=clang++-14 run_suite "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+    -DRS_SANITIZE=address,undefined -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=OFF -DRS_TEST_CODE_FLAGS="-O0 -g1" \
+    "${fuzz_flags[@]}"
+  if [ "${FUZZ:-1}" != "0" ]; then
+    echo "==> fuzzing each target for ${FUZZ_SECONDS:-25} s"
+    timed "fuzz $(basename "$build-asan")" ctest --test-dir "$build-asan" --output-on-failure --no-tests=error \
+      -L '^fuzz$' -j "$jobs"
+  fi
 fi
 if [ "${TSAN:-0}" = "1" ]; then
   # A process with a race report exits 66 and fails its test. Suppressed:
@@ -145,20 +179,5 @@ if [ "${TSAN:-0}" = "1" ]; then
   echo "==> testing $dir"
   timed "test $name" ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" --timeout 900 \
     -E '^(ScaleTest\.ThirtyTwoClientsFourReducersMixedSizes|PluginReload\.LoadUseCloseUnload50Times|ReducerctlTest\.StatusSessionsHealthAndDrainAgainstALiveReducer)$'
-fi
-if [ "${FUZZ:-1}" != "0" ]; then
-  # Only the fuzz targets are built here (`ninja fuzzers`), with clang and
-  # libFuzzer; the seed corpus is also replayed by fuzz_replay.* in both
-  # builds above.
-  dir="$build-fuzz"
-  name=$(basename "$dir")
-  echo "==> configuring $dir (clang, libFuzzer, ASan + UBSan)"
-  # (bash exports CC and CXX to the function and what it runs.)
-  CC=clang-14 CXX=clang++-14 timed "configure $name" configure "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_FUZZ=ON \
-    -DRS_SANITIZE=address,undefined -DRS_BUILD_TESTS=ON -DRS_BUILD_BENCH=OFF -DRS_FUZZ_SECONDS="${FUZZ_SECONDS:-25}"
-  echo "==> building $dir"
-  timed "build $name" ninja -C "$dir" -j "$jobs" fuzzers
-  echo "==> fuzzing each target for ${FUZZ_SECONDS:-25} s"
-  timed "fuzz $name" ctest --test-dir "$dir" --output-on-failure --no-tests=error -L '^fuzz$' -j "$jobs"
 fi
 echo "==> all tests passed"

@@ -44,7 +44,8 @@ RS_TEST_PACKAGES=(
   # the Python package's tests (tests/python): `pip install ./python` offline
   # into a venv that sees python3-torch
   python3-venv python3-pip python3-setuptools
-  # the fuzzing stage: clang with libFuzzer and its sanitizer runtimes
+  # the sanitizer build, which also fuzzes: clang with libFuzzer and its
+  # sanitizer runtimes
   clang-14 libclang-rt-14-dev
   # a compiler cache (CMake's RS_CCACHE): a second run recompiles only what
   # changed
