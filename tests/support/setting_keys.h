@@ -6,9 +6,8 @@
 //
 // C++ cannot list a namespace's constants, so the keys are taken from the
 // declaring source with a pattern, and the reader fails the test when the
-// file declares none or when some `constexpr SettingKey<` the pattern did
-// not understand: a change of declaration style cannot make a test pass
-// with nothing checked.
+// file declares none or makes a key the pattern did not read: a change of
+// declaration style cannot make a test pass with nothing checked.
 //
 // Header only: RS_SOURCE_DIR is defined for each test binary.
 #pragma once
@@ -16,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -37,8 +37,8 @@ struct DeclaredKey {
 };
 
 // Every `SettingKey<T> kName{"flag", "ENV"}` in `path` (relative to the
-// source tree). Adds a test failure when there are none or when a
-// `constexpr SettingKey<` was not understood.
+// source tree). Adds a test failure when there are none or when a key
+// made another way was not read.
 inline std::vector<DeclaredKey> DeclaredSettingKeys(const std::string& path) {
   std::ifstream in(std::string(RS_SOURCE_DIR) + "/" + path);
   std::ostringstream text;
@@ -54,15 +54,16 @@ inline std::vector<DeclaredKey> DeclaredSettingKeys(const std::string& path) {
     if (type.rfind("std::chrono::", 0) == 0) type = type.substr(13);
     keys.push_back({path, type, (*it)[2].str(), (*it)[3].str(), (*it)[4].str()});
   }
-  size_t written = 0;
-  for (size_t at = source.find("constexpr SettingKey<"); at != std::string::npos;
-       at = source.find("constexpr SettingKey<", at + 1)) {
-    ++written;
-  }
+  // Every key made in the file, however declared: `SettingKey<T>` then a
+  // brace or parenthesis, with or without a name between (not a reference
+  // parameter, `const SettingKey<T>& key`).
+  static const std::regex kConstruction(R"re(SettingKey<[^;{}()&]+?>\s*(?:\w+\s*)?[{(])re");
+  const auto written = static_cast<size_t>(
+      std::distance(std::sregex_iterator(source.begin(), source.end(), kConstruction), std::sregex_iterator()));
   EXPECT_GT(keys.size(), 0u) << path << " declares no setting key this test can read: "
                              << "update the pattern in tests/support/setting_keys.h to the new declaration style";
-  EXPECT_EQ(keys.size(), written) << path << " has " << written << " `constexpr SettingKey<` but the pattern read "
-                                  << keys.size() << ": update tests/support/setting_keys.h";
+  EXPECT_EQ(keys.size(), written) << path << " makes " << written << " setting keys but the pattern read "
+                                  << keys.size() << ": update the pattern in tests/support/setting_keys.h";
   return keys;
 }
 
