@@ -136,6 +136,17 @@ SettingValue ResolveOne(const SettingInfo& info, const std::map<std::string, std
   return value;
 }
 
+// A key read from a registry that lacks it: a programming error, which each
+// program's keys test (tests/support/setting_keys.h) catches in CI; the last
+// resort, so it says what to fix.
+[[noreturn]] void NotInRegistry(std::string_view name) {
+  std::fprintf(stderr,
+               "internal error: setting '%.*s' is not in the registry: add its Entry to the program's registry "
+               "(a programming error; its keys test in tests/ should have failed)\n",
+               static_cast<int>(name.size()), name.data());
+  std::abort();
+}
+
 }  // namespace
 
 const SettingInfo& FindSetting(const std::vector<SettingInfo>& registry, const SettingName& key) {
@@ -143,9 +154,7 @@ const SettingInfo& FindSetting(const std::vector<SettingInfo>& registry, const S
     // A registry may drop a key's flag (environment only), never rename it.
     if ((!info.flag.empty() && info.flag == key.flag) || (!info.env.empty() && info.env == key.env)) return info;
   }
-  std::fprintf(stderr, "internal error: setting '%.*s' is not in the registry\n", static_cast<int>(key.name().size()),
-               key.name().data());
-  std::abort();
+  NotInRegistry(key.name());
 }
 
 SettingInfo& FindSetting(std::vector<SettingInfo>& registry, const SettingName& key) {
@@ -174,9 +183,7 @@ const SettingValue* Settings::Find(std::string_view name) const {
 
 const SettingValue& Settings::Get(std::string_view name) const {
   if (const SettingValue* v = Find(name)) return *v;
-  std::fprintf(stderr, "internal error: setting '%.*s' is not in the registry\n", static_cast<int>(name.size()),
-               name.data());
-  std::abort();
+  NotInRegistry(name);
 }
 
 const SettingValue& Settings::Get(const SettingName& key) const {

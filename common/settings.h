@@ -16,6 +16,10 @@
 //   registry:  Entry(kOpTimeout, "DUR", kDefaultOpTimeout.text, "", "An all-reduce with no answer ...")
 //   reading:   s.Duration(kOpTimeout, 1ms, 24h)    // s.Int(kOpTimeout, ...) does not compile
 //
+// A key left out of its program's registry still compiles; each program's
+// keys test (tests/support/setting_keys.h) fails on it in CI, and reading it
+// aborts (Settings::Get), as a last resort.
+//
 // The key's type says which reader takes it: int64_t whole numbers (Int),
 // uint64_t byte sizes (Size), milliseconds durations (Duration), std::string
 // text (Get, OneOf). Names as text remain only where they come from outside

@@ -32,19 +32,6 @@ inline constexpr SettingKey<int64_t> kWorldSize{"", "WORLD_SIZE"};
 inline constexpr SettingKey<std::string> kSession{"", "REDUCER_SESSION"};
 }  // namespace setting
 
-// What NCCL gives the plugin and the package must be told: the package's
-// own registry.
-const std::vector<SettingInfo>& OwnRegistry() {
-  static const std::vector<SettingInfo> kRegistry = {
-      Entry(setting::kRank, "N", "", "", "This process's rank, 0 to WORLD_SIZE-1 (set by torchrun)"),
-      Entry(setting::kWorldSize, "N", "", "", "Number of ranks (set by torchrun)"),
-      Entry(setting::kSession, "NAME", "", "",
-            "A name every rank of this session shares and no other running session uses; the session id is "
-            "derived from it (reduction_server.torch.ReducerState makes one up on rank 0 when unset)"),
-  };
-  return kRegistry;
-}
-
 // Pairs where one given by argument hides the other's variable.
 const std::vector<std::set<std::string>>& Alternatives() {
   static const std::vector<std::set<std::string>> kPairs = {
@@ -89,6 +76,17 @@ Status RankAndWorld(const Settings& own, client::ClientOptions* o) {
 }
 
 }  // namespace
+
+const std::vector<SettingInfo>& OwnRegistry() {
+  static const std::vector<SettingInfo> kRegistry = {
+      Entry(setting::kRank, "N", "", "", "This process's rank, 0 to WORLD_SIZE-1 (set by torchrun)"),
+      Entry(setting::kWorldSize, "N", "", "", "Number of ranks (set by torchrun)"),
+      Entry(setting::kSession, "NAME", "", "",
+            "A name every rank of this session shares and no other running session uses; the session id is "
+            "derived from it (reduction_server.torch.ReducerState makes one up on rank 0 when unset)"),
+  };
+  return kRegistry;
+}
 
 const std::vector<BindingVariable>& BindingVariables() {
   static const std::vector<BindingVariable> kVars = [] {

@@ -40,6 +40,11 @@ struct BindingVariable {
 };
 const std::vector<BindingVariable>& BindingVariables();
 
+// What NCCL gives the plugin and the package must be told (RANK, WORLD_SIZE,
+// REDUCER_SESSION): the package's own registry; the rest it takes from the
+// plugin's.
+const std::vector<SettingInfo>& OwnRegistry();
+
 // `given`: variables set by keyword argument (by variable name); `env`: the
 // process environment (rs::ProcessEnv()) or a map in tests. Errors are
 // kInvalidArgument naming the variable.
