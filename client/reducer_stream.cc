@@ -3,18 +3,20 @@
 #include <algorithm>
 
 #include "common/socket_options.h"
+#include "protocol/auth.h"
 
 namespace rs::client {
 
 ReducerStream::ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner)
     : io_(io),
       framed_(asio::ip::tcp::socket(io), *this),
-      resolver_(io),
-      retry_timer_(io),
       liveness_timer_(io),
       params_(std::move(params)),
       owner_(owner),
-      connect_retry_(params_.connect_grace_end, params_.connect_deadline),
+      connector_(io, framed_,
+                 {params_.endpoint, Name(), params_.tls, params_.tcp, params_.connect_grace_end,
+                  params_.connect_deadline},
+                 *this),
       results_(params_.id.reducer,
                "reducer " + params_.endpoint.ToString() + " -> rank " + std::to_string(params_.hello.rank),
                params_.crc, *this),
@@ -29,9 +31,39 @@ std::string ReducerStream::Name() const {
 }
 
 void ReducerStream::Start() {
-  asio::post(io_, [self = shared_from_this()] { self->Connect(); });
+  asio::post(io_, [self = shared_from_this()] {
+    if (self->state_ != State::kClosed) self->connector_.Start();
+  });
 }
 
+void ReducerStream::OnTcpConnected(const TcpTuningResult& tcp) {
+  const int fd = framed_.socket().native_handle();
+  if (auto line = TcpTuningLineOnce(tcp)) owner_->Log(tcp.refused ? LogLevel::kWarn : LogLevel::kInfo, *line);
+  // Off with TLS (data_stream.h).
+  low_water_ = params_.tls ? ReceiveLowWater() : ReceiveLowWater(fd);
+  for (PathSampler::LogLine& line : path_.Connected(fd)) owner_->Log(line.level, line.message);
+  // Best effort: the heartbeats work without it.
+  (void)SetTcpLiveness(fd, params_.liveness_timeout,
+                       PeerReads::kMayPause);  // out of memory, it stops reading
+}
+
+// A connection lost during TLS's handshake, or never made, is lost like any
+// other (failover may get past it); a peer TLS refuses fails the session.
+void ReducerStream::OnConnectEnded(const Status& status, std::optional<ConnectFailure> /*gave_up*/) {
+  if (state_ == State::kClosed) return;
+  if (status.code() == Code::kIo) return Lose(status);
+  if (!status.ok()) return Fail(status);
+  SendHello();
+}
+
+void ReducerStream::SendHello() {
+  handshake_.emplace(Name(), params_.token, params_.hello);
+  StatusOr<std::vector<uint8_t>> hello = handshake_->Start(protocol::RandomNonce());
+  if (!hello.ok()) return Fail(hello.status());
+  state_ = State::kHandshake;
+  WriteControl(std::move(*hello));
+  ReadFrame();
+}
 
 template <typename Handler>
 void ReducerStream::Read(asio::mutable_buffer buffer, Handler&& handler) {
@@ -370,9 +402,8 @@ void ReducerStream::Shutdown() {
   sends_.Drop(/*keep_partial=*/false);
   results_.Forget();
   asio::error_code ignored;
-  retry_timer_.cancel();
+  connector_.Cancel();
   liveness_timer_.cancel();
-  resolver_.cancel();
   framed_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   framed_.Close();  // ends the linger too
   if (was_open) owner_->OnStreamClosed();

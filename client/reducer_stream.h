@@ -1,6 +1,6 @@
-// One TCP stream from a worker to one reducer: connects (retrying until the
-// connect deadline, since reducers may start after workers), runs the
-// handshake, then writes DATA frames from the operations' sources and reads
+// One TCP stream from a worker to one reducer: connects (its Connector,
+// connector.h, retries until the connect deadline, since reducers may start
+// after workers), runs the handshake, then writes DATA frames from the operations' sources and reads
 // RESULT frames straight into the receive buffers. From WELCOME on it watches
 // the stream's liveness (liveness.h): it sends a HEARTBEAT when it has
 // written nothing for a while, and reports the reducer lost when nothing at
@@ -38,6 +38,7 @@
 
 #include "client/client.h"
 #include "client/connect_retry.h"
+#include "client/connector.h"
 #include "client/handshake.h"
 #include "client/operation.h"
 #include "client/path_sampler.h"
@@ -118,6 +119,7 @@ struct StreamParams {
 
 class ReducerStream final : public std::enable_shared_from_this<ReducerStream>,
                             private FramedSocket::Owner,
+                            private Connector::Owner,
                             private ResultReader::Owner {
  public:
   ReducerStream(asio::io_context& io, StreamParams params, StreamOwner* owner);
@@ -150,11 +152,15 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>,
   // kHandshake: HELLO sent, until WELCOME (handshake_ says where it is).
   enum class State { kConnecting, kHandshake, kAwaitReady, kReady, kClosed };
 
-  void Connect();
-  void ConnectTo(std::vector<asio::ip::tcp::endpoint> endpoints, size_t next, asio::error_code last_error);
-  void Connected(const TcpTuningResult& tcp);
+  // Connector::Owner: each attempt goes to the owner; once TCP is up the
+  // socket is set up for the stream (before TLS, as the options must precede
+  // the connection's bytes); once connected, HELLO.
+  void OnConnectAttempt(std::optional<ConnectFailure> failure, const std::string& error) override {
+    owner_->OnConnectAttempt(params_.id, failure, error);
+  }
+  void OnTcpConnected(const TcpTuningResult& tcp) override;
+  void OnConnectEnded(const Status& status, std::optional<ConnectFailure> gave_up) override;
   void SendHello();  // after the TCP (and TLS) handshake
-  void RetryConnect(ConnectFailure failure, const std::string& why);
   template <typename Handler>
   void Read(asio::mutable_buffer buffer, Handler&& handler);
   void ReadFrame();
@@ -181,6 +187,7 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>,
   size_t GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* buffers) override;
   void FramesWritten(const asio::error_code& ec) override;
   void SocketEnded() override { Shutdown(); }
+  // FramedSocket::Owner and Connector::Owner.
   std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
   void SampleWindow();  // the automatic window follows the path (path_sampler.h)
   void Fail(const Status& status);  // fatal for the session
@@ -201,13 +208,11 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>,
 
   asio::io_context& io_;
   FramedSocket framed_;  // the socket: every read and write, and the close
-  asio::ip::tcp::resolver resolver_;
-  asio::steady_timer retry_timer_;
   asio::steady_timer liveness_timer_;
   StreamParams params_;
   StreamOwner* const owner_;
   State state_ = State::kConnecting;
-  ConnectRetry connect_retry_;
+  Connector connector_;  // the connection, in framed_'s socket, until HELLO
 
   std::array<uint8_t, protocol::kHeaderBytes> header_buf_{};
   protocol::FrameHeader header_;
