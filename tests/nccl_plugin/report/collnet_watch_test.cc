@@ -403,10 +403,10 @@ TEST(Report, StderrGetsOneLineUnlessReducerLogSaysOtherwise) {
   EXPECT_FALSE(ParseReportLevel("loud").ok());
   for (ReportLevel level : {ReportLevel::kInfo, ReportLevel::kWarn, ReportLevel::kOff}) {
     SetReportLevel(level);
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     ReportInfo("using 4 reducers");
     ReportWarn("CollNet could not reach the reducers");
-    const std::string out = testing::internal::GetCapturedStderr();
+    const std::string out = ::testing::internal::GetCapturedStderr();
     const bool info = out.find("]: using 4 reducers\n") != std::string::npos;
     const bool warn = out.find("]: WARNING: CollNet could not reach the reducers\n") != std::string::npos;
     EXPECT_EQ(info, level == ReportLevel::kInfo) << out;

@@ -170,14 +170,14 @@ TEST(TunerReleases, BadInputIsAnErrorOrLeftAloneNeverACrash) {
 // prints only WARN lines; the plugin's own stderr line is separate).
 std::string StderrOfLoad(const char* reducer_log) {
   const NcclRelease& release = NcclReleases().front();
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   {
     if (reducer_log != nullptr) ::setenv("REDUCER_LOG", reducer_log, 1);
     ReleaseSetup setup(release, 4, TunerEnvFor(release), /*collnet_enable=*/"0");
     setup.Tuner(release, 4, 4);
   }
   ::unsetenv("REDUCER_LOG");
-  return testing::internal::GetCapturedStderr();
+  return ::testing::internal::GetCapturedStderr();
 }
 
 TEST(TunerReleases, CollNetDisabledIsOneWarningOnStderrAndReducerLogOffSilencesIt) {
