@@ -1,0 +1,11 @@
+// Byte sizes for the tests' buffers and limits.
+#pragma once
+
+#include <cstddef>
+
+namespace rs::testing {
+
+inline constexpr size_t kKiB = size_t{1} << 10;
+inline constexpr size_t kMiB = size_t{1} << 20;
+
+}  // namespace rs::testing
