@@ -14,11 +14,13 @@
 #include "nccl_plugin/abi/nccl_tuner_abi.h"
 #include "tests/nccl_plugin/nccl_releases.h"
 #include "tests/nccl_plugin/plugin_harness.h"
+#include "tests/support/sizes.h"
 
 namespace rs::plugin::test {
 namespace {
 
-constexpr size_t kKiB = 1024, kMiB = 1024 * kKiB;
+using rs::testing::kKiB;
+using rs::testing::kMiB;
 
 // The plugin loaded as `release` loads it: the net library by its path in
 // NCCL_NET_PLUGIN (2.21+ accept one), the tuner library as the release
