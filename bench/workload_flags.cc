@@ -1,5 +1,7 @@
 #include "bench/workload_flags.h"
 
+#include <CLI/CLI.hpp>
+
 #include "common/units.h"
 
 namespace rs::bench {

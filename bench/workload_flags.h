@@ -5,8 +5,6 @@
 // Threading: called once, from main, before anything runs.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -14,6 +12,12 @@
 
 #include "bench/workloads.h"
 #include "common/status.h"
+
+// CLI11 is header-only and costs about 10 CPU-seconds in every file that
+// includes it: the flags' own file does, its users need only the name.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace rs::bench {
 

@@ -69,6 +69,24 @@ std::string NormalizeSessionId(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// A caller's text as an error message quotes it: at most 48 bytes, each
+// byte that is not printable ASCII as '?', and a longer one cut with its
+// length named (a request may be megabytes).
+std::string QuotedForError(const std::string& text) {
+  constexpr size_t kShown = 48;
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < kShown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    out.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?');
+  }
+  if (text.size() > kShown) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+}  // namespace
+
 ControlService::ControlService(const ReducerServer& server, StopRequest& stop,
                                std::function<void()> begin_drain, Info info)
     : server_(server), stop_(stop), begin_drain_(std::move(begin_drain)), info_(std::move(info)) {}
@@ -96,7 +114,7 @@ grpc::Status ControlService::GetSession(grpc::ServerContext*, const v1::GetSessi
   const std::string id = NormalizeSessionId(request->id());
   if (id.empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "session id '" + request->id() + "' is not 32 hex digits (as printed in the reducer's log)");
+                        "session id '" + QuotedForError(request->id()) + "' is not 32 hex digits (as printed in the reducer's log)");
   }
   const auto sessions = server_.Sessions();
   for (const auto& s : sessions) {

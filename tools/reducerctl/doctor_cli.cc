@@ -1,5 +1,7 @@
 #include "tools/reducerctl/doctor_cli.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <cstdlib>
 

@@ -99,6 +99,15 @@ TEST_F(ControlPlaneTest, MalformedAndUnknownSessionIdsAreClearErrors) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(st.error_message().find("is not 32 hex digits"), std::string::npos) << st.error_message();
 
+  // A long or binary id is quoted short and printable, its length named.
+  st = GetSession(std::string(1 << 20, 'x') + "\n\x01", &info);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LT(st.error_message().size(), 200u);
+  EXPECT_NE(st.error_message().find("... (1048578 bytes)' is not 32 hex digits"), std::string::npos)
+      << st.error_message().substr(0, 200);
+  st = GetSession("bad\tid", &info);
+  EXPECT_NE(st.error_message().find("session id 'bad?id'"), std::string::npos) << st.error_message();
+
   st = GetSession("00112233445566778899AABBCCDDEEFF", &info);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_NE(st.error_message().find("no session 00112233445566778899aabbccddeeff on this reducer"),
