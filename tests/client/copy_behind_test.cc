@@ -35,7 +35,7 @@ TEST(CopyBehindTest, StreamingCopyKeepsEveryByteAtAnyAlignmentAndLength) {
                        kChunk, kChunk + 1, 2 * kChunk + 77}) {
     for (size_t to_offset : {0, 1, 8, 31, 32, 63}) {
       for (size_t from_offset : {0, 5, 16, 33}) {
-        SCOPED_TRACE(testing::Message() << bytes << " bytes, to + " << to_offset << ", from + " << from_offset);
+        SCOPED_TRACE(::testing::Message() << bytes << " bytes, to + " << to_offset << ", from + " << from_offset);
         std::vector<uint8_t> out(bytes + 3 * kMargin, kUntouched);
         // `to` is to_offset bytes past a cache line, kMargin or more into `out`.
         const size_t line_start = kMargin - reinterpret_cast<uintptr_t>(out.data() + kMargin) % 64;

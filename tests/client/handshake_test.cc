@@ -13,6 +13,7 @@
 
 #include "protocol/auth.h"
 #include "server/core/handshake.h"
+#include "tests/support/status_text.h"
 
 namespace rs::client {
 namespace {
@@ -104,7 +105,7 @@ Outcome RunBoth(const std::string& worker_token, const std::string& reducer_toke
   return out;
 }
 
-bool Has(const Status& s, const std::string& text) { return s.message().find(text) != std::string::npos; }
+using rs::testing::Has;
 
 TEST(ClientHandshakeTest, TheSameTokenOnBothSidesLetsTheWorkerInAndProvesTheReducer) {
   const Outcome out = RunBoth("job-secret", "job-secret");

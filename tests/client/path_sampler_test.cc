@@ -21,7 +21,7 @@ using std::chrono::milliseconds;
 
 constexpr size_t kPiece = 1 << 20;
 constexpr milliseconds kKernelFloor{0};
-const char* const kPeer = "reducer 10.0.0.5:7450 (stream 1)";
+const char* const kSampledPeer = "reducer 10.0.0.5:7450 (stream 1)";
 
 // A short path (under kIdleRestartRoundTrip: no warning about idle restarts,
 // which depends on the host) and a fast one.
@@ -33,7 +33,7 @@ TcpPath FastPath() {
 }
 
 TEST(PathSampler, TheAutomaticWindowFollowsThePath) {
-  PathSampler sampler(kPeer, std::nullopt, kPiece, kKernelFloor);
+  PathSampler sampler(kSampledPeer, std::nullopt, kPiece, kKernelFloor);
   const size_t unknown = AutoSendWindow(kPiece, 0, {});
   EXPECT_EQ(sampler.window_now(), unknown) << "before any sample: the window for an unknown path";
   const TcpPath path = FastPath();
@@ -46,7 +46,7 @@ TEST(PathSampler, TheAutomaticWindowFollowsThePath) {
 }
 
 TEST(PathSampler, TheUsersWindowNeverMoves) {
-  PathSampler sampler(kPeer, size_t{3} << 20, kPiece, kKernelFloor);
+  PathSampler sampler(kSampledPeer, size_t{3} << 20, kPiece, kKernelFloor);
   EXPECT_EQ(sampler.window_now(), size_t{3} << 20);
   const TcpPath path = FastPath();
   sampler.OnPath(path, Clock::now(), -1);
@@ -56,7 +56,7 @@ TEST(PathSampler, TheUsersWindowNeverMoves) {
 }
 
 TEST(PathSampler, SamplesAreTakenAtMostOncePerInterval) {
-  PathSampler sampler(kPeer, std::nullopt, kPiece, kKernelFloor);
+  PathSampler sampler(kSampledPeer, std::nullopt, kPiece, kKernelFloor);
   const Clock::time_point t0 = Clock::now();
   EXPECT_TRUE(sampler.due(t0));
   sampler.OnPath(FastPath(), t0, -1);
@@ -65,7 +65,7 @@ TEST(PathSampler, SamplesAreTakenAtMostOncePerInterval) {
 }
 
 TEST(PathSampler, TcpWaitsAreTotalledAcrossConnectionsAndABufferHoldingTheStreamBackIsNamed) {
-  PathSampler sampler(kPeer, std::nullopt, kPiece, kKernelFloor);
+  PathSampler sampler(kSampledPeer, std::nullopt, kPiece, kKernelFloor);
   Clock::time_point t = Clock::now();
   TcpPath path = FastPath();
   EXPECT_TRUE(sampler.Connected(-1).empty());
@@ -81,7 +81,7 @@ TEST(PathSampler, TcpWaitsAreTotalledAcrossConnectionsAndABufferHoldingTheStream
   const std::vector<PathSampler::LogLine> lines = sampler.OnPath(path, t, -1);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].level, LogLevel::kWarn);
-  EXPECT_EQ(lines[0].message.rfind(std::string(kPeer) + ": ", 0), 0u) << lines[0].message;
+  EXPECT_EQ(lines[0].message.rfind(std::string(kSampledPeer) + ": ", 0), 0u) << lines[0].message;
   EXPECT_NE(lines[0].message.find("the reducer's receive window"), std::string::npos) << lines[0].message;
   EXPECT_EQ(sampler.tcp_waits().busy_us, 4'000'000u);
   EXPECT_EQ(sampler.tcp_waits().rwnd_limited_us, 2'000'000u);
@@ -98,7 +98,7 @@ TEST(PathSampler, TcpWaitsAreTotalledAcrossConnectionsAndABufferHoldingTheStream
 }
 
 TEST(PathSampler, NoWarningWhileTheWaitsStayASmallShare) {
-  PathSampler sampler(kPeer, std::nullopt, kPiece, kKernelFloor);
+  PathSampler sampler(kSampledPeer, std::nullopt, kPiece, kKernelFloor);
   Clock::time_point t = Clock::now();
   TcpPath path = FastPath();
   for (uint64_t period = 1; period <= 4; ++period) {

@@ -16,6 +16,7 @@
 #include "client/reducer_probe.h"
 #include "protocol/wire.h"
 #include "server/net/reducer_server.h"
+#include "tests/support/status_text.h"
 
 namespace rs::client {
 namespace {
@@ -35,7 +36,7 @@ StatusOr<ProbeResult> Probe(uint16_t port, const std::string& token,
   return ProbeReducer(ProbeOptions{{"127.0.0.1", port}, token, tls, timeout});
 }
 
-bool Has(const Status& st, const std::string& text) { return st.message().find(text) != std::string::npos; }
+using rs::testing::Has;
 
 // A listening socket on 127.0.0.1 (port 0) that the test drives by hand.
 struct Listener {

@@ -141,7 +141,7 @@ class ScriptedReducer {
   asio::ip::tcp::socket socket_;
 };
 
-constexpr uint64_t kPieceElems = 256 * 1024;  // 1 MiB of float32
+constexpr uint64_t kStreamPieceElems = 256 * 1024;  // 1 MiB of float32
 constexpr uint32_t kPieces = 8;
 
 // The stream's io_context on its own thread, stopped and joined however the
@@ -234,9 +234,9 @@ TEST(ReducerStreamTest, ResetWhileAWriteIsInFlightKeepsFrameBoundaries) {
   ScriptedReducer reducer(test_io);
   RecordingOwner owner;
   // One operation of kPieces pieces, each piece's elements its index + 1.
-  std::vector<float> send(kPieceElems * kPieces), recv(send.size());
+  std::vector<float> send(kStreamPieceElems * kPieces), recv(send.size());
   for (uint32_t p = 0; p < kPieces; ++p) {
-    std::fill_n(send.begin() + p * kPieceElems, kPieceElems, static_cast<float>(p + 1));
+    std::fill_n(send.begin() + p * kStreamPieceElems, kStreamPieceElems, static_cast<float>(p + 1));
   }
   IoThread io_thread;
   asio::io_context& io = io_thread.io();
@@ -246,7 +246,7 @@ TEST(ReducerStreamTest, ResetWhileAWriteIsInFlightKeepsFrameBoundaries) {
   protocol::FrameHeader header;
   std::vector<uint8_t> payload;
   std::string why;
-  constexpr uint64_t kMaxPiece = kPieceElems * sizeof(float);
+  constexpr uint64_t kMaxPiece = kStreamPieceElems * sizeof(float);
   ASSERT_TRUE(reducer.Handshake(kMaxPiece, &why)) << why;
   ASSERT_TRUE(owner.WaitReady()) << owner.failure().ToString();
 
@@ -286,9 +286,9 @@ TEST(ReducerStreamTest, ResetWhileAWriteIsInFlightKeepsFrameBoundaries) {
     ASSERT_EQ(h.epoch, announced ? 1u : 0u);
     ASSERT_EQ(h.piece, next_piece[h.epoch]) << "epoch " << h.epoch;
     ++next_piece[h.epoch];
-    std::vector<float> expected(kPieceElems, static_cast<float>(h.piece + 1));
+    std::vector<float> expected(kStreamPieceElems, static_cast<float>(h.piece + 1));
     ASSERT_EQ(std::memcmp(payload.data() + protocol::kPieceHeaderBytes, expected.data(),
-                          kPieceElems * sizeof(float)),
+                          kStreamPieceElems * sizeof(float)),
               0)
         << "piece " << h.piece << " of epoch " << h.epoch;
   }

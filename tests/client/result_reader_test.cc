@@ -50,7 +50,7 @@ class FakeOwner : public ResultReader::Owner {
 
 // Two pieces of kPieceElems float32 elements, both sent to kReducer.
 // `wire`: a float32 sum on a 16-bit wire.
-std::shared_ptr<OperationImpl> TwoPieces(std::vector<float>& recv, DataType wire = DataType::kFloat32) {
+std::shared_ptr<OperationImpl> TwoPiecesToOneReducer(std::vector<float>& recv, DataType wire = DataType::kFloat32) {
   recv.assign(2 * kPieceElems, -1.0f);
   std::vector<protocol::PieceSpan> pieces = {{0, 0, kPieceElems, kReducer, 0},
                                              {1, kPieceElems, kPieceElems, kReducer, 0}};
@@ -58,7 +58,7 @@ std::shared_ptr<OperationImpl> TwoPieces(std::vector<float>& recv, DataType wire
                                          ReduceOp::kSum, /*epoch=*/0, std::move(pieces), 2, Clock::now(), wire);
 }
 
-protocol::PieceHeader ResultFor(uint32_t piece, uint64_t offset_in_piece = 0, uint64_t count = kPieceElems) {
+protocol::PieceHeader ResultPartFor(uint32_t piece, uint64_t offset_in_piece = 0, uint64_t count = kPieceElems) {
   protocol::PieceHeader h;
   h.seq = kSeq;
   h.piece = piece;
@@ -108,11 +108,11 @@ std::vector<float> Values(float first, size_t n) {
 TEST(ResultReader, ResultsLandInTheReceiveBufferAndTheLastOneCompletesTheOperation) {
   FakeOwner owner;
   std::vector<float> recv;
-  owner.ops[kSeq] = TwoPieces(recv);
+  owner.ops[kSeq] = TwoPiecesToOneReducer(recv);
   ResultReader reader(kReducer, kHop, /*crc=*/false, owner);
   Delivery d(reader);
   const std::vector<float> first = Values(100, kPieceElems);
-  ASSERT_TRUE(d.Begin(ResultFor(0)).ok());
+  ASSERT_TRUE(d.Begin(ResultPartFor(0)).ok());
   EXPECT_TRUE(d.part().claimed);
   EXPECT_EQ(d.part().into.data(), static_cast<void*>(recv.data())) << "read straight into the receive buffer";
   ASSERT_TRUE(d.Land(first.data()).ok());
@@ -120,8 +120,8 @@ TEST(ResultReader, ResultsLandInTheReceiveBufferAndTheLastOneCompletesTheOperati
   EXPECT_FALSE(owner.ops[kSeq]->Done());
   // The second piece in two parts: the last one ends it.
   const std::vector<float> second = Values(200, kPieceElems);
-  ASSERT_TRUE(d.Deliver(ResultFor(1, 0, 3), second.data()).ok());
-  ASSERT_TRUE(d.Deliver(ResultFor(1, 3, kPieceElems - 3), second.data() + 3).ok());
+  ASSERT_TRUE(d.Deliver(ResultPartFor(1, 0, 3), second.data()).ok());
+  ASSERT_TRUE(d.Deliver(ResultPartFor(1, 3, kPieceElems - 3), second.data() + 3).ok());
   EXPECT_EQ(owner.completed, std::vector<uint64_t>{kSeq});
   EXPECT_TRUE(owner.ops[kSeq]->Done()) << "no lease left behind";
   EXPECT_TRUE(owner.ops[kSeq]->status().ok());
@@ -134,12 +134,12 @@ TEST(ResultReader, ResultsLandInTheReceiveBufferAndTheLastOneCompletesTheOperati
 TEST(ResultReader, AResultOnASixteenBitWireIsWidenedIntoTheReceiveBuffer) {
   FakeOwner owner;
   std::vector<float> recv;
-  owner.ops[kSeq] = TwoPieces(recv, DataType::kBfloat16);
+  owner.ops[kSeq] = TwoPiecesToOneReducer(recv, DataType::kBfloat16);
   ResultReader reader(kReducer, kHop, /*crc=*/true, owner);
   const std::vector<float> sums = Values(1, kPieceElems);  // exact in bfloat16
   std::vector<uint16_t> narrow(kPieceElems);
   ASSERT_TRUE(NarrowPiece(DataType::kBfloat16, sums.data(), narrow.data(), kPieceElems));
-  protocol::PieceHeader h = ResultFor(0);
+  protocol::PieceHeader h = ResultPartFor(0);
   h.dtype = DataType::kBfloat16;
   h.flags = protocol::kPieceWideSum | protocol::kPieceCrc;
   h.crc = protocol::Crc32c(narrow.data(), narrow.size() * sizeof(uint16_t));
@@ -154,10 +154,10 @@ TEST(ResultReader, AResultOnASixteenBitWireIsWidenedIntoTheReceiveBuffer) {
 TEST(ResultReader, ACorruptedResultFailsNamingTheHopAndGivesItsLeaseBack) {
   FakeOwner owner;
   std::vector<float> recv;
-  owner.ops[kSeq] = TwoPieces(recv);
+  owner.ops[kSeq] = TwoPiecesToOneReducer(recv);
   ResultReader reader(kReducer, kHop, /*crc=*/true, owner);
   const std::vector<float> sums = Values(5, kPieceElems);
-  protocol::PieceHeader h = ResultFor(1);
+  protocol::PieceHeader h = ResultPartFor(1);
   h.flags = protocol::kPieceCrc;
   h.crc = protocol::Crc32c(sums.data(), sums.size() * sizeof(float)) ^ 1;
   Delivery d(reader);
@@ -173,10 +173,10 @@ TEST(ResultReader, ACorruptedResultFailsNamingTheHopAndGivesItsLeaseBack) {
 TEST(ResultReader, TheCrcIsCheckedOnlyWhenAskedFor) {
   FakeOwner owner;
   std::vector<float> recv;
-  owner.ops[kSeq] = TwoPieces(recv);
+  owner.ops[kSeq] = TwoPiecesToOneReducer(recv);
   ResultReader reader(kReducer, kHop, /*crc=*/false, owner);
   const std::vector<float> sums = Values(5, kPieceElems);
-  protocol::PieceHeader h = ResultFor(0);
+  protocol::PieceHeader h = ResultPartFor(0);
   h.flags = protocol::kPieceCrc;
   h.crc = 12345;
   Delivery d(reader);
@@ -186,13 +186,13 @@ TEST(ResultReader, TheCrcIsCheckedOnlyWhenAskedFor) {
 TEST(ResultReader, AResultNoOperationTakesIsDrained) {
   FakeOwner owner;
   std::vector<float> recv;
-  auto failed = TwoPieces(recv);
+  auto failed = TwoPiecesToOneReducer(recv);
   failed->Finish(Status(Code::kPeerFailed, "gave up"));
   owner.ops[kSeq] = failed;
   ResultReader reader(kReducer, kHop, /*crc=*/false, owner);
   const std::vector<float> sums = Values(5, kPieceElems);
   Delivery d(reader);
-  ASSERT_TRUE(d.Begin(ResultFor(0)).ok());
+  ASSERT_TRUE(d.Begin(ResultPartFor(0)).ok());
   EXPECT_FALSE(d.part().lease) << "no new I/O on buffers the caller may have freed";
   EXPECT_FALSE(d.part().claimed);
   EXPECT_EQ(d.part().into.size(), kPieceElems * sizeof(float)) << "the bytes are read all the same";
@@ -200,7 +200,7 @@ TEST(ResultReader, AResultNoOperationTakesIsDrained) {
   ASSERT_TRUE(d.Land(sums.data()).ok());
   EXPECT_EQ(recv[0], -1.0f) << "the receive buffer is untouched";
   // An operation this rank does not know (completed, or never issued).
-  protocol::PieceHeader unknown = ResultFor(0);
+  protocol::PieceHeader unknown = ResultPartFor(0);
   unknown.seq = 99;
   ASSERT_TRUE(d.Deliver(unknown, sums.data()).ok());
   EXPECT_TRUE(owner.completed.empty());
@@ -209,10 +209,10 @@ TEST(ResultReader, AResultNoOperationTakesIsDrained) {
 TEST(ResultReader, AResultThatDoesNotMatchWhatWasSentFailsAndHoldsNothing) {
   FakeOwner owner;
   std::vector<float> recv;
-  owner.ops[kSeq] = TwoPieces(recv);
+  owner.ops[kSeq] = TwoPiecesToOneReducer(recv);
   ResultReader reader(kReducer + 1, kHop, /*crc=*/false, owner);  // the pieces went to kReducer
   Delivery d(reader);
-  const Status st = d.Begin(ResultFor(0));
+  const Status st = d.Begin(ResultPartFor(0));
   EXPECT_EQ(st.code(), Code::kProtocol);
   EXPECT_NE(st.message().find("does not match what was sent"), std::string::npos) << st.message();
   owner.ops[kSeq]->Finish(st);
@@ -231,10 +231,10 @@ TEST(ResultReader, AHeaderThatDoesNotDecodeFails) {
 TEST(ResultReader, AReadCutShortGivesTheLeaseBackAndCompletesNothing) {
   FakeOwner owner;
   std::vector<float> recv;
-  owner.ops[kSeq] = TwoPieces(recv);
+  owner.ops[kSeq] = TwoPiecesToOneReducer(recv);
   ResultReader reader(kReducer, kHop, /*crc=*/false, owner);
   Delivery d(reader);
-  ASSERT_TRUE(d.Begin(ResultFor(0)).ok());
+  ASSERT_TRUE(d.Begin(ResultPartFor(0)).ok());
   ASSERT_TRUE(d.part().lease);
   ASSERT_TRUE(reader.Land(std::move(d.part()), /*arrived=*/false).ok());
   EXPECT_TRUE(owner.completed.empty());
@@ -248,7 +248,7 @@ TEST(ResultReader, TheWatermarkIsPassedOnOncePerValueTheOwnerTakes) {
   Delivery d(reader);
   const std::vector<float> sums = Values(0, kPieceElems);
   auto result = [&](uint32_t epoch, uint64_t watermark) {
-    protocol::PieceHeader h = ResultFor(0);
+    protocol::PieceHeader h = ResultPartFor(0);
     h.seq = 50;  // no such operation: drained, the watermark counts all the same
     h.epoch = epoch;
     h.watermark = watermark;

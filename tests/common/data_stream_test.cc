@@ -18,14 +18,14 @@ namespace {
 using asio::ip::tcp;
 
 // Two connected sockets on 127.0.0.1, one io_context, run by the test.
-struct Pair {
+struct StreamPair {
   asio::io_context io;
   tcp::socket server{io};
   tcp::socket client{io};
   DataStream server_stream{server};
   DataStream client_stream{client};
 
-  Pair() {
+  StreamPair() {
     tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
     client.connect(acceptor.local_endpoint());
     acceptor.accept(server);
@@ -61,7 +61,7 @@ std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
 }
 
 TEST(DataStreamTest, TlsCarriesGatheredWritesExactlyHoweverTheReadsCutThem) {
-  Pair p;
+  StreamPair p;
   auto [server_status, client_status] = p.Handshake("the-job-token", "the-job-token");
   ASSERT_TRUE(server_status.ok()) << server_status.ToString();
   ASSERT_TRUE(client_status.ok()) << client_status.ToString();
@@ -134,7 +134,7 @@ TEST(DataStreamTest, TlsCarriesGatheredWritesExactlyHoweverTheReadsCutThem) {
 // (a training job) instead of failing the write for the failover to handle.
 // Nothing here ignores SIGPIPE: the test process is the training process.
 TEST(DataStreamTest, WritingToAPeerThatIsGoneFailsTheWriteAndRaisesNoSignal) {
-  Pair p;
+  StreamPair p;
   auto [server_status, client_status] = p.Handshake("the-job-token", "the-job-token");
   ASSERT_TRUE(server_status.ok()) << server_status.ToString();
   ASSERT_TRUE(client_status.ok()) << client_status.ToString();
@@ -158,7 +158,7 @@ TEST(DataStreamTest, WritingToAPeerThatIsGoneFailsTheWriteAndRaisesNoSignal) {
 }
 
 TEST(DataStreamTest, ADifferentTokenFailsTheTlsHandshakeOnBothSidesNamingTheToken) {
-  Pair p;
+  StreamPair p;
   auto [server_status, client_status] = p.Handshake("the-job-token", "another-token");
   EXPECT_EQ(server_status.code(), Code::kAuth) << server_status.ToString();
   EXPECT_EQ(client_status.code(), Code::kAuth) << client_status.ToString();
@@ -167,7 +167,7 @@ TEST(DataStreamTest, ADifferentTokenFailsTheTlsHandshakeOnBothSidesNamingTheToke
 }
 
 TEST(DataStreamTest, APeerWithoutTlsIsNamedByTheAlertItSends) {
-  Pair p;
+  StreamPair p;
   // What a reducer without --tls answers a ClientHello with (connection.cc).
   std::optional<Status> client_status;
   p.client_stream.StartTls(*DataTls::Create(DataTls::Role::kWorker, "the-job-token"),
@@ -183,7 +183,7 @@ TEST(DataStreamTest, APeerWithoutTlsIsNamedByTheAlertItSends) {
 }
 
 TEST(DataStreamTest, APeerThatClosesDuringTheHandshakeIsAConnectionErrorNotARefusal) {
-  Pair p;
+  StreamPair p;
   std::optional<Status> client_status;
   p.client_stream.StartTls(*DataTls::Create(DataTls::Role::kWorker, "the-job-token"),
                            [&](const Status& st) { client_status = st; });

@@ -18,9 +18,9 @@
 namespace rs {
 namespace {
 
-struct Pair {
+struct SocketPair {
   int writer = -1, reader = -1;
-  Pair() {
+  SocketPair() {
     const int listener = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -35,7 +35,7 @@ struct Pair {
     if (connect(writer, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) reader = accept(listener, nullptr, nullptr);
     close(listener);
   }
-  ~Pair() {
+  ~SocketPair() {
     if (writer >= 0) close(writer);
     if (reader >= 0) close(reader);
   }
@@ -50,7 +50,7 @@ struct Pair {
 };
 
 TEST(ReceiveLowWater, WakesOnceTheReadHasWhatItNeeds) {
-  Pair p;
+  SocketPair p;
   ASSERT_GE(p.reader, 0);
   ReceiveLowWater mark(p.reader);
   p.Write(40 << 10);
@@ -64,7 +64,7 @@ TEST(ReceiveLowWater, WakesOnceTheReadHasWhatItNeeds) {
 }
 
 TEST(ReceiveLowWater, SmallReadsAndResetWakeForAnyByte) {
-  Pair p;
+  SocketPair p;
   ASSERT_GE(p.reader, 0);
   ReceiveLowWater mark(p.reader);
   mark.Expect(1 << 20);
@@ -88,7 +88,7 @@ int IntOption(int fd, int level, int name) {
 }
 
 TEST(SetTcpLivenessTest, TheUserTimeoutIsSetOnlyWhereThePeerAlwaysReads) {
-  Pair p;
+  SocketPair p;
   ASSERT_GE(p.reader, 0);
   ASSERT_TRUE(SetTcpLiveness(p.writer, std::chrono::milliseconds(5000), PeerReads::kMayPause).ok());
   EXPECT_EQ(IntOption(p.writer, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);

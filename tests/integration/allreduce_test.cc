@@ -15,7 +15,7 @@
 namespace rs::testing {
 namespace {
 
-constexpr uint32_t kWorld = 4;
+constexpr uint32_t kAllreduceWorld = 4;
 
 class AllReduceTest : public ::testing::Test {
  protected:
@@ -43,7 +43,7 @@ class AllReduceTest : public ::testing::Test {
 
   static std::vector<client::Endpoint> Endpoints() { return {reducers_[0]->endpoint(), reducers_[1]->endpoint()}; }
   static client::ClientOptions RankOptions(const std::string& session, uint32_t rank) {
-    return Options(Endpoints(), session, rank, kWorld, "integration-token");
+    return Options(Endpoints(), session, rank, kAllreduceWorld, "integration-token");
   }
 
   static ReducerProcess* reducers_[2];
@@ -64,8 +64,8 @@ struct Case {
 // delay so contributions arrive in a different order.
 void RunCases(const std::vector<Case>& cases, const std::function<client::ClientOptions(uint32_t)>& options,
               uint64_t seed, bool shuffle, std::vector<std::vector<uint8_t>>* rank0_results = nullptr) {
-  std::vector<std::unique_ptr<client::Client>> clients(kWorld);
-  RunRanks(kWorld, [&](uint32_t rank) {
+  std::vector<std::unique_ptr<client::Client>> clients(kAllreduceWorld);
+  RunRanks(kAllreduceWorld, [&](uint32_t rank) {
     auto c = client::Client::Create(options(rank));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     clients[rank] = std::move(c).value();
@@ -75,11 +75,11 @@ void RunCases(const std::vector<Case>& cases, const std::function<client::Client
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& k = cases[i];
     std::vector<std::vector<uint8_t>> inputs;
-    for (uint32_t r = 0; r < kWorld; ++r) inputs.push_back(RandomInput(k.dtype, k.count, seed + 1000 * i + r));
+    for (uint32_t r = 0; r < kAllreduceWorld; ++r) inputs.push_back(RandomInput(k.dtype, k.count, seed + 1000 * i + r));
     const auto want = RankOrderReference(k.dtype, k.op, k.count, inputs);
-    std::vector<uint32_t> delays_us(kWorld);
+    std::vector<uint32_t> delays_us(kAllreduceWorld);
     for (auto& d : delays_us) d = shuffle ? rng() % 3000 : 0;
-    RunRanks(kWorld, [&](uint32_t rank) {
+    RunRanks(kAllreduceWorld, [&](uint32_t rank) {
       std::vector<uint8_t> recv(inputs[rank].size() + 1);  // +1: an empty op still gets a valid pointer
       std::this_thread::sleep_for(std::chrono::microseconds(delays_us[rank]));
       auto op = clients[rank]->AllReduce(inputs[rank].data(), recv.data(), k.count, k.dtype, k.op);
@@ -167,7 +167,7 @@ TEST_F(AllReduceTest, PiecesWrittenInSlicesGiveTheSameResults) {
 TEST_F(AllReduceTest, ManyOperationsInFlight) {
   constexpr int kOps = 48;
   constexpr size_t kCount = 100003;
-  RunRanks(kWorld, [&](uint32_t rank) {
+  RunRanks(kAllreduceWorld, [&](uint32_t rank) {
     auto c = client::Client::Create(RankOptions("in-flight", rank));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     std::vector<std::vector<int32_t>> bufs(kOps, std::vector<int32_t>(kCount));
@@ -190,8 +190,8 @@ TEST_F(AllReduceTest, RootCauseReachesEveryRankThroughEveryReducer) {
   // Rank 1 disagrees on the dtype; only some reducers see that first-hand.
   // Whichever reducer tells a rank, the message must carry the root cause.
   for (int attempt = 0; attempt < 5; ++attempt) {
-    std::vector<Status> results(kWorld);
-    RunRanks(kWorld, [&](uint32_t rank) {
+    std::vector<Status> results(kAllreduceWorld);
+    RunRanks(kAllreduceWorld, [&](uint32_t rank) {
       auto c = client::Client::Create(RankOptions("root-cause-" + std::to_string(attempt), rank));
       if (!c.ok()) {  // a slow rank may learn of the failure while joining
         results[rank] = c.status();
@@ -202,7 +202,7 @@ TEST_F(AllReduceTest, RootCauseReachesEveryRankThroughEveryReducer) {
       results[rank] = (*c)->AllReduce(buf.data(), buf.data(), (64 << 10) / DataTypeSize(dtype), dtype,
                                       ReduceOp::kSum)->Wait(std::chrono::seconds(30));
     });
-    for (uint32_t r = 0; r < kWorld; ++r) {
+    for (uint32_t r = 0; r < kAllreduceWorld; ++r) {
       EXPECT_EQ(results[r].code(), Code::kMismatch) << "rank " << r << ": " << results[r].ToString();
       EXPECT_NE(results[r].message().find("rank 1 sent float16"), std::string::npos)
           << "rank " << r << ": " << results[r].message();

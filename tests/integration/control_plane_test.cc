@@ -11,18 +11,18 @@ namespace {
 
 using ::grpc::health::v1::HealthCheckResponse;
 
-constexpr size_t kCount = 1 << 20;  // floats: 4 MiB, at least 4 pieces (1 MiB at most each)
-constexpr int kOps = 5;
+constexpr size_t kPlaneCount = 1 << 20;  // floats: 4 MiB, at least 4 pieces (1 MiB at most each)
+constexpr int kPlaneOps = 5;
 
 TEST(ControlPlaneIntegrationTest, StatusAndSessionsReportAFourRankRun) {
   ControlledReducer reducer;
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
   const std::string id = protocol::SessionIdToString(protocol::SessionIdFromName("ctl-four"));
-  const uint64_t bytes = 4ull * kOps * kCount * sizeof(float);
+  const uint64_t bytes = 4ull * kPlaneOps * kPlaneCount * sizeof(float);
   {
     auto clients = JoinSession({reducer.process().endpoint()}, "ctl-four", 4);
     ASSERT_EQ(clients.size(), 4u);
-    RunOps(clients, kOps, kCount);
+    RunOps(clients, kPlaneOps, kPlaneCount);
 
     v1::ListSessionsResponse list;
     ASSERT_TRUE(reducer.ListSessions(&list).ok());
@@ -33,8 +33,8 @@ TEST(ControlPlaneIntegrationTest, StatusAndSessionsReportAFourRankRun) {
     EXPECT_EQ(s.world_size(), 4u);
     EXPECT_EQ(s.ranks_joined(), 4u);
     EXPECT_EQ(s.streams_per_rank(), 2u);
-    EXPECT_EQ(s.operations_completed(), static_cast<uint64_t>(kOps));
-    EXPECT_GE(s.pieces_completed(), 4u * kOps);
+    EXPECT_EQ(s.operations_completed(), static_cast<uint64_t>(kPlaneOps));
+    EXPECT_GE(s.pieces_completed(), 4u * kPlaneOps);
     EXPECT_EQ(s.bytes_received(), bytes);
 
     v1::ServerStatus status;
@@ -42,7 +42,7 @@ TEST(ControlPlaneIntegrationTest, StatusAndSessionsReportAFourRankRun) {
     EXPECT_EQ(status.state(), v1::ServerStatus::SERVING);
     EXPECT_EQ(status.sessions_active(), 1u);
     EXPECT_EQ(status.connections_active(), 8u);  // 4 ranks x 2 streams
-    EXPECT_EQ(status.operations_completed(), static_cast<uint64_t>(kOps));
+    EXPECT_EQ(status.operations_completed(), static_cast<uint64_t>(kPlaneOps));
     EXPECT_EQ(status.pieces_completed(), s.pieces_completed());
     // 4 MiB operations, a few pieces per rank: every result went out in parts.
     EXPECT_EQ(status.pieces_in_parts(), status.pieces_completed());
@@ -59,7 +59,7 @@ TEST(ControlPlaneIntegrationTest, StatusAndSessionsReportAFourRankRun) {
   }
   EXPECT_EQ(ended.state(), v1::SessionInfo::ENDED) << ended.failure();
   EXPECT_EQ(ended.world_size(), 4u);
-  EXPECT_EQ(ended.operations_completed(), static_cast<uint64_t>(kOps));
+  EXPECT_EQ(ended.operations_completed(), static_cast<uint64_t>(kPlaneOps));
   v1::ServerStatus status;
   ASSERT_TRUE(reducer.GetStatus(&status).ok());
   EXPECT_EQ(status.sessions_active(), 0u);

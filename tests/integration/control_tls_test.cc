@@ -7,16 +7,14 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/built_programs.h"
 #include "tests/support/control_helpers.h"
 #include "tests/support/test_certificates.h"
 
 namespace rs::testing {
 namespace {
 
-const std::string kCtl = std::string(RS_BINARY_DIR) + "/tools/reducerctl/reducerctl";
-const std::string kReducerd = std::string(RS_BINARY_DIR) + "/server/reducerd";
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool TextContains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 class ControlTlsTest : public ::testing::Test {
  protected:
@@ -49,7 +47,7 @@ class ControlTlsTest : public ::testing::Test {
 TEST_F(ControlTlsTest, MutualTlsServesReducerctlWithACertificateOfItsCa) {
   ControlledReducer reducer(MutualTls());
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
-  EXPECT_TRUE(Contains(reducer.process().Log(), "gRPC control plane: mutual TLS")) << reducer.process().Log();
+  EXPECT_TRUE(TextContains(reducer.process().Log(), "gRPC control plane: mutual TLS")) << reducer.process().Log();
 
   CommandResult r = Ctl(reducer, ClientCert(), {"status", "--json"});
   ASSERT_EQ(r.code, 0) << r.output;
@@ -73,8 +71,8 @@ TEST_F(ControlTlsTest, MutualTlsRefusesAClientWithoutACertificate) {
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
   const CommandResult r = Ctl(reducer, {"--tls-ca", certs_.ca()}, {"drain"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(Contains(r.output, "ended the TLS handshake: it may require a client certificate")) << r.output;
-  EXPECT_TRUE(Contains(r.output, "--tls-cert and --tls-key")) << r.output;
+  EXPECT_TRUE(TextContains(r.output, "ended the TLS handshake: it may require a client certificate")) << r.output;
+  EXPECT_TRUE(TextContains(r.output, "--tls-cert and --tls-key")) << r.output;
   EXPECT_EQ(Ctl(reducer, ClientCert(), {"health"}).output, "SERVING\n");
 }
 
@@ -85,7 +83,7 @@ TEST_F(ControlTlsTest, MutualTlsRefusesAClientCertificateOfAnotherCa) {
       reducer, {"--tls-ca", certs_.ca(), "--tls-cert", certs_.stranger_cert(), "--tls-key", certs_.stranger_key()},
       {"drain"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(Contains(r.output, "it may not accept the certificate in '" + certs_.stranger_cert() + "'"))
+  EXPECT_TRUE(TextContains(r.output, "it may not accept the certificate in '" + certs_.stranger_cert() + "'"))
       << r.output;
   EXPECT_EQ(Ctl(reducer, ClientCert(), {"health"}).output, "SERVING\n");
 }
@@ -95,7 +93,7 @@ TEST_F(ControlTlsTest, PlaintextReducerctlIsToldTheReducerMayRequireTls) {
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
   const CommandResult r = Ctl(reducer, {}, {"drain"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(Contains(r.output, "closed the connection: it may require TLS (--grpc-tls-cert); give --tls-ca"))
+  EXPECT_TRUE(TextContains(r.output, "closed the connection: it may require TLS (--grpc-tls-cert); give --tls-ca"))
       << r.output;
   EXPECT_EQ(Ctl(reducer, ClientCert(), {"health"}).output, "SERVING\n");
 }
@@ -103,10 +101,10 @@ TEST_F(ControlTlsTest, PlaintextReducerctlIsToldTheReducerMayRequireTls) {
 TEST_F(ControlTlsTest, TlsReducerctlAgainstAPlaintextReducerIsToldSo) {
   ControlledReducer reducer;
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
-  EXPECT_TRUE(Contains(reducer.process().Log(), "gRPC control plane: plaintext")) << reducer.process().Log();
+  EXPECT_TRUE(TextContains(reducer.process().Log(), "gRPC control plane: plaintext")) << reducer.process().Log();
   const CommandResult r = Ctl(reducer, ClientCert(), {"health"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(Contains(r.output, "does not answer in TLS: reducerd may be running without --grpc-tls-cert"))
+  EXPECT_TRUE(TextContains(r.output, "does not answer in TLS: reducerd may be running without --grpc-tls-cert"))
       << r.output;
 }
 
@@ -117,12 +115,12 @@ TEST_F(ControlTlsTest, ReducerctlRefusesAReducerItCannotVerify) {
       reducer, {"--tls-ca", certs_.other_ca(), "--tls-cert", certs_.client_cert(), "--tls-key", certs_.client_key()},
       {"health"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(Contains(r.output, "is not signed by a CA in '" + certs_.other_ca() + "'")) << r.output;
+  EXPECT_TRUE(TextContains(r.output, "is not signed by a CA in '" + certs_.other_ca() + "'")) << r.output;
   std::vector<std::string> tls = ClientCert();
   tls.insert(tls.end(), {"--tls-server-name", "reducer.example"});
   r = Ctl(reducer, tls, {"health"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(Contains(r.output, "does not name 'reducer.example' (--tls-server-name)")) << r.output;
+  EXPECT_TRUE(TextContains(r.output, "does not name 'reducer.example' (--tls-server-name)")) << r.output;
   tls.back() = "localhost";  // a name the certificate has, for an IP target
   r = Ctl(reducer, tls, {"health"});
   EXPECT_EQ(r.code, 0) << r.output;
@@ -131,7 +129,7 @@ TEST_F(ControlTlsTest, ReducerctlRefusesAReducerItCannotVerify) {
 TEST_F(ControlTlsTest, ServerOnlyTlsServesAnyTlsClientWithAWarning) {
   ControlledReducer reducer(ServerTls());
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
-  EXPECT_TRUE(Contains(reducer.process().Log(), "warning reducerd: gRPC control plane: TLS (certificate " +
+  EXPECT_TRUE(TextContains(reducer.process().Log(), "warning reducerd: gRPC control plane: TLS (certificate " +
                                                     certs_.server_cert() + ") without client certificates"))
       << reducer.process().Log();
   const CommandResult r = Ctl(reducer, {"--tls-ca", certs_.ca()}, {"health"});
@@ -157,7 +155,7 @@ TEST_F(ControlTlsTest, BadTlsSettingsStopReducerdNamingTheFlagOrFile) {
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     const CommandResult r = RunCommand(argv);
     EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(Contains(r.output, "reducerd: " + c.message)) << r.output;
+    EXPECT_TRUE(TextContains(r.output, "reducerd: " + c.message)) << r.output;
   }
 }
 
@@ -179,7 +177,7 @@ TEST_F(ControlTlsTest, ReducerctlTlsFlagsThatDoNotFitAreUsageErrors) {
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     const CommandResult r = RunCommand(argv);
     EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(Contains(r.output, "reducerctl: " + c.message)) << r.output;
+    EXPECT_TRUE(TextContains(r.output, "reducerctl: " + c.message)) << r.output;
   }
 }
 

@@ -17,13 +17,13 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr auto kLiveness = milliseconds(1000);
+constexpr auto kLimitsLiveness = milliseconds(1000);
 
 class FailoverLimitsTest : public ReducerFleetTest {
  public:
   client::ClientOptions RankOptions(const std::string& session, uint32_t rank, uint32_t world) {
     auto o = Options(Endpoints(), session, rank, world);
-    o.liveness_timeout = kLiveness;
+    o.liveness_timeout = kLimitsLiveness;
     return o;
   }
 };
@@ -56,13 +56,13 @@ TEST_F(FailoverLimitsTest, BelowTheMinimumOfReducersTheSessionFailsSayingSo) {
 }
 
 // Rank 3 runs in its own process (the one the test kills or freezes).
-std::unique_ptr<ChildProcess> StartVictim(const std::vector<client::Endpoint>& reducers, const std::string& session,
-                                          int ops) {
+std::unique_ptr<ChildProcess> StartLimitsVictim(const std::vector<client::Endpoint>& reducers,
+                                                const std::string& session, int ops) {
   std::string list;
   for (const auto& e : reducers) list += (list.empty() ? "" : ",") + e.ToString();
   return std::make_unique<ChildProcess>(std::vector<std::string>{
       std::string(RS_BINARY_DIR) + "/tests/rs_test_worker", list, session, "3", "4", "", std::to_string(ops),
-      std::to_string(kLiveness.count())});
+      std::to_string(kLimitsLiveness.count())});
 }
 
 struct Loss {
@@ -75,7 +75,7 @@ struct Loss {
 Loss LoseTheWorker(FailoverLimitsTest* t, const std::string& session, int signal,
                    const std::function<void()>& first = {}) {
   Loss loss;
-  auto victim = StartVictim(t->Endpoints(), session, 3);
+  auto victim = StartLimitsVictim(t->Endpoints(), session, 3);
   std::thread injector([&] {
     ASSERT_TRUE(victim->WaitForOutput("stalling before operation", seconds(30))) << victim->Output();
     if (first) first();
@@ -116,7 +116,7 @@ TEST_F(FailoverLimitsTest, FrozenWorkerIsStillFatalWithTheCauseOnEveryRank) {
     EXPECT_NE(loss.errors[r].message().find("sent nothing to reducer"), std::string::npos) << loss.errors[r].message();
     // With failover the reducers give a silent worker twice the liveness
     // timeout (its link to one reducer may be all that was cut).
-    EXPECT_LT(loss.at[r] - loss.fault_at, 2 * kLiveness + seconds(2));
+    EXPECT_LT(loss.at[r] - loss.fault_at, 2 * kLimitsLiveness + seconds(2));
   }
 }
 
@@ -130,7 +130,7 @@ TEST_F(FailoverLimitsTest, AWorkerFrozenDuringAFailoverIsStillFatalWithTheCause)
     EXPECT_EQ(loss.errors[r].code(), Code::kPeerFailed) << loss.errors[r].ToString();
     EXPECT_NE(loss.errors[r].message().find("rank 3 ("), std::string::npos) << loss.errors[r].message();
     EXPECT_NE(loss.errors[r].message().find("sent nothing to reducer"), std::string::npos) << loss.errors[r].message();
-    EXPECT_LT(loss.at[r] - loss.fault_at, 2 * kLiveness + seconds(2));
+    EXPECT_LT(loss.at[r] - loss.fault_at, 2 * kLimitsLiveness + seconds(2));
   }
 }
 

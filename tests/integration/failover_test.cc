@@ -27,10 +27,10 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr uint32_t kWorld = 4;
-constexpr int kOps = 40;
+constexpr uint32_t kFailoverWorld = 4;
+constexpr int kFailoverOps = 40;
 constexpr int kInFlight = 6;
-constexpr auto kLiveness = milliseconds(2000);
+constexpr auto kFailoverLiveness = milliseconds(2000);
 
 // Operation k: its element count and type. float32 and bfloat16, sizes from
 // one piece to many, so that pieces land on every reducer.
@@ -39,7 +39,7 @@ DataType TypeOf(int k) { return k % 3 == 2 ? DataType::kBfloat16 : DataType::kFl
 
 // Values of every magnitude, so that a sum in another order would round
 // differently: bitwise equality means the same rank order.
-std::vector<uint8_t> Input(uint32_t rank, int k) {
+std::vector<uint8_t> FailoverInput(uint32_t rank, int k) {
   const size_t n = CountOf(k);
   std::vector<uint8_t> bytes(n * DataTypeSize(TypeOf(k)));
   uint64_t x = 0x9E3779B97F4A7C15ull * (rank + 1) + 0xBF58476D1CE4E5B9ull * static_cast<uint64_t>(k + 1);
@@ -65,18 +65,18 @@ struct RankRun {
   std::vector<std::string> logs;  // what the client's log callback got
 };
 
-// Runs kOps operations on every rank, kInFlight at a time, in place.
+// Runs kFailoverOps operations on every rank, kInFlight at a time, in place.
 // `fault` runs once, on rank 0's thread, after its operation `fault_after`
 // has completed (with later operations in flight).
-std::vector<RankRun> RunJob(const std::vector<client::Endpoint>& reducers, const std::string& session,
+std::vector<RankRun> RunFailoverJob(const std::vector<client::Endpoint>& reducers, const std::string& session,
                             int fault_after, const std::function<void()>& fault,
                             const std::function<void(client::ClientOptions&)>& tune = {}) {
-  std::vector<RankRun> runs(kWorld);
-  RunRanks(kWorld, [&](uint32_t rank) {
+  std::vector<RankRun> runs(kFailoverWorld);
+  RunRanks(kFailoverWorld, [&](uint32_t rank) {
     RankRun& run = runs[rank];
     std::mutex log_mu;  // outlives the client, whose callback ends with it
-    auto o = Options(reducers, session, rank, kWorld);
-    o.liveness_timeout = kLiveness;
+    auto o = Options(reducers, session, rank, kFailoverWorld);
+    o.liveness_timeout = kFailoverLiveness;
     o.log = [&run, &log_mu](client::LogLevel, const std::string& message) {
       std::lock_guard<std::mutex> lock(log_mu);
       run.logs.push_back(message);
@@ -87,7 +87,7 @@ std::vector<RankRun> RunJob(const std::vector<client::Endpoint>& reducers, const
       run.status = c.status();
       return;
     }
-    run.results.resize(kOps);
+    run.results.resize(kFailoverOps);
     std::deque<std::pair<int, std::shared_ptr<client::Operation>>> in_flight;
     auto finish_one = [&] {
       auto [k, op] = in_flight.front();
@@ -96,9 +96,9 @@ std::vector<RankRun> RunJob(const std::vector<client::Endpoint>& reducers, const
       if (!st.ok() && run.status.ok()) run.status = st;
       if (rank == 0 && k == fault_after && fault) fault();
     };
-    for (int k = 0; k < kOps && run.status.ok(); ++k) {
+    for (int k = 0; k < kFailoverOps && run.status.ok(); ++k) {
       if (in_flight.size() == kInFlight) finish_one();
-      run.results[k] = Input(rank, k);
+      run.results[k] = FailoverInput(rank, k);
       in_flight.emplace_back(k, (*c)->AllReduce(run.results[k].data(), run.results[k].data(), CountOf(k),
                                                 TypeOf(k), ReduceOp::kSum));
     }
@@ -110,10 +110,10 @@ std::vector<RankRun> RunJob(const std::vector<client::Endpoint>& reducers, const
 }
 
 void ExpectBitwiseEqual(const std::vector<RankRun>& reference, const std::vector<RankRun>& faulty) {
-  for (uint32_t r = 0; r < kWorld; ++r) {
+  for (uint32_t r = 0; r < kFailoverWorld; ++r) {
     ASSERT_TRUE(reference[r].status.ok()) << "reference rank " << r << ": " << reference[r].status.ToString();
     ASSERT_TRUE(faulty[r].status.ok()) << "rank " << r << ": " << faulty[r].status.ToString();
-    for (int k = 0; k < kOps; ++k) {
+    for (int k = 0; k < kFailoverOps; ++k) {
       ASSERT_EQ(faulty[r].results[k].size(), reference[r].results[k].size());
       EXPECT_EQ(std::memcmp(faulty[r].results[k].data(), reference[r].results[k].data(),
                             reference[r].results[k].size()),
@@ -133,10 +133,10 @@ class FailoverTest : public ReducerFleetTest {
 
 TEST_F(FailoverTest, KilledReducerIsSurvivedWithBitwiseIdenticalResults) {
   Start(3);
-  const auto reference = RunJob(Endpoints(), "killed-reference", -1, {});
-  const auto faulty = RunJob(Endpoints(), "killed", 12, [&] { kill(reducers_[1]->pid(), SIGKILL); });
+  const auto reference = RunFailoverJob(Endpoints(), "killed-reference", -1, {});
+  const auto faulty = RunFailoverJob(Endpoints(), "killed", 12, [&] { kill(reducers_[1]->pid(), SIGKILL); });
   ExpectBitwiseEqual(reference, faulty);
-  for (uint32_t r = 0; r < kWorld; ++r) {
+  for (uint32_t r = 0; r < kFailoverWorld; ++r) {
     EXPECT_GE(faulty[r].stats.epoch, 1u) << "rank " << r << " never failed over";
     EXPECT_EQ(faulty[r].stats.live_reducers, 2u) << "rank " << r;
     EXPECT_LE(faulty[r].stats.retained_peak_bytes, size_t{256} << 20);
@@ -158,18 +158,18 @@ TEST_F(FailoverTest, KilledReducerIsSurvivedWithBitwiseIdenticalResults) {
 
 TEST_F(FailoverTest, FrozenReducerIsSurvivedWithBitwiseIdenticalResults) {
   Start(3);
-  const auto reference = RunJob(Endpoints(), "frozen-reference", -1, {});
+  const auto reference = RunFailoverJob(Endpoints(), "frozen-reference", -1, {});
   const auto faulty =
-      RunJob(Endpoints(), "frozen", 12, [&] { EXPECT_TRUE(FreezeProcess(reducers_[2]->pid())); });
+      RunFailoverJob(Endpoints(), "frozen", 12, [&] { EXPECT_TRUE(FreezeProcess(reducers_[2]->pid())); });
   // Thawed after the ranks dropped it: it must not disturb them (they no
   // longer listen) and must come back to serving.
   kill(reducers_[2]->pid(), SIGCONT);
   ExpectBitwiseEqual(reference, faulty);
-  for (uint32_t r = 0; r < kWorld; ++r) {
+  for (uint32_t r = 0; r < kFailoverWorld; ++r) {
     EXPECT_GE(faulty[r].stats.epoch, 1u) << "rank " << r;
     EXPECT_EQ(faulty[r].stats.live_reducers, 2u) << "rank " << r;
   }
-  const auto after = RunJob({reducers_[2]->endpoint()}, "after-thaw", -1, {});
+  const auto after = RunFailoverJob({reducers_[2]->endpoint()}, "after-thaw", -1, {});
   for (const RankRun& run : after) EXPECT_TRUE(run.status.ok()) << run.status.ToString();
 }
 
@@ -178,21 +178,21 @@ TEST_F(FailoverTest, FrozenReducerIsSurvivedWithBitwiseIdenticalResults) {
 // it) before the epoch's announcement, or the reducers would read garbage.
 TEST_F(FailoverTest, FrozenReducerIsSurvivedWithPiecesHalfWritten) {
   Start(3);
-  const auto reference = RunJob(Endpoints(), "sliced-reference", -1, {});
-  const auto faulty = RunJob(
+  const auto reference = RunFailoverJob(Endpoints(), "sliced-reference", -1, {});
+  const auto faulty = RunFailoverJob(
       Endpoints(), "sliced-frozen", 12, [&] { EXPECT_TRUE(FreezeProcess(reducers_[2]->pid())); },
       [](client::ClientOptions& o) { o.write_slice_bytes = 3001; });
   kill(reducers_[2]->pid(), SIGCONT);
   ExpectBitwiseEqual(reference, faulty);
-  for (uint32_t r = 0; r < kWorld; ++r) EXPECT_GE(faulty[r].stats.epoch, 1u) << "rank " << r;
+  for (uint32_t r = 0; r < kFailoverWorld; ++r) EXPECT_GE(faulty[r].stats.epoch, 1u) << "rank " << r;
 }
 
 TEST_F(FailoverTest, FailoverOffMakesReducerLossFatal) {
   Start(2);
-  const auto faulty = RunJob(Endpoints(), "no-failover", 5, [&] { kill(reducers_[0]->pid(), SIGKILL); },
+  const auto faulty = RunFailoverJob(Endpoints(), "no-failover", 5, [&] { kill(reducers_[0]->pid(), SIGKILL); },
                              [](client::ClientOptions& o) { o.failover = false; });
   const std::string name = "reducer 127.0.0.1:" + std::to_string(reducers_[0]->port());
-  for (uint32_t r = 0; r < kWorld; ++r) {
+  for (uint32_t r = 0; r < kFailoverWorld; ++r) {
     EXPECT_EQ(faulty[r].status.code(), Code::kPeerFailed) << faulty[r].status.ToString();
     EXPECT_NE(faulty[r].status.message().find(name), std::string::npos) << faulty[r].status.message();
   }
@@ -261,8 +261,8 @@ TEST_F(FailoverTest, ReplacementReducerAtTheSameAddressIsTakenBack) {
   std::atomic<int> phase{0};  // 0: before the kill, 1: killed, 2: replaced, 3: taken back everywhere
   std::atomic<uint32_t> back{0};
   std::atomic<int> last_op{INT32_MAX};  // every rank must run the same operations
-  std::vector<Status> errors(kWorld);
-  std::vector<int> ops_after_back(kWorld, 0);
+  std::vector<Status> errors(kFailoverWorld);
+  std::vector<int> ops_after_back(kFailoverWorld, 0);
   std::unique_ptr<ReducerProcess> replacement;
   std::thread operator_thread([&] {
     while (phase < 1) std::this_thread::sleep_for(milliseconds(5));
@@ -271,9 +271,9 @@ TEST_F(FailoverTest, ReplacementReducerAtTheSameAddressIsTakenBack) {
     replacement = std::make_unique<ReducerProcess>(std::vector<std::string>{"--op-timeout", "60s"}, port);
     phase = 2;
   });
-  RunRanks(kWorld, [&](uint32_t rank) {
-    auto o = Options(Endpoints(), "replacement", rank, kWorld);
-    o.liveness_timeout = kLiveness;
+  RunRanks(kFailoverWorld, [&](uint32_t rank) {
+    auto o = Options(Endpoints(), "replacement", rank, kFailoverWorld);
+    o.liveness_timeout = kFailoverLiveness;
     auto c = client::Client::Create(o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     const auto deadline = std::chrono::steady_clock::now() + seconds(90);
@@ -288,7 +288,7 @@ TEST_F(FailoverTest, ReplacementReducerAtTheSameAddressIsTakenBack) {
       }
       for (size_t i = 0; i < v.size(); i += 1009) {
         float want = 0;
-        for (uint32_t r = 0; r < kWorld; ++r) want += Value(r, k, i);
+        for (uint32_t r = 0; r < kFailoverWorld; ++r) want += Value(r, k, i);
         ASSERT_EQ(v[i], want) << "rank " << rank << " operation " << k;
       }
       if (rank == 0 && k == 10) phase = std::max(phase.load(), 1);
@@ -298,7 +298,7 @@ TEST_F(FailoverTest, ReplacementReducerAtTheSameAddressIsTakenBack) {
         ++back;
       }
       if (counted) ++ops_after_back[rank];
-      if (back == kWorld) {
+      if (back == kFailoverWorld) {
         // The ranks are within an operation of each other (each waits for
         // its result): 20 more from here is the same last one for all.
         int unset = INT32_MAX;
@@ -308,7 +308,7 @@ TEST_F(FailoverTest, ReplacementReducerAtTheSameAddressIsTakenBack) {
     if (last_op == INT32_MAX) errors[rank] = Status(Code::kTimeout, "the replacement was not taken back within 90 s");
   });
   operator_thread.join();
-  for (uint32_t r = 0; r < kWorld; ++r) {
+  for (uint32_t r = 0; r < kFailoverWorld; ++r) {
     EXPECT_TRUE(errors[r].ok()) << "rank " << r << ": " << errors[r].ToString();
     EXPECT_GE(ops_after_back[r], 10) << "rank " << r;
   }
@@ -330,9 +330,9 @@ TEST_F(FailoverTest, ReplacementReducerAtTheSameAddressIsTakenBack) {
 void FailoverTest::ExpectTwoLossesSurvived(const std::string& session, const std::function<void(int)>& hit,
                                            milliseconds gap) {
   Start(4);
-  const auto reference = RunJob(Endpoints(), session + "-reference", -1, {});
+  const auto reference = RunFailoverJob(Endpoints(), session + "-reference", -1, {});
   std::thread second;
-  const auto faulty = RunJob(Endpoints(), session, 8, [&] {
+  const auto faulty = RunFailoverJob(Endpoints(), session, 8, [&] {
     hit(0);
     second = std::thread([&hit, gap] {
       std::this_thread::sleep_for(gap);
@@ -342,7 +342,7 @@ void FailoverTest::ExpectTwoLossesSurvived(const std::string& session, const std
   if (second.joinable()) second.join();
   for (int i = 0; i < 2; ++i) kill(reducers_[i]->pid(), SIGCONT);
   ExpectBitwiseEqual(reference, faulty);
-  for (uint32_t r = 0; r < kWorld; ++r) {
+  for (uint32_t r = 0; r < kFailoverWorld; ++r) {
     EXPECT_EQ(faulty[r].stats.live_reducers, 2u) << "rank " << r;
     std::printf("rank %u: epoch %u, %llu operations redone\n", r, faulty[r].stats.epoch,
                 static_cast<unsigned long long>(faulty[r].stats.operations_redone));
@@ -361,7 +361,7 @@ TEST_F(FailoverTest, ASecondReducerKilledDuringTheFirstFailoverIsSurvived) {
 // until they notice it too and report to reducer 2 (one epoch drops both).
 TEST_F(FailoverTest, ReportsToAFrozenCoordinatorAreMadeAgainToTheNextOne) {
   ExpectTwoLossesSurvived("two-frozen", [&](int i) { EXPECT_TRUE(FreezeProcess(reducers_[i]->pid())); },
-                          kLiveness * 3 / 4);
+                          kFailoverLiveness * 3 / 4);
 }
 
 }  // namespace

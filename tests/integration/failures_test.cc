@@ -17,19 +17,19 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr char kToken[] = "failures-token";
+constexpr char kFailuresToken[] = "failures-token";
 
 class FailuresTest : public ::testing::Test {
  public:
   void SetUp() override {
-    token_file_ = WriteTokenFile(kToken);
+    token_file_ = WriteTokenFile(kFailuresToken);
     reducer_ = std::make_unique<ReducerProcess>(std::vector<std::string>{
         "--job-token-file", token_file_, "--op-timeout", "3s", "--join-timeout", "3s"});
     ASSERT_TRUE(reducer_->ok()) << reducer_->Log();
   }
 
   client::ClientOptions RankOptions(const std::string& session, uint32_t rank, uint32_t world,
-                                    const std::string& token = kToken) {
+                                    const std::string& token = kFailuresToken) {
     auto o = Options({reducer_->endpoint()}, session, rank, world, token);
     o.connect_timeout = seconds(15);
     o.op_timeout = seconds(15);
@@ -74,7 +74,7 @@ class FailuresTest : public ::testing::Test {
 TEST_F(FailuresTest, WrongTokenIsRefusedAndTheOtherRanksLearnWhoIsMissing) {
   std::vector<Status> results(3);
   RunRanks(3, [&](uint32_t rank) {
-    auto c = client::Client::Create(RankOptions("wrong-token", rank, 3, rank == 1 ? "not-the-token" : kToken));
+    auto c = client::Client::Create(RankOptions("wrong-token", rank, 3, rank == 1 ? "not-the-token" : kFailuresToken));
     results[rank] = c.ok() ? Status() : c.status();
   });
   EXPECT_EQ(results[1].code(), Code::kAuth);
@@ -98,7 +98,7 @@ TEST_F(FailuresTest, WorkerWithATokenRefusesAReducerThatChecksNone) {
   // gradients to nor trust sums from a reducer that lets any process in.
   ReducerProcess open_reducer({"--op-timeout", "3s", "--join-timeout", "3s"});
   ASSERT_TRUE(open_reducer.ok()) << open_reducer.Log();
-  auto o = Options({open_reducer.endpoint()}, "downgrade", 0, 1, kToken);
+  auto o = Options({open_reducer.endpoint()}, "downgrade", 0, 1, kFailuresToken);
   o.connect_timeout = seconds(15);
   auto c = client::Client::Create(o);
   ASSERT_FALSE(c.ok()) << "a worker with a token finished its join with a reducer that checks no token";
@@ -204,7 +204,7 @@ TEST_F(FailuresTest, WorldSizeMismatchIsReported) {
 std::unique_ptr<ChildProcess> StartVictim(uint16_t port, const std::string& session, int ops) {
   return std::make_unique<ChildProcess>(std::vector<std::string>{
       std::string(RS_BINARY_DIR) + "/tests/rs_test_worker", "127.0.0.1:" + std::to_string(port), session, "3",
-      "4", kToken, std::to_string(ops)});
+      "4", kFailuresToken, std::to_string(ops)});
 }
 
 struct SurvivorError {

@@ -16,6 +16,7 @@
 #include "tests/integration/hostile_clients.h"
 #include "tests/support/http_get.h"
 #include "tests/support/sanitizer_build.h"
+#include "tests/support/sizes.h"
 #include "tests/support/test_data.h"
 
 namespace rs::testing {
@@ -24,8 +25,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr size_t kMiB = size_t{1} << 20;
-constexpr char kToken[] = "hostile-token";
+constexpr char kHostileToken[] = "hostile-token";
 
 // AddressSanitizer keeps freed memory in quarantine (256 MiB by default),
 // which thousands of short connections fill: the reducers these tests start
@@ -69,7 +69,7 @@ class Monitor {
 // The legitimate job: 4 ranks, 24 float32 all-reduces from 4 KiB to 4 MiB,
 // each result compared bit for bit with the rank-order reference. Returns
 // its wall time in seconds.
-double RunJob(const client::Endpoint& reducer, const std::string& session, const std::string& token) {
+double RunHostileJob(const client::Endpoint& reducer, const std::string& session, const std::string& token) {
   constexpr uint32_t kWorld = 4;
   constexpr size_t kCounts[] = {1024, 64 * 1024, 256 * 1024, 1024 * 1024};
   constexpr int kOps = 24;
@@ -107,7 +107,7 @@ bool Eventually(Pred pred, milliseconds timeout) {
   return pred();
 }
 
-std::string Scrape(const ControlledReducer& reducer) {
+std::string ScrapeOrEmpty(const ControlledReducer& reducer) {
   auto body = HttpGet(reducer.metrics_port(), "/metrics");
   return body.ok() ? *body : std::string();
 }
@@ -144,16 +144,18 @@ TEST_F(HostileClientsTest, AJobCompletesExactlyWhileThousandsOfHostileConnection
   constexpr size_t kMaxConnections = 512;
   constexpr int kJobs = 3;
   constexpr auto kAttack = seconds(12);
-  ControlledReducer reducer({"--job-token-file", WriteTokenFile(kToken), "--handshake-timeout", "1s",
+  ControlledReducer reducer({"--job-token-file", WriteTokenFile(kHostileToken), "--handshake-timeout", "1s",
                              "--max-connections", std::to_string(kMaxConnections), "--max-connections-per-source",
                              "128", "--max-handshakes-per-source", "32", "--memory-limit", "64MiB", "--max-piece",
                              "1MiB"});
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
   ReducerProcess& process = reducer.process();
 
-  RunJob(process.endpoint(), "warm-up", kToken);
+  RunHostileJob(process.endpoint(), "warm-up", kHostileToken);
   double alone = 0;
-  for (int i = 0; i < kJobs; ++i) alone += RunJob(process.endpoint(), "alone-" + std::to_string(i), kToken) / kJobs;
+  for (int i = 0; i < kJobs; ++i) {
+    alone += RunHostileJob(process.endpoint(), "alone-" + std::to_string(i), kHostileToken) / kJobs;
+  }
   ASSERT_FALSE(HasFatalFailure());
   // After the first jobs: piece buffers are cached, threads started.
   const size_t base_fds = process.OpenFileDescriptors();
@@ -179,7 +181,7 @@ TEST_F(HostileClientsTest, AJobCompletesExactlyWhileThousandsOfHostileConnection
   double attacked = 0;
   int jobs = 0;
   while (jobs < kJobs || std::chrono::steady_clock::now() - attack_start < kAttack) {
-    attacked += RunJob(process.endpoint(), "under-attack-" + std::to_string(jobs), kToken);
+    attacked += RunHostileJob(process.endpoint(), "under-attack-" + std::to_string(jobs), kHostileToken);
     ++jobs;
     ASSERT_FALSE(HasFatalFailure());
   }
@@ -204,7 +206,7 @@ TEST_F(HostileClientsTest, AJobCompletesExactlyWhileThousandsOfHostileConnection
   EXPECT_GT(attack.errors(Code::kResourceExhausted), 100u);  // huge worlds, per-source limit
   EXPECT_GT(attack.closed_by_reducer(), 1000u);
 
-  const std::string metrics = Scrape(reducer);
+  const std::string metrics = ScrapeOrEmpty(reducer);
   const double timed_out = ScrapeValue(metrics, "reducer_handshakes_timed_out_total");
   const double garbage = ScrapeValue(metrics, "reducer_handshakes_refused_total{kind=\"protocol\"}");
   const double huge = ScrapeValue(metrics, "reducer_handshakes_refused_total{kind=\"resource_exhausted\"}");
@@ -221,7 +223,7 @@ TEST_F(HostileClientsTest, AJobCompletesExactlyWhileThousandsOfHostileConnection
   // Once the attack stops, everything it held is released.
   EXPECT_TRUE(Eventually([&] { return process.OpenFileDescriptors() <= base_fds; }, seconds(10)))
       << process.OpenFileDescriptors() << " descriptors open, " << base_fds << " before the attack";
-  EXPECT_TRUE(Eventually([&] { return ScrapeValue(Scrape(reducer), "reducer_handshakes_in_progress") == 0; },
+  EXPECT_TRUE(Eventually([&] { return ScrapeValue(ScrapeOrEmpty(reducer), "reducer_handshakes_in_progress") == 0; },
                          seconds(10)));
 
   std::printf(
@@ -237,7 +239,7 @@ TEST_F(HostileClientsTest, AJobCompletesExactlyWhileThousandsOfHostileConnection
 
 TEST_F(HostileClientsTest, AFloodFromManyAddressesStopsAtTheConnectionLimit) {
   constexpr size_t kMaxConnections = 256;
-  ControlledReducer reducer({"--job-token-file", WriteTokenFile(kToken), "--handshake-timeout", "2s",
+  ControlledReducer reducer({"--job-token-file", WriteTokenFile(kHostileToken), "--handshake-timeout", "2s",
                              "--max-connections", std::to_string(kMaxConnections),
                              "--max-handshakes-per-source", "32"});
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
@@ -253,8 +255,8 @@ TEST_F(HostileClientsTest, AFloodFromManyAddressesStopsAtTheConnectionLimit) {
   HostileClients attack(plan);
   attack.Start();
   const std::string series = "reducer_connections_refused_total{limit=\"max_connections\"}";
-  EXPECT_TRUE(Eventually([&] { return ScrapeValue(Scrape(reducer), series) >= 500; }, seconds(60)))
-      << Scrape(reducer);
+  EXPECT_TRUE(Eventually([&] { return ScrapeValue(ScrapeOrEmpty(reducer), series) >= 500; }, seconds(60)))
+      << ScrapeOrEmpty(reducer);
   // The refusal says why. The attackers read it on their own thread, which
   // may not have got to it when the reducer's count above is reached (it had
   // not once, under ASan): wait for it before stopping them.
@@ -264,7 +266,7 @@ TEST_F(HostileClientsTest, AFloodFromManyAddressesStopsAtTheConnectionLimit) {
   monitor.Stop();
   EXPECT_LE(monitor.max_fds(), base_fds + kMaxConnections + 8) << "baseline " << base_fds << " descriptors";
   // And the reducer still serves a job afterwards.
-  RunJob(process.endpoint(), "after-the-flood", kToken);
+  RunHostileJob(process.endpoint(), "after-the-flood", kHostileToken);
 }
 
 TEST_F(HostileClientsTest, SessionsThatNeverFillAreBoundedAndAJobStillGetsIn) {
@@ -275,7 +277,7 @@ TEST_F(HostileClientsTest, SessionsThatNeverFillAreBoundedAndAJobStillGetsIn) {
                              "--max-piece", "1MiB"});
   ASSERT_TRUE(reducer.ok()) << reducer.process().Log();
   ReducerProcess& process = reducer.process();
-  RunJob(process.endpoint(), "warm-up", "");
+  RunHostileJob(process.endpoint(), "warm-up", "");
   const size_t base_rss = process.Rss();
 
   // 4 addresses open sessions that never fill, 2 others ask for the largest
@@ -294,12 +296,12 @@ TEST_F(HostileClientsTest, SessionsThatNeverFillAreBoundedAndAJobStillGetsIn) {
   attack.Start();
   huge_attack.Start();
   const std::string series = "reducer_connections_refused_total{limit=\"max_pending_sessions_per_source\"}";
-  ASSERT_TRUE(Eventually([&] { return ScrapeValue(Scrape(reducer), series) >= 50; }, seconds(60)))
-      << Scrape(reducer);
+  ASSERT_TRUE(Eventually([&] { return ScrapeValue(ScrapeOrEmpty(reducer), series) >= 50; }, seconds(60)))
+      << ScrapeOrEmpty(reducer);
   size_t max_pending = 0;
-  const double seconds_taken = RunJob(process.endpoint(), "among-pending-sessions", "");
+  const double seconds_taken = RunHostileJob(process.endpoint(), "among-pending-sessions", "");
   for (int i = 0; i < 20; ++i) {
-    max_pending = std::max<size_t>(max_pending, ScrapeValue(Scrape(reducer), "reducer_sessions_pending"));
+    max_pending = std::max<size_t>(max_pending, ScrapeValue(ScrapeOrEmpty(reducer), "reducer_sessions_pending"));
   }
   attack.Stop();
   huge_attack.Stop();

@@ -8,12 +8,11 @@
 #include <cstdio>
 #include <thread>
 
+#include "tests/support/sizes.h"
 #include "tests/support/test_cluster.h"
 
 namespace rs::testing {
 namespace {
-
-constexpr size_t kMiB = size_t{1} << 20;
 
 TEST(MemoryTest, SixtyFourConcurrentOperationsStayWithinTheLimit) {
   constexpr uint32_t kWorld = 2;

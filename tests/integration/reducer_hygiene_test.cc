@@ -20,8 +20,8 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr auto kLiveness = milliseconds(1000);
-constexpr size_t kCount = 1 << 20;  // floats: 4 MiB, pieces on every stream
+constexpr auto kHygieneLiveness = milliseconds(1000);
+constexpr size_t kHygieneCount = 1 << 20;  // floats: 4 MiB, pieces on every stream
 
 class ReducerHygieneTest : public ::testing::Test {
  protected:
@@ -61,7 +61,7 @@ class ReducerHygieneTest : public ::testing::Test {
   void CleanSession(const std::string& name) {
     auto clients = JoinSession({reducer_->process().endpoint()}, name, 2);
     ASSERT_EQ(clients.size(), 2u) << name;
-    RunOps(clients, 3, kCount);
+    RunOps(clients, 3, kHygieneCount);
   }
 
   // Ranks 0-2 as threads, rank 3 as a process that stalls before its third
@@ -70,7 +70,7 @@ class ReducerHygieneTest : public ::testing::Test {
   void LoseAWorkerWhileOthersWait(const std::string& session, int signal) {
     const std::string endpoint = reducer_->process().endpoint().ToString();
     ChildProcess victim({std::string(RS_BINARY_DIR) + "/tests/rs_test_worker", endpoint, session, "3", "4", "", "2",
-                         std::to_string(kLiveness.count())});
+                         std::to_string(kHygieneLiveness.count())});
     std::atomic<int> waiting{0};
     std::thread injector([&] {
       ASSERT_TRUE(victim.WaitForOutput("stalling before operation", seconds(30))) << victim.Output();
@@ -86,7 +86,7 @@ class ReducerHygieneTest : public ::testing::Test {
     });
     RunRanks(3, [&](uint32_t rank) {
       auto o = Options({reducer_->process().endpoint()}, session, rank, 4);
-      o.liveness_timeout = kLiveness;
+      o.liveness_timeout = kHygieneLiveness;
       auto c = client::Client::Create(o);
       ASSERT_TRUE(c.ok()) << c.status().ToString();
       std::vector<float> v(1 << 16, 1.0f);  // what the victim sends
@@ -127,10 +127,10 @@ TEST_F(ReducerHygieneTest, RanksFailedOverAwayFromIt) {
   std::atomic<bool> frozen{false};
   RunRanks(2, [&](uint32_t rank) {
     auto o = Options({reducer_->process().endpoint(), other.endpoint()}, "failed-over", rank, 2);
-    o.liveness_timeout = kLiveness;
+    o.liveness_timeout = kHygieneLiveness;
     auto c = client::Client::Create(o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    std::vector<float> v(kCount);
+    std::vector<float> v(kHygieneCount);
     for (int k = 0; k < 8; ++k) {
       for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((rank + 1) * k + i % 7);
       auto op = (*c)->AllReduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum);
@@ -159,8 +159,9 @@ TEST_F(ReducerHygieneTest, ARankThatGivesUpOnAnOperationAndCloses) {
     auto c = client::Client::Create(o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     if (rank == 0) {
-      std::vector<float> v(kCount, 1.0f);
-      const Status st = (*c)->AllReduce(v.data(), v.data(), kCount, DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(60));
+      std::vector<float> v(kHygieneCount, 1.0f);
+      const Status st =
+          (*c)->AllReduce(v.data(), v.data(), kHygieneCount, DataType::kFloat32, ReduceOp::kSum)->Wait(seconds(60));
       EXPECT_EQ(st.code(), Code::kTimeout) << st.ToString();
       gave_up = true;
     }

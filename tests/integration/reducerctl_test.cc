@@ -5,33 +5,33 @@
 #include <gtest/gtest.h>
 
 #include "protocol/auth.h"
+#include "tests/support/built_programs.h"
 #include "tests/support/control_helpers.h"
 
 namespace rs::testing {
 namespace {
-
-const std::string kCtl = std::string(RS_BINARY_DIR) + "/tools/reducerctl/reducerctl";
-const std::string kReducerd = std::string(RS_BINARY_DIR) + "/server/reducerd";
 
 CommandResult Ctl(const ControlledReducer& reducer, std::vector<std::string> args) {
   args.insert(args.begin(), {kCtl, "--target", reducer.grpc_target()});
   return RunCommand(args);
 }
 
-bool Contains(const CommandResult& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
+bool OutputContains(const CommandResult& r, const std::string& text) {
+  return r.output.find(text) != std::string::npos;
+}
 
 TEST(ReducerctlTest, PlanReproducesTheFieldSizingExample) {
   // field.md: 5 GPU nodes at 100 Gbps need 16 reducers at 32 Gbps.
   CommandResult r = RunCommand({kCtl, "plan", "--workers", "5", "--worker-gbps", "100", "--reducer-gbps", "32"});
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_TRUE(Contains(r, "16 reducers")) << r.output;
-  EXPECT_TRUE(Contains(r, "100 Gbps = 12.5 GB/s per worker (the line rate)")) << r.output;
-  EXPECT_TRUE(Contains(r, "1.60x over a ring")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "16 reducers")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "100 Gbps = 12.5 GB/s per worker (the line rate)")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "1.60x over a ring")) << r.output;
   r = RunCommand({kCtl, "plan", "--workers", "4", "--worker-gbps", "100", "--reducer-gbps", "32", "--json"});
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_TRUE(Contains(r, "\"recommended_reducers\":13,")) << r.output;
-  EXPECT_TRUE(Contains(r, "\"algbw_gbps\":100,")) << r.output;
-  EXPECT_TRUE(Contains(r, "\"speedup\":1.5,")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "\"recommended_reducers\":13,")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "\"algbw_gbps\":100,")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "\"speedup\":1.5,")) << r.output;
 }
 
 // The cloud sizing again with the reducers' cores: 16 n1-highcpu-16 are
@@ -40,17 +40,17 @@ TEST(ReducerctlTest, PlanCountsTheReducersCpu) {
   CommandResult r = RunCommand(
       {kCtl, "plan", "--workers", "5", "--worker-gbps", "100", "--reducer-gbps", "32", "--reducer-cores", "16"});
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_TRUE(Contains(r, "16 reducers (NIC: 16")) << r.output;
-  EXPECT_TRUE(Contains(r, "CPU: 2")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "16 reducers (NIC: 16")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "CPU: 2")) << r.output;
   r = RunCommand({kCtl, "plan", "--workers", "8", "--worker-gbps", "100", "--reducer-gbps", "100", "--reducer-cores",
                   "4", "--gb-per-core-second", "1.8", "--reducers", "8", "--json"});
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_TRUE(Contains(r, "\"cpu_bound\":true")) << r.output;
-  EXPECT_TRUE(Contains(r, "\"algbw_gbps\":57.6,")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "\"cpu_bound\":true")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "\"algbw_gbps\":57.6,")) << r.output;
   r = RunCommand({kCtl, "plan", "--workers", "5", "--worker-gbps", "100", "--reducer-gbps", "32",
                   "--gb-per-core-second", "0"});
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_TRUE(Contains(r, "--gb-per-core-second")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "--gb-per-core-second")) << r.output;
 }
 
 TEST(ReducerctlTest, MalformedFlagsAreUsageErrors) {
@@ -63,17 +63,17 @@ TEST(ReducerctlTest, MalformedFlagsAreUsageErrors) {
            {kCtl, "status", "--timeout", "soon"}}) {
     const CommandResult r = RunCommand(args);
     EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(Contains(r, "reducerctl")) << r.output;
+    EXPECT_TRUE(OutputContains(r, "reducerctl")) << r.output;
   }
   const CommandResult r = RunCommand({kReducerd, "--grpc-listen", "nowhere:port"});
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_TRUE(Contains(r, "--grpc-listen")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "--grpc-listen")) << r.output;
   for (const auto& args : std::vector<std::vector<std::string>>{{kReducerd, "--log-format", "xml"},
                                                                 {kReducerd, "--metrics-listen", "127.0.0.1:99999"},
                                                                 {kReducerd, "--metrics-max-ranks", "-1"}}) {
     const CommandResult bad = RunCommand(args);
     EXPECT_EQ(bad.code, 2) << args[1] << ": " << bad.output;
-    EXPECT_TRUE(Contains(bad, args[1].substr(0, 9))) << bad.output;
+    EXPECT_TRUE(OutputContains(bad, args[1].substr(0, 9))) << bad.output;
   }
 }
 
@@ -81,7 +81,7 @@ TEST(ReducerctlTest, AnUnreachableReducerIsAClearError) {
   const CommandResult r =
       RunCommand({kCtl, "--target", "127.0.0.1:" + std::to_string(FreePort()), "--timeout", "2s", "status"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(Contains(r, "cannot reach reducerd at 127.0.0.1:")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "cannot reach reducerd at 127.0.0.1:")) << r.output;
 }
 
 TEST(ReducerctlTest, StatusSessionsHealthAndDrainAgainstALiveReducer) {
@@ -101,30 +101,30 @@ TEST(ReducerctlTest, StatusSessionsHealthAndDrainAgainstALiveReducer) {
 
   r = Ctl(reducer, {"sessions"});
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_TRUE(Contains(r, id + "  running  3/3")) << r.output;
+  EXPECT_TRUE(OutputContains(r, id + "  running  3/3")) << r.output;
   r = Ctl(reducer, {"sessions", "--id", id});
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_TRUE(Contains(r, "3 of 3 connected")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "3 of 3 connected")) << r.output;
 
   r = Ctl(reducer, {"sessions", "--id", "abc"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_TRUE(Contains(r, "is not 32 hex digits")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "is not 32 hex digits")) << r.output;
   r = Ctl(reducer, {"sessions", "--id", std::string(32, 'f')});
   EXPECT_EQ(r.code, 1);
-  EXPECT_TRUE(Contains(r, "no session ffffffffffffffffffffffffffffffff on this reducer")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "no session ffffffffffffffffffffffffffffffff on this reducer")) << r.output;
 
   r = Ctl(reducer, {"health"});
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(r.output, "SERVING\n");
   r = Ctl(reducer, {"drain"});
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_TRUE(Contains(r, "waiting for 1 running session")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "waiting for 1 running session")) << r.output;
   r = Ctl(reducer, {"health", "--json"});
   EXPECT_EQ(r.code, 3) << r.output;
-  EXPECT_TRUE(Contains(r, "\"status\":\"NOT_SERVING\"")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "\"status\":\"NOT_SERVING\"")) << r.output;
   r = Ctl(reducer, {"drain"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(Contains(r, "already draining")) << r.output;
+  EXPECT_TRUE(OutputContains(r, "already draining")) << r.output;
 
   clients.clear();
   ASSERT_TRUE(WaitForExit(reducer.process().pid(), std::chrono::seconds(30))) << reducer.process().Log();

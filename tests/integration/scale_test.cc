@@ -11,13 +11,13 @@
 #include <memory>
 #include <vector>
 
+#include "tests/support/sizes.h"
 #include "tests/support/test_cluster.h"
 
 namespace rs::testing {
 namespace {
 
-constexpr size_t kMiB = size_t{1} << 20;
-constexpr uint32_t kWorld = 32;
+constexpr uint32_t kScaleWorld = 32;
 constexpr int kReducers = 4;
 constexpr size_t kLimit = 32 * kMiB;
 // Element counts: one element, a small message, odd counts that do not divide
@@ -27,12 +27,12 @@ constexpr size_t kCounts[] = {1, 1024, 100'003, 262'144, 1'000'001, 64, 3 * 262'
 // Rank r contributes (r + 1) * (j % 7 + 1) at element j; small integers, so
 // the float32 sum is exact too.
 template <typename T>
-T Input(uint32_t rank, size_t j) {
+T ScaleInput(uint32_t rank, size_t j) {
   return static_cast<T>((rank + 1) * (j % 7 + 1));
 }
 template <typename T>
-T Expected(size_t j) {
-  return static_cast<T>(kWorld * (kWorld + 1) / 2 * (j % 7 + 1));
+T ScaleExpected(size_t j) {
+  return static_cast<T>(kScaleWorld * (kScaleWorld + 1) / 2 * (j % 7 + 1));
 }
 
 struct Buffers {
@@ -55,8 +55,8 @@ TEST(ScaleTest, ThirtyTwoClientsFourReducersMixedSizes) {
   size_t bytes_per_rank = 0;
   for (size_t n : kCounts) bytes_per_rank += n * (sizeof(float) + sizeof(int32_t));
   const auto start = std::chrono::steady_clock::now();
-  RunRanks(kWorld, [&](uint32_t rank) {
-    auto o = Options(endpoints, "scale", rank, kWorld);
+  RunRanks(kScaleWorld, [&](uint32_t rank) {
+    auto o = Options(endpoints, "scale", rank, kScaleWorld);
     o.max_piece_bytes = 256 << 10;
     o.streams_per_reducer = 1;
     o.connect_timeout = std::chrono::seconds(60);
@@ -70,8 +70,8 @@ TEST(ScaleTest, ThirtyTwoClientsFourReducersMixedSizes) {
       bufs[k].f.resize(n);
       bufs[k].i.resize(n);
       for (size_t j = 0; j < n; ++j) {
-        bufs[k].f[j] = Input<float>(rank, j);
-        bufs[k].i[j] = Input<int32_t>(rank, j);
+        bufs[k].f[j] = ScaleInput<float>(rank, j);
+        bufs[k].i[j] = ScaleInput<int32_t>(rank, j);
       }
       ops.push_back((*c)->AllReduce(bufs[k].f.data(), bufs[k].f.data(), n, DataType::kFloat32, ReduceOp::kSum));
       ops.push_back((*c)->AllReduce(bufs[k].i.data(), bufs[k].i.data(), n, DataType::kInt32, ReduceOp::kSum));
@@ -80,8 +80,8 @@ TEST(ScaleTest, ThirtyTwoClientsFourReducersMixedSizes) {
     for (size_t k = 0; k < std::size(kCounts); ++k) {
       size_t wrong = 0;
       for (size_t j = 0; j < kCounts[k]; ++j) {
-        wrong += bufs[k].f[j] != Expected<float>(j);
-        wrong += bufs[k].i[j] != Expected<int32_t>(j);
+        wrong += bufs[k].f[j] != ScaleExpected<float>(j);
+        wrong += bufs[k].i[j] != ScaleExpected<int32_t>(j);
       }
       ASSERT_EQ(wrong, 0u) << "rank " << rank << ", " << kCounts[k] << " elements";
     }
@@ -100,7 +100,7 @@ TEST(ScaleTest, ThirtyTwoClientsFourReducersMixedSizes) {
     EXPECT_EQ(reducers[i]->Terminate(), 0) << reducers[i]->Log();
   }
   std::printf("%u clients x %d reducers: %zu operations of %.1f MiB per rank in %.2f s (%.1f MiB/s per rank)\n",
-              kWorld, kReducers, 2 * std::size(kCounts), bytes_per_rank / double(kMiB), seconds,
+              kScaleWorld, kReducers, 2 * std::size(kCounts), bytes_per_rank / double(kMiB), seconds,
               bytes_per_rank / double(kMiB) / seconds);
 }
 

@@ -5,12 +5,11 @@
 
 #include <string>
 
+#include "tests/support/built_programs.h"
 #include "tests/support/test_cluster.h"
 
 namespace rs::testing {
 namespace {
-
-const std::string kReducerd = std::string(RS_BINARY_DIR) + "/server/reducerd";
 
 int Count(const std::string& text, const std::string& what) {
   int n = 0;

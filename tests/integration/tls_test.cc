@@ -23,12 +23,12 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr char kToken[] = "tls-test-token";
+constexpr char kTlsToken[] = "tls-test-token";
 
 class TlsTest : public ::testing::Test {
  public:
   void SetUp() override {
-    token_file_ = WriteTokenFile(kToken);
+    token_file_ = WriteTokenFile(kTlsToken);
     reducer_ = std::make_unique<ReducerProcess>(std::vector<std::string>{
         "--job-token-file", token_file_, "--tls", "1", "--op-timeout", "5s", "--join-timeout", "5s",
         "--handshake-timeout", "2s"});
@@ -36,7 +36,7 @@ class TlsTest : public ::testing::Test {
   }
 
   client::ClientOptions RankOptions(const std::string& session, uint32_t rank, uint32_t world, bool tls = true,
-                                    const std::string& token = kToken) {
+                                    const std::string& token = kTlsToken) {
     auto o = Options({reducer_->endpoint()}, session, rank, world, token);
     o.tls = tls;
     o.connect_timeout = seconds(15);
@@ -125,7 +125,7 @@ class RecordingRelay {
 };
 
 // True when `haystack` holds 64 bytes of `needle`'s run anywhere.
-bool Contains(const std::vector<uint8_t>& haystack, const std::vector<uint8_t>& needle) {
+bool BytesContain(const std::vector<uint8_t>& haystack, const std::vector<uint8_t>& needle) {
   return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.begin() + 64) != haystack.end();
 }
 
@@ -140,7 +140,7 @@ TEST_F(TlsTest, TheGradientsOnTheWireAreNotReadable) {
   ASSERT_TRUE(plain.ok()) << plain.Log();
   for (bool tls : {false, true}) {
     RecordingRelay relay(tls ? reducer_->port() : plain.port());
-    auto o = Options({{"127.0.0.1", relay.port()}}, tls ? "wire-tls" : "wire-plain", 0, 1, kToken);
+    auto o = Options({{"127.0.0.1", relay.port()}}, tls ? "wire-tls" : "wire-plain", 0, 1, kTlsToken);
     o.tls = tls;
     o.connect_timeout = seconds(15);
     {
@@ -153,7 +153,7 @@ TEST_F(TlsTest, TheGradientsOnTheWireAreNotReadable) {
     }
     const std::vector<uint8_t> sent = relay.Finish();  // the client has closed
     EXPECT_GT(sent.size(), bytes.size());
-    EXPECT_EQ(Contains(sent, bytes), !tls) << (tls ? "the gradient went in the clear with TLS on"
+    EXPECT_EQ(BytesContain(sent, bytes), !tls) << (tls ? "the gradient went in the clear with TLS on"
                                                    : "the relay did not see a plain gradient");
   }
 }
@@ -170,7 +170,7 @@ TEST_F(TlsTest, AWorkerWithoutTlsIsRefusedNamingReducerTls) {
 TEST_F(TlsTest, AWorkerWithTlsRefusesAReducerWithoutIt) {
   ReducerProcess plain({"--job-token-file", token_file_, "--join-timeout", "3s"});
   ASSERT_TRUE(plain.ok()) << plain.Log();
-  auto o = Options({plain.endpoint()}, "tls-worker", 0, 1, kToken);
+  auto o = Options({plain.endpoint()}, "tls-worker", 0, 1, kTlsToken);
   o.tls = true;
   o.connect_timeout = seconds(15);
   auto c = client::Client::Create(o);
@@ -212,7 +212,7 @@ TEST_F(TlsTest, AKilledReducerIsSurvivedOverTlsWithExactResults) {
   constexpr int kOps = 40;
   std::atomic<bool> killed{false};
   RunRanks(kWorld, [&](uint32_t rank) {
-    auto o = Options(reducers, "tls-failover", rank, kWorld, kToken);
+    auto o = Options(reducers, "tls-failover", rank, kWorld, kTlsToken);
     o.tls = true;
     o.failover = true;
     o.liveness_timeout = milliseconds(2000);

@@ -17,18 +17,18 @@
 namespace rs::testing {
 namespace {
 
-constexpr uint32_t kWorld = 3;
+constexpr uint32_t kTransportWorld = 3;
 
 // Runs one float32 sum of `count` elements on every rank and checks it;
 // returns rank 0's stats afterwards.
 client::ClientStats RunOnce(const std::vector<client::Endpoint>& reducers, const std::string& session,
                             const std::function<void(client::ClientOptions*)>& tweak, size_t count) {
   std::vector<std::vector<uint8_t>> inputs;
-  for (uint32_t r = 0; r < kWorld; ++r) inputs.push_back(RandomInput(DataType::kFloat32, count, 40 + r));
+  for (uint32_t r = 0; r < kTransportWorld; ++r) inputs.push_back(RandomInput(DataType::kFloat32, count, 40 + r));
   const auto want = RankOrderReference(DataType::kFloat32, ReduceOp::kSum, count, inputs);
   client::ClientStats stats;
-  RunRanks(kWorld, [&](uint32_t rank) {
-    client::ClientOptions o = Options(reducers, session, rank, kWorld, "");
+  RunRanks(kTransportWorld, [&](uint32_t rank) {
+    client::ClientOptions o = Options(reducers, session, rank, kTransportWorld, "");
     tweak(&o);
     auto c = client::Client::Create(std::move(o));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -61,7 +61,7 @@ TEST(TransportDefaults, UnsetSettingsAreChosenAlikeOnEveryRank) {
   loopback.cores = UsableCores();
   const int streams = 2 * client::AutoStreams(2);
   EXPECT_EQ(st.io_threads, AutoIoThreads(loopback, streams).threads);
-  ASSERT_EQ(thread_lines.size(), kWorld) << "one line per rank";
+  ASSERT_EQ(thread_lines.size(), kTransportWorld) << "one line per rank";
   EXPECT_NE(thread_lines[0].find("(automatic: the link's speed is unknown (lo reports no speed)"), std::string::npos)
       << thread_lines[0];
   EXPECT_EQ(st.piece_bytes, client::AutoPieceBytes(2));

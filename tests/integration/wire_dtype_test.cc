@@ -27,7 +27,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr uint32_t kWorld = 4;
+constexpr uint32_t kWireWorld = 4;
 
 // What the wire type carries of x where it can, x itself where it cannot
 // (the rule of kernels::WidenWhereFinite and the client's fallback).
@@ -73,10 +73,10 @@ std::vector<Run> RunJob(const std::vector<client::Endpoint>& reducers, const std
                         const std::function<void(client::ClientOptions&)>& tune, int ops,
                         const std::function<std::vector<float>(uint32_t rank, int k)>& inputs,
                         int fault_after = -1, const std::function<void()>& fault = {}) {
-  std::vector<Run> runs(kWorld);
-  RunRanks(kWorld, [&](uint32_t rank) {
+  std::vector<Run> runs(kWireWorld);
+  RunRanks(kWireWorld, [&](uint32_t rank) {
     Run& run = runs[rank];
-    auto o = Options(reducers, session, rank, kWorld);
+    auto o = Options(reducers, session, rank, kWireWorld);
     tune(o);
     auto c = client::Client::Create(o);
     if (!c.ok()) {
@@ -107,14 +107,14 @@ std::vector<Run> RunJob(const std::vector<client::Endpoint>& reducers, const std
 // Every rank got the double-rounded sum, bit for bit.
 void ExpectDoubleRounded(DataType wire, const std::vector<Run>& runs, int ops,
                          const std::function<std::vector<float>(uint32_t rank, int k)>& inputs) {
-  for (uint32_t r = 0; r < kWorld; ++r) ASSERT_TRUE(runs[r].status.ok()) << "rank " << r << ": " << runs[r].status.ToString();
+  for (uint32_t r = 0; r < kWireWorld; ++r) ASSERT_TRUE(runs[r].status.ok()) << "rank " << r << ": " << runs[r].status.ToString();
   for (int k = 0; k < ops; ++k) {
     std::vector<std::vector<float>> in;
-    for (uint32_t r = 0; r < kWorld; ++r) in.push_back(inputs(r, k));
+    for (uint32_t r = 0; r < kWireWorld; ++r) in.push_back(inputs(r, k));
     size_t wrong = 0;
     for (size_t i = 0; i < in[0].size(); ++i) {
       const uint32_t want = std::bit_cast<uint32_t>(Expected(wire, in, i));
-      for (uint32_t r = 0; r < kWorld; ++r) {
+      for (uint32_t r = 0; r < kWireWorld; ++r) {
         if (std::bit_cast<uint32_t>(runs[r].results[k][i]) != want && ++wrong <= 3) {
           ADD_FAILURE() << "operation " << k << " element " << i << " on rank " << r << ": got "
                         << runs[r].results[k][i] << ", want " << std::bit_cast<float>(want);
@@ -145,7 +145,7 @@ TEST_F(WireDtypeTest, ResultsAreTheDoubleRoundedSumOnEveryRankAndEveryRun) {
       const auto first = RunJob(Endpoints(), name + "-1", tune, 6, Sized);
       ExpectDoubleRounded(wire, first, 6, Sized);
       const auto second = RunJob(Endpoints(), name + "-2", tune, 6, Sized);
-      for (uint32_t r = 0; r < kWorld; ++r) {
+      for (uint32_t r = 0; r < kWireWorld; ++r) {
         ASSERT_TRUE(second[r].status.ok()) << second[r].status.ToString();
         EXPECT_EQ(second[r].results, first[r].results) << "rank " << r << " differs from the first run";
         EXPECT_EQ(first[r].stats.wire_fallbacks, 0u);
@@ -173,7 +173,7 @@ TEST_F(WireDtypeTest, ValuesBeyondFloat16GoAsFloat32AndAreCountedNeverInf) {
   const auto runs = RunJob(Endpoints(), "fp16-range", [](client::ClientOptions& o) { o.wire_dtype = DataType::kFloat16; },
                            2, inputs);
   ExpectDoubleRounded(DataType::kFloat16, runs, 2, inputs);
-  for (uint32_t r = 0; r < kWorld; ++r) {
+  for (uint32_t r = 0; r < kWireWorld; ++r) {
     EXPECT_EQ(runs[r].results[0][7], 4e5f);
     EXPECT_EQ(runs[r].results[0][8], 160'000.0f);
     EXPECT_EQ(runs[r].results[0][9], std::numeric_limits<float>::infinity());
@@ -183,8 +183,8 @@ TEST_F(WireDtypeTest, ValuesBeyondFloat16GoAsFloat32AndAreCountedNeverInf) {
 
 TEST_F(WireDtypeTest, OtherTypesAndOpsIgnoreTheSetting) {
   Start(1);
-  RunRanks(kWorld, [&](uint32_t rank) {
-    auto o = Options(Endpoints(), "others", rank, kWorld);
+  RunRanks(kWireWorld, [&](uint32_t rank) {
+    auto o = Options(Endpoints(), "others", rank, kWireWorld);
     o.wire_dtype = DataType::kBfloat16;
     auto c = client::Client::Create(o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -256,7 +256,7 @@ TEST_F(WireDtypeTest, AKilledReducerIsSurvivedWithTheSameBits) {
   const auto faulty =
       RunJob(Endpoints(), "failover", tune, kOps, Sized, 8, [&] { kill(reducers_[1]->pid(), SIGKILL); });
   ExpectDoubleRounded(DataType::kBfloat16, faulty, kOps, Sized);
-  for (uint32_t r = 0; r < kWorld; ++r) {
+  for (uint32_t r = 0; r < kWireWorld; ++r) {
     EXPECT_EQ(faulty[r].results, reference[r].results) << "rank " << r;
     EXPECT_GE(faulty[r].stats.epoch, 1u) << "rank " << r << " never failed over";
   }

@@ -18,6 +18,7 @@
 
 #include "common/dtype.h"
 #include "common/half.h"
+#include "tests/support/simd_target_scope.h"
 
 namespace rs::kernels {
 namespace {
@@ -27,15 +28,6 @@ constexpr DataType kAllTypes[] = {DataType::kInt8,    DataType::kUint8,   DataTy
                                   DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
                                   DataType::kBfloat16};
 constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin};
-
-// Runs Reduce on one SIMD target for the lifetime of the object.
-class TargetScope {
- public:
-  explicit TargetScope(int64_t target) { hwy::SetSupportedTargetsForTest(target); }
-  ~TargetScope() { hwy::SetSupportedTargetsForTest(0); }
-  TargetScope(const TargetScope&) = delete;
-  TargetScope& operator=(const TargetScope&) = delete;
-};
 
 std::string Describe(DataType type, ReduceOp op) {
   return std::string(DataTypeName(type)) + " " + std::string(ReduceOpName(op)) + " on " +

@@ -20,19 +20,12 @@
 #include "common/dtype.h"
 #include "common/half.h"
 #include "kernels/kernels.h"
+#include "tests/support/simd_target_scope.h"
 
 namespace rs::kernels {
 namespace {
 
 constexpr DataType kWireTypes[] = {DataType::kBfloat16, DataType::kFloat16};
-
-class TargetScope {
- public:
-  explicit TargetScope(int64_t target) { hwy::SetSupportedTargetsForTest(target); }
-  ~TargetScope() { hwy::SetSupportedTargetsForTest(0); }
-  TargetScope(const TargetScope&) = delete;
-  TargetScope& operator=(const TargetScope&) = delete;
-};
 
 std::string Describe(DataType wire) {
   return std::string(DataTypeName(wire)) + " on " + ReduceTargetName();

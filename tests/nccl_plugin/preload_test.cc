@@ -251,4 +251,6 @@ TEST_F(Preload, LoadedAmongThreadsSetsNothing) {
   EXPECT_NE(said[0].find("set nothing"), std::string::npos) << said[0];
 }
 
+#undef EXPECT_LINE  // not for the next file of a unity batch
+
 }  // namespace

@@ -5,13 +5,10 @@
 
 #include "protocol/auth.h"
 #include "protocol/wire.h"
+#include "tests/support/frame_payload.h"
 
 namespace rs::protocol {
 namespace {
-
-std::span<const uint8_t> Payload(const std::vector<uint8_t>& frame) {
-  return std::span<const uint8_t>(frame).subspan(kHeaderBytes);
-}
 
 TEST(WireTypeTest, HelloCarriesTheWireType) {
   Hello in;

@@ -18,7 +18,8 @@ namespace {
 
 using Vars = std::map<std::string, std::string>;
 
-StatusOr<Options> Parse(std::vector<std::string> args, const Vars& env = {}) {
+// Parses reducerd's options with the gRPC control plane listening.
+StatusOr<Options> ParseGrpc(std::vector<std::string> args, const Vars& env = {}) {
   args.insert(args.begin(), {"reducerd", "--grpc-listen", "127.0.0.1:0"});
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -37,20 +38,20 @@ class GrpcTlsOptions : public ::testing::Test {
 };
 
 TEST_F(GrpcTlsOptions, PlaintextUntilACertificateIsGiven) {
-  StatusOr<Options> o = Parse({});
+  StatusOr<Options> o = ParseGrpc({});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->control.grpc_tls.mode(), GrpcTls::Mode::kPlaintext);
 }
 
 TEST_F(GrpcTlsOptions, CertificateAndKeyGiveTlsAndAClientCaMutualTls) {
-  StatusOr<Options> o = Parse({"--grpc-tls-cert", certs_.server_cert(), "--grpc-tls-key", certs_.server_key()});
+  StatusOr<Options> o = ParseGrpc({"--grpc-tls-cert", certs_.server_cert(), "--grpc-tls-key", certs_.server_key()});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->control.grpc_tls.mode(), GrpcTls::Mode::kTls);
   EXPECT_EQ(o->control.grpc_tls.cert_file, certs_.server_cert());
   EXPECT_EQ(o->control.grpc_tls.cert_chain, testing::ReadFile(certs_.server_cert()));
   EXPECT_EQ(o->control.grpc_tls.private_key, testing::ReadFile(certs_.server_key()));
 
-  o = Parse({}, {{"REDUCER_GRPC_TLS_CERT", certs_.server_cert()},
+  o = ParseGrpc({}, {{"REDUCER_GRPC_TLS_CERT", certs_.server_cert()},
                  {"REDUCER_GRPC_TLS_KEY", certs_.server_key()},
                  {"REDUCER_GRPC_TLS_CLIENT_CA", certs_.ca()}});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
@@ -60,13 +61,13 @@ TEST_F(GrpcTlsOptions, CertificateAndKeyGiveTlsAndAClientCaMutualTls) {
 }
 
 TEST_F(GrpcTlsOptions, AMissingHalfOrACaAloneIsAnErrorNamingTheSettings) {
-  EXPECT_EQ(ErrorOf(Parse({"--grpc-tls-cert", certs_.server_cert()})),
+  EXPECT_EQ(ErrorOf(ParseGrpc({"--grpc-tls-cert", certs_.server_cert()})),
             "--grpc-tls-cert is set but --grpc-tls-key (REDUCER_GRPC_TLS_KEY) is not: TLS needs the certificate "
             "and its private key");
-  EXPECT_EQ(ErrorOf(Parse({}, {{"REDUCER_GRPC_TLS_KEY", certs_.server_key()}})),
+  EXPECT_EQ(ErrorOf(ParseGrpc({}, {{"REDUCER_GRPC_TLS_KEY", certs_.server_key()}})),
             "REDUCER_GRPC_TLS_KEY is set but --grpc-tls-cert (REDUCER_GRPC_TLS_CERT) is not: TLS needs the "
             "certificate and its private key");
-  EXPECT_EQ(ErrorOf(Parse({"--grpc-tls-client-ca", certs_.ca()})),
+  EXPECT_EQ(ErrorOf(ParseGrpc({"--grpc-tls-client-ca", certs_.ca()})),
             "--grpc-tls-client-ca (mutual TLS) needs --grpc-tls-cert and --grpc-tls-key too: reducerd presents its "
             "own certificate before it asks clients for theirs");
 }
@@ -88,22 +89,23 @@ TEST_F(GrpcTlsOptions, AFileThatDoesNotHoldWhatItShouldIsAnErrorNamingIt) {
            {broken, "--grpc-tls-cert: certificate 1 in '" + broken + "' cannot be parsed"},
            {key, "--grpc-tls-cert: '" + key + "' holds no certificate"},
        }) {
-    const std::string error = ErrorOf(Parse({"--grpc-tls-cert", c.cert, "--grpc-tls-key", key}));
+    const std::string error = ErrorOf(ParseGrpc({"--grpc-tls-cert", c.cert, "--grpc-tls-key", key}));
     EXPECT_EQ(error.rfind(c.message, 0), 0u) << error;
   }
   std::string error =
-      ErrorOf(Parse({"--grpc-tls-cert", certs_.server_cert(), "--grpc-tls-key", certs_.server_cert()}));
+      ErrorOf(ParseGrpc({"--grpc-tls-cert", certs_.server_cert(), "--grpc-tls-key", certs_.server_cert()}));
   EXPECT_EQ(error, "--grpc-tls-key: '" + certs_.server_cert() +
                        "' holds no private key (PEM: -----BEGIN PRIVATE KEY-----)");
   // Read without asking a terminal for the passphrase.
-  error = ErrorOf(Parse({"--grpc-tls-cert", certs_.client_cert(), "--grpc-tls-key", certs_.encrypted_client_key()}));
+  error = ErrorOf(
+      ParseGrpc({"--grpc-tls-cert", certs_.client_cert(), "--grpc-tls-key", certs_.encrypted_client_key()}));
   EXPECT_EQ(error.rfind("--grpc-tls-key: the private key in '" + certs_.encrypted_client_key() + "' is encrypted", 0),
             0u)
       << error;
-  error = ErrorOf(Parse({"--grpc-tls-cert", certs_.server_cert(), "--grpc-tls-key", certs_.client_key()}));
+  error = ErrorOf(ParseGrpc({"--grpc-tls-cert", certs_.server_cert(), "--grpc-tls-key", certs_.client_key()}));
   EXPECT_EQ(error, "the private key in '" + certs_.client_key() + "' is not the key of the (first) certificate in '" +
                        certs_.server_cert() + "'");
-  error = ErrorOf(Parse(
+  error = ErrorOf(ParseGrpc(
       {"--grpc-tls-cert", certs_.server_cert(), "--grpc-tls-key", key, "--grpc-tls-client-ca", certs_.client_key()}));
   EXPECT_EQ(error.rfind("--grpc-tls-client-ca: '" + certs_.client_key() + "' holds no certificate", 0), 0u) << error;
 }

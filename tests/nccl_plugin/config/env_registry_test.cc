@@ -9,15 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/plugin_env.h"
+
 namespace rs::plugin {
 namespace {
-
-Env EnvOf(const std::map<std::string, std::string>& vars) {
-  return Env::FromLookup([&](const char* name) -> const char* {
-    auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  });
-}
 
 TEST(EnvRegistry, EveryVariableIsDocumentedOnceWithItsPrefix) {
   std::set<std::string> names;

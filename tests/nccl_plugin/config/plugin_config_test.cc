@@ -19,16 +19,10 @@
 #include "nccl_plugin/log.h"
 #include "nccl_plugin/plugin.h"
 #include "tests/support/client_settings_sample.h"
+#include "tests/support/plugin_env.h"
 
 namespace rs::plugin {
 namespace {
-
-Env EnvOf(const std::map<std::string, std::string>& vars) {
-  return Env::FromLookup([&](const char* name) -> const char* {
-    auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  });
-}
 
 std::string TempFile(const std::string& contents) {
   char path[] = "/tmp/rs_plugin_token_XXXXXX";

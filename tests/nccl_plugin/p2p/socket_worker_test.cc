@@ -23,22 +23,22 @@ namespace rs::plugin {
 namespace {
 
 std::mutex g_mu;
-std::vector<std::string> g_warnings;
+std::vector<std::string> g_worker_warnings;
 
-void Capture(LogLevel level, const char*, int, const char* message) {
+void CaptureWorkerWarning(LogLevel level, const char*, int, const char* message) {
   if (level != LogLevel::kWarn) return;
   std::lock_guard<std::mutex> lock(g_mu);
-  g_warnings.emplace_back(message);
+  g_worker_warnings.emplace_back(message);
 }
 
 TEST(SocketWorker, ASendLaneHeldBackByItsReceiverIsNamedWithTheSetting) {
-  test::SlowLoopbackPair pair;
+  rs::test::SlowLoopbackPair pair;
   ASSERT_TRUE(pair.ok());
   const LogSink before = GetLogSink();
-  SetLogSink(&Capture);
+  SetLogSink(&CaptureWorkerWarning);
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    g_warnings.clear();
+    g_worker_warnings.clear();
   }
   constexpr size_t kChunk = 128 << 10;
   constexpr int kChunks = 200;  // 25 MiB: more than 5 s at the reader's pace
@@ -60,7 +60,7 @@ TEST(SocketWorker, ASendLaneHeldBackByItsReceiverIsNamedWithTheSetting) {
   for (int i = 0; i < 1500 && found.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::lock_guard<std::mutex> lock(g_mu);
-    for (const std::string& w : g_warnings) {
+    for (const std::string& w : g_worker_warnings) {
       if (w.find("receive window") != std::string::npos) found = w;
     }
   }
@@ -82,7 +82,7 @@ TEST(SocketWorker, ASendLaneHeldBackByItsReceiverIsNamedWithTheSetting) {
 // TCP_USER_TIMEOUT (twice REDUCER_LIVENESS_TIMEOUT) also ends a window shut
 // that long. With 300 ms, the kernel gives up within about 2 s.
 TEST(SocketWorker, ASendToAPeerThatStoppedReadingFailsNamingTheCause) {
-  test::SlowLoopbackPair pair;  // its receiver is never read
+  rs::test::SlowLoopbackPair pair;  // its receiver is never read
   ASSERT_TRUE(pair.ok());
   Socket sender(pair.ReleaseSender());
   SetStreamOptions(sender, std::chrono::milliseconds(300), TcpTuning{});

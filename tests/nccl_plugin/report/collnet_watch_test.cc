@@ -25,10 +25,10 @@ namespace {
 using Route = CollNetUsage::Route;
 using Vars = std::map<std::string, std::string>;
 
-std::vector<std::string>* g_warnings = nullptr;
+std::vector<std::string>* g_watch_warnings = nullptr;
 std::vector<std::string>* g_infos = nullptr;
-void Capture(LogLevel level, const char*, int, const char* message) {
-  if (level == LogLevel::kWarn && g_warnings != nullptr) g_warnings->emplace_back(message);
+void CaptureWatchWarning(LogLevel level, const char*, int, const char* message) {
+  if (level == LogLevel::kWarn && g_watch_warnings != nullptr) g_watch_warnings->emplace_back(message);
   if (level == LogLevel::kInfo && g_infos != nullptr) g_infos->emplace_back(message);
 }
 
@@ -37,14 +37,14 @@ class WatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
     previous_ = GetLogSink();
-    g_warnings = &warnings_;
+    g_watch_warnings = &warnings_;
     g_infos = &infos_;
-    SetLogSink(Capture);
+    SetLogSink(CaptureWatchWarning);
     SetReportLevel(ReportLevel::kOff);  // the stderr copy is checked on its own (ReportTest)
   }
   void TearDown() override {
     SetLogSink(previous_);
-    g_warnings = nullptr;
+    g_watch_warnings = nullptr;
     g_infos = nullptr;
   }
 
@@ -403,10 +403,10 @@ TEST(Report, StderrGetsOneLineUnlessReducerLogSaysOtherwise) {
   EXPECT_FALSE(ParseReportLevel("loud").ok());
   for (ReportLevel level : {ReportLevel::kInfo, ReportLevel::kWarn, ReportLevel::kOff}) {
     SetReportLevel(level);
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     ReportInfo("using 4 reducers");
     ReportWarn("CollNet could not reach the reducers");
-    const std::string out = testing::internal::GetCapturedStderr();
+    const std::string out = ::testing::internal::GetCapturedStderr();
     const bool info = out.find("]: using 4 reducers\n") != std::string::npos;
     const bool warn = out.find("]: WARNING: CollNet could not reach the reducers\n") != std::string::npos;
     EXPECT_EQ(info, level == ReportLevel::kInfo) << out;

@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "tests/support/sizes.h"
+
 namespace rs::plugin {
 namespace {
 
@@ -18,7 +20,9 @@ CostModel Model(int nodes, int ranks, int reducers, double gbps) {
   return CostModel(p);
 }
 
-constexpr size_t kKiB = 1024, kMiB = 1024 * 1024, kGiB = kMiB * 1024;
+using rs::testing::kGiB;
+using rs::testing::kKiB;
+using rs::testing::kMiB;
 
 TEST(CostModel, TwoNodesOfOneGpuNeverUseTheReducers) {
   // A ring of 2 moves S each way in 2 hops, as the reducers do, without the

@@ -14,11 +14,13 @@
 #include "nccl_plugin/abi/nccl_tuner_abi.h"
 #include "tests/nccl_plugin/nccl_releases.h"
 #include "tests/nccl_plugin/plugin_harness.h"
+#include "tests/support/sizes.h"
 
 namespace rs::plugin::test {
 namespace {
 
-constexpr size_t kKiB = 1024, kMiB = 1024 * kKiB;
+using rs::testing::kKiB;
+using rs::testing::kMiB;
 
 // The plugin loaded as `release` loads it: the net library by its path in
 // NCCL_NET_PLUGIN (2.21+ accept one), the tuner library as the release
@@ -170,14 +172,14 @@ TEST(TunerReleases, BadInputIsAnErrorOrLeftAloneNeverACrash) {
 // prints only WARN lines; the plugin's own stderr line is separate).
 std::string StderrOfLoad(const char* reducer_log) {
   const NcclRelease& release = NcclReleases().front();
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   {
     if (reducer_log != nullptr) ::setenv("REDUCER_LOG", reducer_log, 1);
     ReleaseSetup setup(release, 4, TunerEnvFor(release), /*collnet_enable=*/"0");
     setup.Tuner(release, 4, 4);
   }
   ::unsetenv("REDUCER_LOG");
-  return testing::internal::GetCapturedStderr();
+  return ::testing::internal::GetCapturedStderr();
 }
 
 TEST(TunerReleases, CollNetDisabledIsOneWarningOnStderrAndReducerLogOffSilencesIt) {

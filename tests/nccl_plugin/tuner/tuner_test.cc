@@ -15,12 +15,15 @@
 
 #include "nccl_plugin/abi/nccl_tuner_abi.h"
 #include "tests/nccl_plugin/plugin_harness.h"
+#include "tests/support/sizes.h"
 
 namespace rs::plugin::test {
 namespace {
 
 using Table = float[abi::kNumAlgorithms][abi::kNumProtocols];
-constexpr size_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+using rs::testing::kGiB;
+using rs::testing::kKiB;
+using rs::testing::kMiB;
 
 // NCCL's estimates for one size (microseconds), as tuning.cc would give them
 // on these links: ring and tree in all protocols, CollNet Chain Simple only.

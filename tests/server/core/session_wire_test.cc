@@ -14,7 +14,7 @@
 namespace rs::server {
 namespace {
 
-class FakeMember : public SessionMember {
+class FakeWireMember : public SessionMember {
  public:
   void SendReady() override {}
   void SendResult(const ResultPart& part) override { results.push_back(part); }
@@ -32,7 +32,7 @@ class SessionWireTest : public ::testing::Test {
   void Open(DataType wire, const SessionLimits& limits = {}) {
     session_ = std::make_shared<Session>(protocol::SessionIdFromName("wire"), kWorld, 1, budget_, limits, t0_,
                                          stats_, protocol::kHelloResultParts, wire);
-    for (uint32_t r = 0; r < kWorld; ++r) members_.push_back(std::make_shared<FakeMember>());
+    for (uint32_t r = 0; r < kWorld; ++r) members_.push_back(std::make_shared<FakeWireMember>());
   }
 
   protocol::Hello HelloFor(uint32_t rank, DataType wire) {
@@ -81,7 +81,7 @@ class SessionWireTest : public ::testing::Test {
   std::shared_ptr<MemoryBudget> budget_ = MemoryBudget::Create(4 << 20);
   std::shared_ptr<ReducerStats> stats_ = std::make_shared<ReducerStats>();
   std::shared_ptr<Session> session_;
-  std::vector<std::shared_ptr<FakeMember>> members_;
+  std::vector<std::shared_ptr<FakeWireMember>> members_;
 };
 
 TEST_F(SessionWireTest, SumsWidenedPiecesInRankOrderAndRoundsOnce) {

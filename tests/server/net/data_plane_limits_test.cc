@@ -22,7 +22,7 @@ using std::chrono::seconds;
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-std::unique_ptr<ReducerServer> StartServer(const std::function<void(ServerConfig&)>& tune = {}) {
+std::unique_ptr<ReducerServer> StartTunedServer(const std::function<void(ServerConfig&)>& tune = {}) {
   ServerConfig config;
   config.listen_host = "127.0.0.1";
   if (tune) tune(config);
@@ -84,7 +84,7 @@ class RawWorker {
 // payload; reading it would cost that much per connection outside the
 // memory budget (64 connections took 67 MiB at a 1 MiB limit).
 TEST(DataPlaneLimitsTest, AResultFromAWorkerIsRefusedBeforeItsPayloadIsRead) {
-  auto server = StartServer([](ServerConfig& c) { c.memory_limit = kMiB; });
+  auto server = StartTunedServer([](ServerConfig& c) { c.memory_limit = kMiB; });
   ASSERT_NE(server, nullptr);
   constexpr int kWorkers = 64;
   std::vector<std::unique_ptr<RawWorker>> workers;
@@ -114,7 +114,7 @@ TEST(DataPlaneLimitsTest, AResultFromAWorkerIsRefusedBeforeItsPayloadIsRead) {
 // and a larger one is refused before its payload is read (an ERROR's text
 // is read as far as 4 KiB, the stream closing after it).
 TEST(DataPlaneLimitsTest, AJoinedWorkersLargeControlFrameIsRefusedUnread) {
-  auto server = StartServer();
+  auto server = StartTunedServer();
   ASSERT_NE(server, nullptr);
   RawWorker worker;
   ASSERT_TRUE(worker.Join(server->port(), "large-heartbeat"));
@@ -147,7 +147,7 @@ TEST(DataPlaneLimitsTest, AJoinedWorkersLargeControlFrameIsRefusedUnread) {
 // ranks: the largest piece announced must leave room for them, or the
 // piece's allocation is refused for ever and the session stalls.
 TEST(DataPlaneLimitsTest, A16BitWireSessionAtASmallMemoryLimitCompletes) {
-  auto server = StartServer([](ServerConfig& c) {
+  auto server = StartTunedServer([](ServerConfig& c) {
     c.memory_limit = kMiB;
     c.op_timeout = seconds(10);
   });
@@ -189,7 +189,7 @@ TEST(DataPlaneLimitsTest, A16BitWireSessionAtASmallMemoryLimitCompletes) {
 // With liveness off a worker sends nothing while idle: without a limit of
 // the reducer's own, a few addresses could hold every connection for ever.
 TEST(DataPlaneLimitsTest, AnIdleWorkerWithLivenessOffFailsItsSessionAfterTheIdleTimeout) {
-  auto server = StartServer([](ServerConfig& c) { c.idle_timeout = milliseconds(500); });
+  auto server = StartTunedServer([](ServerConfig& c) { c.idle_timeout = milliseconds(500); });
   ASSERT_NE(server, nullptr);
   RawWorker idle;
   ASSERT_TRUE(idle.Join(server->port(), "idle"));
@@ -202,7 +202,7 @@ TEST(DataPlaneLimitsTest, AnIdleWorkerWithLivenessOffFailsItsSessionAfterTheIdle
 }
 
 TEST(DataPlaneLimitsTest, TheLargestPieceLeavesRoomForEverySlotOfOnePiece) {
-  auto server = StartServer([](ServerConfig& c) { c.memory_limit = kMiB + 1000; });
+  auto server = StartTunedServer([](ServerConfig& c) { c.memory_limit = kMiB + 1000; });
   ASSERT_NE(server, nullptr);
   for (DataType wire : {DataType::kFloat32, DataType::kBfloat16, DataType::kFloat16}) {
     for (uint32_t world : {1u, 2u, 3u, 7u}) {

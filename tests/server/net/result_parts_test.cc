@@ -29,9 +29,9 @@ constexpr uint64_t kHalf = kCount / 2;
 float Value(uint32_t rank, uint64_t i) { return static_cast<float>(i % 1000) * static_cast<float>(rank + 1); }
 
 // One rank on a raw socket. Reads give up after 10 s rather than hang.
-class ScriptedRank {
+class ScriptedPartsRank {
  public:
-  ScriptedRank(asio::io_context& io, uint16_t port) : s_(io) {
+  ScriptedPartsRank(asio::io_context& io, uint16_t port) : s_(io) {
     s_.connect({asio::ip::make_address("127.0.0.1"), port});
     timeval tv{10, 0};
     setsockopt(s_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -127,11 +127,11 @@ struct Cluster {
   }
   // Ranks 0 and 1 of session `name` joined, `flags(rank)` in their HELLO,
   // and told READY.
-  std::vector<std::unique_ptr<ScriptedRank>> JoinTwo(const std::string& name,
+  std::vector<std::unique_ptr<ScriptedPartsRank>> JoinTwo(const std::string& name,
                                                      const std::function<uint32_t(uint32_t)>& flags) {
-    std::vector<std::unique_ptr<ScriptedRank>> ranks;
+    std::vector<std::unique_ptr<ScriptedPartsRank>> ranks;
     for (uint32_t r = 0; r < 2; ++r) {
-      ranks.push_back(std::make_unique<ScriptedRank>(io, server->port()));
+      ranks.push_back(std::make_unique<ScriptedPartsRank>(io, server->port()));
       ranks[r]->Hello(protocol::SessionIdFromName(name), r, 2, flags(r));
     }
     for (auto& rank : ranks) EXPECT_EQ(rank->Read(nullptr), protocol::FrameType::kReady);
@@ -142,7 +142,7 @@ struct Cluster {
 };
 
 // Each rank's next RESULT is the whole piece, reduced.
-void ExpectTheWholePieceInOneResult(const std::vector<std::unique_ptr<ScriptedRank>>& ranks) {
+void ExpectTheWholePieceInOneResult(const std::vector<std::unique_ptr<ScriptedPartsRank>>& ranks) {
   for (uint32_t r = 0; r < ranks.size(); ++r) {
     const protocol::PieceHeader h = ranks[r]->ReadResult(static_cast<uint32_t>(ranks.size()));
     EXPECT_EQ(h.offset, 0u);
