@@ -350,21 +350,12 @@ void ClientImpl::IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* 
 }
 
 void ClientImpl::PostLocked(Batches* batches) {
-  // Staggered: this rank's first reducer, then the ones after it, then those
-  // before (FirstReducerToWrite). Streams take turns in the order they are
-  // posted to their I/O thread.
-  const uint32_t first = FirstReducerToWrite(opts_.rank, static_cast<uint32_t>(slots_.size()));
-  const auto split = batches->lower_bound({first, 0});
-  for (const bool before_first : {false, true}) {
-    const auto from = before_first ? batches->begin() : split;
-    const auto to = before_first ? split : batches->end();
-    for (auto it = from; it != to; ++it) {
-      Slot& slot = slots_[it->first.first];
-      if (it->first.second < slot.streams.size() && slot.state == Slot::State::kLive) {
-        slot.streams[it->first.second]->Send(std::move(it->second));
-      } else {
-        it->second.clear();  // lost meanwhile: their leases go back, and the next epoch redoes them
-      }
+  for (auto& [key, sends] : *batches) {
+    Slot& slot = slots_[key.first];
+    if (key.second < slot.streams.size() && slot.state == Slot::State::kLive) {
+      slot.streams[key.second]->Send(std::move(sends));
+    } else {
+      sends.clear();  // lost meanwhile: their leases go back, and the next epoch redoes them
     }
   }
   batches->clear();

@@ -22,8 +22,6 @@ size_t AutoSendWindow(size_t piece_bytes, uint64_t bandwidth_bytes_per_second, s
   return std::min(std::max(floor, static_cast<size_t>(capped)), kMaxAutoWindow);
 }
 
-uint32_t FirstReducerToWrite(uint32_t rank, uint32_t reducers) { return reducers == 0 ? 0 : rank % reducers; }
-
 size_t AutoWriteSlice(uint64_t bandwidth_bytes_per_second) {
   if (bandwidth_bytes_per_second == 0) return 0;
   const double bytes = static_cast<double>(bandwidth_bytes_per_second) * 1e-6 *

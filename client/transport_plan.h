@@ -59,15 +59,6 @@ inline constexpr std::chrono::microseconds kWriteSliceTime{500};
 inline constexpr size_t kMinWriteSlice = 64 << 10;
 size_t AutoWriteSlice(uint64_t bandwidth_bytes_per_second);
 
-// The reducer whose stream a rank writes first when an operation's pieces go
-// out, the others following in turn: rank mod reducers. Had every rank begun
-// with reducer 0, then 1, and so on (each a write slice at a time), the ranks
-// would meet at one reducer's link at a time, all of them at once (an incast
-// that deepens with the ranks); staggered, each reducer hears from about
-// ranks / reducers of them at a time. The reducers stagger their answers the
-// same way (server/core/piece.cc). docs/performance.md, "Staggered sends".
-uint32_t FirstReducerToWrite(uint32_t rank, uint32_t reducers);
-
 // The window one stream applies: a fixed one (the user's), or the automatic
 // one, updated from path samples (taken either way: the write slice
 // follows the bandwidth too). Bandwidth is the largest delivery rate seen

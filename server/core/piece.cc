@@ -112,14 +112,7 @@ Piece::Sent Piece::Release(uint64_t begin, const protocol::PieceHeader& header, 
     reduced_.erase(reduced_.begin());
     sent_ += part.header.count;
     if (!current || reply_to_.empty()) continue;
-    // Each piece's parts go to the ranks starting at a different rank:
-    // pieces go round the reducers (seq + piece, protocol::Partition), so
-    // reducers working at once start apart and each rank's link hears
-    // about one reducer at a time, not every reducer's first part at once
-    // (docs/performance.md, "Staggered sends").
-    const size_t n = reply_to_.size();
-    const size_t first = (header_.seq + header_.piece) % n;
-    for (size_t k = 0; k < n; ++k) reply_to_[(first + k) % n]->SendResult(part);
+    for (const auto& member : reply_to_) member->SendResult(part);
     out.bytes += part.header.PayloadBytes() * reply_to_.size();
     out.float32_parts += part.header.dtype == DataType::kFloat32 ? 1 : 0;
   }

@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <vector>
-
 namespace rs::client {
 namespace {
 
@@ -55,26 +53,6 @@ TEST(TransportPlan, WindowCoversTwiceTheBandwidthDelayProductOnLongPaths) {
   EXPECT_EQ(AutoSendWindow(128 * kKiB, 6'250'000, milliseconds(80)), 2 * 128 * kKiB + 1'000'000);
   // Never more than the cap, however long the path.
   EXPECT_EQ(AutoSendWindow(128 * kKiB, 12'500'000'000, milliseconds(500)), kMaxAutoWindow);
-}
-
-// Ranks begin an operation's writes at different reducers, so that no
-// reducer's link hears from more than its share of the ranks at once.
-TEST(TransportPlan, RanksBeginTheirWritesAtReducersSpreadEvenly) {
-  for (uint32_t reducers : {1u, 3u, 8u}) {
-    for (uint32_t world : {1u, 2u, 8u, 16u, 17u}) {
-      std::vector<uint32_t> first_of(reducers, 0);
-      for (uint32_t rank = 0; rank < world; ++rank) {
-        const uint32_t first = FirstReducerToWrite(rank, reducers);
-        ASSERT_LT(first, reducers);
-        ++first_of[first];
-      }
-      const uint32_t most = (world + reducers - 1) / reducers;
-      for (uint32_t r = 0; r < reducers; ++r) {
-        EXPECT_LE(first_of[r], most) << world << " ranks, reducer " << r << " of " << reducers;
-      }
-    }
-  }
-  EXPECT_EQ(FirstReducerToWrite(5, 0), 0u) << "no reducers (a lost epoch): nothing to rotate";
 }
 
 // A rank's streams to several reducers write a slice at a time: half a
