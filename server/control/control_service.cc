@@ -114,7 +114,8 @@ grpc::Status ControlService::GetSession(grpc::ServerContext*, const v1::GetSessi
   const std::string id = NormalizeSessionId(request->id());
   if (id.empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "session id '" + QuotedForError(request->id()) + "' is not 32 hex digits (as printed in the reducer's log)");
+                        "session id '" + QuotedForError(request->id()) +
+                            "' is not 32 hex digits (as printed in the reducer's log)");
   }
   const auto sessions = server_.Sessions();
   for (const auto& s : sessions) {
