@@ -186,6 +186,14 @@ struct ClientStats {
   uint64_t wire_fallbacks = 0;
 };
 
+// When an operation's steps happened, for timelines (REDUCER_COLLNET_TRACE).
+// A default-constructed time point: not yet.
+struct OperationTimes {
+  std::chrono::steady_clock::time_point started;       // AllReduce was called
+  std::chrono::steady_clock::time_point first_result;  // its first result bytes came in
+  std::chrono::steady_clock::time_point done;          // Done() became true
+};
+
 // One all-reduce in flight. Keep send and recv buffers alive until Done().
 class Operation {
  public:
@@ -198,6 +206,9 @@ class Operation {
   // The result once Done(); ok before that.
   virtual Status status() const = 0;
   virtual uint64_t seq() const = 0;
+  // Thread-safe, like the others; an operation that never started (a failed
+  // session's) reports none.
+  virtual OperationTimes times() const { return {}; }
 };
 
 class Client {

@@ -24,7 +24,13 @@ OperationImpl::OperationImpl(uint64_t seq, const void* send, void* recv, uint64_
   if (count_ == 0) {
     has_result_ = true;
     done_ = true;
+    done_at_ = start_;
   }
+}
+
+OperationTimes OperationImpl::times() const {
+  MutexLock lock(mu_);
+  return {start_, first_result_at_, done_at_};
 }
 
 bool OperationImpl::Done() const {
@@ -123,6 +129,7 @@ OperationImpl::Claim OperationImpl::ClaimResult(uint32_t reducer, const protocol
   }
   got += h.count;
   *last = got == p.count;
+  if (first_result_at_ == Clock::time_point{}) first_result_at_ = Clock::now();
   return Claim::kClaimed;
 }
 
@@ -212,6 +219,7 @@ std::vector<uint32_t> OperationImpl::PendingReducers() const {
 void OperationImpl::MaybeSignalLocked() {
   if (has_result_ && leases_ == 0 && !done_) {
     done_ = true;
+    done_at_ = Clock::now();
     // Nothing reads the copy any more; the watermark may free it now.
     if (!copying_) source_lease_.reset();
     cv_.notify_all();

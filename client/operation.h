@@ -74,6 +74,7 @@ class OperationImpl final : public Operation {
   Status Wait(std::chrono::milliseconds timeout) override;
   Status status() const override;
   uint64_t seq() const override { return seq_; }
+  OperationTimes times() const override;
 
   // Where pieces are sent from: the caller's send buffer, or the retained
   // copy of it. Read and changed under the client's lock only.
@@ -163,6 +164,8 @@ class OperationImpl final : public Operation {
   bool done_ RS_GUARDED_BY(mu_) = false;     // result set and no leases
   bool copying_ RS_GUARDED_BY(mu_) = false;  // CopyInput has not returned yet
   Status status_ RS_GUARDED_BY(mu_);
+  Clock::time_point first_result_at_ RS_GUARDED_BY(mu_);
+  Clock::time_point done_at_ RS_GUARDED_BY(mu_);
 };
 
 }  // namespace rs::client

@@ -72,6 +72,27 @@ TEST(Operation, DoneOnlyWhenEveryPieceIsBackAndNoSocketHoldsTheBuffers) {
   EXPECT_TRUE(op->status().ok());
 }
 
+// What REDUCER_COLLNET_TRACE records of each call: when it started, when
+// its first result came in and when it was done, in that order.
+TEST(Operation, RecordsWhenItStartedGotItsFirstResultAndWasDone) {
+  std::vector<float> buf(16);
+  auto op = TwoPieces(buf);
+  const OperationTimes before = op->times();
+  EXPECT_NE(before.started, Clock::time_point{});
+  EXPECT_EQ(before.first_result, Clock::time_point{}) << "no result yet";
+  EXPECT_EQ(before.done, Clock::time_point{});
+  ASSERT_TRUE(Claim(*op, 0, ResultFor(0)).ok());
+  EXPECT_FALSE(op->PieceDone(0));
+  const OperationTimes half = op->times();
+  EXPECT_GE(half.first_result, half.started);
+  EXPECT_EQ(half.done, Clock::time_point{});
+  ASSERT_TRUE(Claim(*op, 1, ResultFor(1)).ok());
+  EXPECT_TRUE(op->PieceDone(0));
+  const OperationTimes after = op->times();
+  EXPECT_EQ(after.first_result, half.first_result) << "the first result's time stays";
+  EXPECT_GE(after.done, after.first_result);
+}
+
 TEST(Operation, FailureIsKeptAndNoLeaseIsGivenAfterIt) {
   std::vector<float> buf(16);
   auto op = TwoPieces(buf);
