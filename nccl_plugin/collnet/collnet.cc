@@ -140,7 +140,8 @@ StatusOr<std::unique_ptr<CollComm>> CollNet::Connect(void* const* handles, int n
   const std::string what = "node " + std::to_string(rank) + " of " + std::to_string(nranks) + comm + ", session " +
                            protocol::SessionIdToString(session);
   RS_PLOG_INFO("CollNet connected: %s, %zu reducer(s)", what.c_str(), cfg.reducers.size());
-  return std::make_unique<CollComm>(std::move(client).value(), what);
+  std::unique_ptr<CollTrace> trace = cfg.trace_dir.empty() ? nullptr : CollTrace::Open(cfg.trace_dir, what);
+  return std::make_unique<CollComm>(std::move(client).value(), what, std::move(trace));
 }
 
 }  // namespace rs::plugin

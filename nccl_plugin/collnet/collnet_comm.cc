@@ -28,6 +28,7 @@ CollRequest* CollRequestPool::Acquire() {
     if (r.in_use) continue;
     r.in_use = true;
     r.bytes = 0;
+    ++in_use_;
     return &r;
   }
   return nullptr;
@@ -36,12 +37,14 @@ CollRequest* CollRequestPool::Acquire() {
 void CollRequestPool::Release(CollRequest* r) {
   r->in_use = false;
   r->op.reset();
+  --in_use_;
 }
 
-CollComm::CollComm(std::unique_ptr<client::Client> client, std::string what)
-    : client_(std::move(client)), what_(std::move(what)), pool_(this) {}
+CollComm::CollComm(std::unique_ptr<client::Client> client, std::string what, std::unique_ptr<CollTrace> trace)
+    : client_(std::move(client)), what_(std::move(what)), pool_(this), trace_(std::move(trace)) {}
 
-// Destroying the client says goodbye to the reducers and joins its threads.
+// Destroying the client says goodbye to the reducers and joins its threads;
+// destroying the trace writes its file.
 CollComm::~CollComm() = default;
 
 StatusOr<CollComm*> CollComm::FromOpaque(void* opaque) {
@@ -99,8 +102,18 @@ StatusOr<CollRequest*> CollComm::IAllReduce(const void* send, void* recv, size_t
     RS_RETURN_IF_ERROR(CheckRegistration(send_mhandle, send, bytes, "send"));
     RS_RETURN_IF_ERROR(CheckRegistration(recv_mhandle, recv, bytes, "receive"));
     r = pool_.Acquire();
-    if (r == nullptr) return nullptr;  // pool full: NCCL retries
+    if (r == nullptr) {
+      if (trace_) trace_->PoolFull();
+      return nullptr;  // pool full: NCCL retries
+    }
     r->bytes = bytes;
+    if (trace_) {
+      r->trace = CollTrace::Call{};
+      r->trace.call = Clock::now();
+      r->trace.bytes = bytes;
+      r->trace.in_flight = pool_.in_use();
+      r->trace.pool_full_before = trace_->TakePoolFull();
+    }
   }
   // Outside the comm's lock: with failover on, AllReduce copies the input
   // as its pieces go out, and test() on other requests need not wait for
@@ -109,6 +122,7 @@ StatusOr<CollRequest*> CollComm::IAllReduce(const void* send, void* recv, size_t
   // has already failed: test() reports it, so NCCL learns of the failure on
   // its usual path.
   r->op = client_->AllReduce(send, recv, count, type, op);
+  if (r->trace.call != Clock::time_point{}) r->trace.issued = Clock::now();
   return r;
 }
 
@@ -118,14 +132,26 @@ Status CollComm::Test(CollRequest* request, bool* done, size_t* size) {
     return Status(Code::kInternal, "CollNet test() called on a request that already completed");
   }
   *done = false;
+  if (trace_) ++request->trace.polls;
   if (!request->op->Done()) return Status::Ok();
   Status st = request->op->status();
   const size_t bytes = request->bytes;
+  if (trace_) Traced(request, st.ok());
   pool_.Release(request);
   if (!st.ok()) return st;
   *done = true;
   *size = bytes;
   return Status::Ok();
+}
+
+void CollComm::Traced(CollRequest* request, bool ok) {
+  CollTrace::Call& call = request->trace;
+  const client::OperationTimes times = request->op->times();
+  call.first_result = times.first_result;
+  call.done = times.done;
+  call.seen = Clock::now();
+  call.ok = ok;
+  trace_->Add(call);
 }
 
 void ConfigDigest(const CollNetConfig& config, uint8_t out[16]) {

@@ -24,6 +24,7 @@
 #include "client/client.h"
 #include "common/dtype.h"
 #include "common/status.h"
+#include "nccl_plugin/collnet/collnet_trace.h"
 #include "nccl_plugin/config/plugin_config.h"
 #include "nccl_plugin/nccl_limits.h"
 #include "nccl_plugin/opaque_object.h"
@@ -87,6 +88,7 @@ class CollRequest {
   bool in_use = false;        // guarded by owner's mutex
   size_t bytes = 0;
   std::shared_ptr<client::Operation> op;
+  CollTrace::Call trace;  // filled only while the comm keeps a trace
 };
 
 // The fixed pool of iallreduce requests of one comm (kCollRequestPool).
@@ -102,14 +104,17 @@ class CollRequestPool {
   // nullptr when all kCapacity requests are in flight.
   CollRequest* Acquire();
   void Release(CollRequest* r);
+  int in_use() const { return in_use_; }
 
  private:
   std::array<CollRequest, kCapacity> slots_;
+  int in_use_ = 0;
 };
 
 class CollComm final : public OpaqueObject {
  public:
-  CollComm(std::unique_ptr<client::Client> client, std::string what);
+  // `trace`: REDUCER_COLLNET_TRACE's file for this comm, or nullptr.
+  CollComm(std::unique_ptr<client::Client> client, std::string what, std::unique_ptr<CollTrace> trace = nullptr);
   ~CollComm() override;
   static StatusOr<CollComm*> FromOpaque(void* opaque);
 
@@ -128,6 +133,8 @@ class CollComm final : public OpaqueObject {
 
  private:
   Status CheckRegistration(void* mhandle, const void* data, size_t bytes, const char* side) const;
+  // A finished request's call, into the trace (under mu_).
+  void Traced(CollRequest* request, bool ok);
 
   std::unique_ptr<client::Client> client_;
   const std::string what_;
@@ -136,6 +143,9 @@ class CollComm final : public OpaqueObject {
   // outside it before handing the request out
   CollRequestPool pool_;
   std::vector<std::unique_ptr<CollRegistration>> registrations_;  // guarded by mu_
+  // guarded by mu_ (the pointer is set once); writes its file when the
+  // comm is destroyed
+  std::unique_ptr<CollTrace> trace_;
 };
 
 // The settings fingerprint of CollHandle::config_digest.

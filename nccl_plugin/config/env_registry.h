@@ -70,6 +70,7 @@ using client::setting::kTcpCongestion;
 using client::setting::kTcpRtoMin;
 inline constexpr SettingKey<std::string> kLog{"", "REDUCER_LOG"};
 inline constexpr SettingKey<std::string> kRequired{"", "REDUCER_REQUIRED"};
+inline constexpr SettingKey<std::string> kCollNetTrace{"", "REDUCER_COLLNET_TRACE"};
 // NCCL's own variables, read to tell the user when NCCL would leave
 // CollNet off (report/collnet_watch.h).
 inline constexpr SettingKey<std::string> kNcclCollNetEnable{"", "NCCL_COLLNET_ENABLE"};

@@ -200,6 +200,7 @@ StatusOr<CollNetConfig> CollNetConfigFromEnv(const Env& env) {
   cfg.client.reducers = cfg.reducers;
   cfg.client.job_token = cfg.job_token;
   RS_RETURN_IF_ERROR(client::ApplyClientSettings(env.settings(), &cfg.client, cfg.source));
+  cfg.trace_dir = env.Get(setting::kCollNetTrace);
   return cfg;
 }
 

@@ -57,6 +57,9 @@ struct CollNetConfig {
   // transport and reliability settings (client/client_settings.h). The
   // session, rank and world come from NCCL at connect.
   client::ClientOptions client;
+  // REDUCER_COLLNET_TRACE: where each communicator writes its timeline
+  // (collnet/collnet_trace.h); empty: none. May differ between nodes.
+  std::string trace_dir;
 };
 
 // NCCL's own CollNet switches, read as NCCL 2.28 reads them (strtol with

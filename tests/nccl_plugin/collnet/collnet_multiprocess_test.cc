@@ -13,9 +13,12 @@
 // (also after the library is unloaded) works again.
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <ostream>
 #include <regex>
@@ -93,7 +96,8 @@ class CollNetTest : public ::testing::Test {
   }
   void TearDown() override {
     for (const char* v : {"REDUCER_ADDRS", "REDUCER_JOB_TOKEN", "REDUCER_SOCKET_IFNAME", "REDUCER_OP_TIMEOUT", "NCCL_COLLNET_ENABLE",
-                          "REDUCER_FAILOVER", "REDUCER_LIVENESS_TIMEOUT", "REDUCER_WIRE_DTYPE"}) {
+                          "REDUCER_FAILOVER", "REDUCER_LIVENESS_TIMEOUT", "REDUCER_WIRE_DTYPE",
+                          "REDUCER_COLLNET_TRACE"}) {
       unsetenv(v);
     }
   }
@@ -156,6 +160,86 @@ TEST_F(CollNetTest, Bfloat16OnTheWireThroughTwoReducersEveryElementChecked) {
   ExpectSessionsEnded(1);
   for (auto& reducer : reducers_) {
     EXPECT_NE(reducer->Log().find("float32 sums as bfloat16 on the wire"), std::string::npos) << reducer->Log();
+  }
+}
+
+// Splits one CSV line (no quoting in the trace).
+std::vector<std::string> Fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, ',');) out.push_back(field);
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+// REDUCER_COLLNET_TRACE: each node head writes, when its communicator
+// closes, one line per iallreduce call with the call's stages in order
+// (bench/collnet_trace.py reads them), and says on stderr where it went.
+TEST_F(CollNetTest, TraceHasOneLinePerCallWithItsStagesInOrder) {
+  const std::string trace = dir_ + "/trace";
+  ASSERT_EQ(mkdir(trace.c_str(), 0700), 0) << trace;
+  setenv("REDUCER_COLLNET_TRACE", trace.c_str(), 1);  // the node processes inherit it
+  auto nodes = StartNodes(kFourSingle, 11, "allreduce");
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(240)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    EXPECT_NE(nodes[r]->Output().find("120 calls written to " + trace + "/collnet-"), std::string::npos)
+        << nodes[r]->Output();
+  }
+  ExpectSessionsEnded(1);
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(trace)) files.push_back(entry.path());
+  ASSERT_EQ(files.size(), 4u) << "one file per node head";
+  for (const auto& file : files) {
+    EXPECT_EQ(file.filename().string().rfind("collnet-", 0), 0u) << file;
+    std::ifstream in(file);
+    std::string line;
+    ASSERT_TRUE(std::getline(in, line));
+    EXPECT_NE(line.find("# reduction server CollNet trace: node "), std::string::npos) << line;
+    ASSERT_TRUE(std::getline(in, line));
+    EXPECT_NE(line.find("120 calls, 0 left out"), std::string::npos) << line;
+    ASSERT_TRUE(std::getline(in, line));
+    ASSERT_EQ(line, "call_us,issued_us,first_result_us,done_us,seen_us,bytes,in_flight,pool_full_before,polls,ok");
+    int calls = 0;
+    while (std::getline(in, line)) {
+      ++calls;
+      const std::vector<std::string> f = Fields(line);
+      ASSERT_EQ(f.size(), 10u) << line;
+      std::vector<double> t;
+      for (int i = 0; i < 5; ++i) {
+        ASSERT_FALSE(f[i].empty()) << "stage " << i << " missing: " << line;
+        t.push_back(std::stod(f[i]));
+      }
+      // call <= first result <= done <= seen, and call <= issued <= seen. A
+      // result may come back before the client's AllReduce has returned (it
+      // copies the input for failover after the pieces went out).
+      EXPECT_LE(t[0], t[2]) << line;
+      EXPECT_LE(t[2], t[3]) << line;
+      EXPECT_LE(t[3], t[4]) << line;
+      EXPECT_LE(t[0], t[1]) << line;
+      EXPECT_LE(t[1], t[4]) << line;
+      EXPECT_GT(std::stoull(f[5]), 0u) << line;
+      EXPECT_GE(std::stoi(f[6]), 1) << line;
+      EXPECT_LE(std::stoi(f[6]), 64) << line;
+      EXPECT_GE(std::stoi(f[8]), 1) << "test() was polled at least once: " << line;
+      EXPECT_EQ(f[9], "1") << line;
+    }
+    EXPECT_EQ(calls, 120) << file;
+  }
+}
+
+// A trace directory that cannot be written is named on stderr at connect;
+// the job goes on without a trace.
+TEST_F(CollNetTest, TraceDirectoryThatCannotBeWrittenIsNamedAndTheJobGoesOn) {
+  const std::string missing = dir_ + "/no-such-directory";
+  setenv("REDUCER_COLLNET_TRACE", missing.c_str(), 1);
+  auto nodes = StartNodes(kThreeByThree, 11, "tuner");
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(60)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    const std::string out = nodes[r]->Output();
+    EXPECT_NE(out.find("WARNING: REDUCER_COLLNET_TRACE: cannot create " + missing + "/collnet-"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("(No such file or directory); this communicator runs without a trace"), std::string::npos)
+        << out;
   }
 }
 

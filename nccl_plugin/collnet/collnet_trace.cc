@@ -1,0 +1,83 @@
+#include "nccl_plugin/collnet/collnet_trace.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+
+#include "nccl_plugin/report/report.h"
+
+namespace rs::plugin {
+namespace {
+
+std::atomic<int> next_trace{0};
+
+// Microseconds from `origin`, one decimal; "" for a time that never came.
+std::string Micros(Clock::time_point t, Clock::time_point origin) {
+  if (t == Clock::time_point{}) return "";
+  const double us = std::chrono::duration<double, std::micro>(t - origin).count();
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", us);
+  return text;
+}
+
+}  // namespace
+
+std::unique_ptr<CollTrace> CollTrace::Open(const std::string& dir, const std::string& what) {
+  char host[64] = "";
+  gethostname(host, sizeof(host) - 1);
+  const std::string path = dir + "/collnet-" + host + "-" + std::to_string(getpid()) + "-" +
+                           std::to_string(next_trace.fetch_add(1)) + ".csv";
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) {
+    ReportWarn("REDUCER_COLLNET_TRACE: cannot create " + path + " (" + std::strerror(errno) +
+               "); this communicator runs without a trace");
+    return nullptr;
+  }
+  ReportInfo("CollNet trace of " + what + ": " + path + ", written when NCCL closes the communicator");
+  return std::unique_ptr<CollTrace>(new CollTrace(file, path, what));
+}
+
+CollTrace::CollTrace(std::FILE* file, std::string path, std::string what)
+    : file_(file), path_(std::move(path)), what_(std::move(what)), origin_(Clock::now()) {}
+
+uint32_t CollTrace::TakePoolFull() {
+  const uint32_t n = pool_full_;
+  pool_full_ = 0;
+  return n;
+}
+
+static_assert(sizeof(CollTrace::Call) <= 64, "kMaxCalls x 64 bytes is the memory the docs promise");
+
+void CollTrace::Add(const Call& call) {
+  if (calls_.size() >= kMaxCalls) {
+    ++left_out_;
+    return;
+  }
+  calls_.push_back(call);
+}
+
+CollTrace::~CollTrace() {
+  std::fprintf(file_, "# reduction server CollNet trace: %s\n", what_.c_str());
+  std::fprintf(file_, "# times in microseconds since the communicator connected; %zu calls, %" PRIu64
+                      " left out (at most %zu kept)\n",
+               calls_.size(), left_out_, kMaxCalls);
+  std::fprintf(file_, "call_us,issued_us,first_result_us,done_us,seen_us,bytes,in_flight,pool_full_before,polls,ok\n");
+  for (const Call& c : calls_) {
+    std::fprintf(file_, "%s,%s,%s,%s,%s,%" PRIu64 ",%d,%u,%u,%d\n", Micros(c.call, origin_).c_str(),
+                 Micros(c.issued, origin_).c_str(), Micros(c.first_result, origin_).c_str(),
+                 Micros(c.done, origin_).c_str(), Micros(c.seen, origin_).c_str(), c.bytes, c.in_flight,
+                 c.pool_full_before, c.polls, c.ok ? 1 : 0);
+  }
+  const bool failed = std::ferror(file_) != 0;
+  if (std::fclose(file_) != 0 || failed) {
+    ReportWarn("REDUCER_COLLNET_TRACE: writing " + path_ + " failed (" + std::strerror(errno) +
+               "); the trace is incomplete");
+    return;
+  }
+  ReportInfo("CollNet trace of " + what_ + ": " + std::to_string(calls_.size()) + " calls written to " + path_);
+}
+
+}  // namespace rs::plugin
