@@ -13,6 +13,7 @@
 #               librs-train-gpu.so (rs-train's GPU module, when CUDA was found)
 #   lib/deps/   every other library they need (gRPC, protobuf, OpenSSL, ...)
 #   tests/gpu/  the GPU checks; run tests/gpu/run_all.sh there
+#   bench/collnet_trace.py  what the perf step summarises CollNet's trace with
 #   env.sh      `source DIR/env.sh`: PATH, LD_LIBRARY_PATH (with the folders
 #               of PyTorch's nvidia-* wheels), RS_BUNDLE, RS_PLUGIN
 #   MANIFEST.txt  git revision, build type, what the machine needs, every file
@@ -152,6 +153,8 @@ fi
 
 step "copying the GPU checks"
 tar -C "$repo/tests" --exclude=__pycache__ --exclude='*.pyc' -cf - gpu | tar -C "$dir/tests" -xf -
+mkdir -p "$dir/bench"
+cp "$repo/bench/collnet_trace.py" "$dir/bench/"  # the perf step summarises REDUCER_COLLNET_TRACE with it
 
 # ---- env.sh -----------------------------------------------------------------
 cat >"$dir/env.sh" <<'EOF'

@@ -50,7 +50,7 @@ port=$((20000 + RANDOM % 20000))
 for c in $configs; do
   # Each configuration's variables on the ranks' command line only.
   cfg=(env -u NCCL_NET -u NCCL_NET_PLUGIN -u NCCL_NET_PLUGIN_REF_COUNT -u NCCL_COLLNET_ENABLE -u NCCL_ALGO
-    -u NCCL_PROTO -u LD_PRELOAD -u REDUCER_ADDRS -u REDUCER_JOB_TOKEN -u REDUCER_WIRE_DTYPE
+    -u NCCL_PROTO -u LD_PRELOAD -u REDUCER_ADDRS -u REDUCER_JOB_TOKEN -u REDUCER_WIRE_DTYPE -u REDUCER_COLLNET_TRACE
     "PERF_CONFIG=$c" "MASTER_PORT=$port")
   case $c in
     socket) cfg+=(NCCL_NET=Socket) ;;
@@ -59,6 +59,9 @@ for c in $configs; do
       cfg+=("NCCL_NET_PLUGIN=$RS_PLUGIN" NCCL_NET_PLUGIN_REF_COUNT=1 NCCL_COLLNET_ENABLE=1
         "REDUCER_ADDRS=$RS_ADDRS" "REDUCER_JOB_TOKEN=$RS_TOKEN")
       [ "$c" = collnet ] || cfg+=(REDUCER_WIRE_DTYPE=bfloat16)
+      # Where CollNet's time goes (issue 42): each node head's calls, summarised below.
+      mkdir -p "$logs/trace-$c"
+      cfg+=("REDUCER_COLLNET_TRACE=$logs/trace-$c")
       ;;
     *) rs_fail "unknown configuration '$c' (socket, p2p, collnet, collnet-bf16)" ;;
   esac
@@ -84,6 +87,17 @@ grep -h "^RS_PERF" "$logs"/*-rank0.log | awk '
       for (c = 1; c <= nc; c++) printf "  %18s", ((order[c], sizes[s]) in cell) ? cell[order[c], sizes[s]] : "-"
       printf "\n"
     } }'
+for c in $configs; do
+  [ -d "$logs/trace-$c" ] || continue
+  # Node 0's calls (the other nodes' files are in the logs): each size's chunks apart.
+  node0=$(grep -l "^# reduction server CollNet trace: node 0 of" "$logs/trace-$c"/collnet-*.csv 2>/dev/null | head -1)
+  echo "--- $c: where node 0's CollNet calls spent their time (bench/collnet_trace.py; all nodes: $logs/trace-$c)"
+  if [ -n "$node0" ]; then
+    "$PYTHON" "$rs_gpu_dir/../../bench/collnet_trace.py" "$node0" || echo "$c: the trace could not be read"
+  else
+    echo "$c: no trace written (NCCL did not close the communicator, or CollNet never connected)"
+  fi
+done
 rs_cleanup
 stop_mps
 echo "OK: $configs measured, every result right"
