@@ -41,7 +41,12 @@ std::unique_ptr<CollTrace> CollTrace::Open(const std::string& dir, const std::st
 }
 
 CollTrace::CollTrace(std::FILE* file, std::string path, std::string what)
-    : file_(file), path_(std::move(path)), what_(std::move(what)), origin_(Clock::now()) {}
+    : file_(file),
+      path_(std::move(path)),
+      what_(std::move(what)),
+      origin_(Clock::now()),
+      origin_unix_us_(std::chrono::duration<double, std::micro>(std::chrono::system_clock::now().time_since_epoch())
+                          .count()) {}
 
 uint32_t CollTrace::TakePoolFull() {
   const uint32_t n = pool_full_;
@@ -64,6 +69,9 @@ CollTrace::~CollTrace() {
   std::fprintf(file_, "# times in microseconds since the communicator connected; %zu calls, %" PRIu64
                       " left out (at most %zu kept)\n",
                calls_.size(), left_out_, kMaxCalls);
+  // The same instant on the system clock, so that the nodes' files can be
+  // laid side by side (on one host, or hosts whose clocks agree).
+  std::fprintf(file_, "# connected at %.1f microseconds since the Unix epoch\n", origin_unix_us_);
   std::fprintf(file_, "call_us,issued_us,first_result_us,done_us,seen_us,bytes,in_flight,pool_full_before,polls,ok\n");
   for (const Call& c : calls_) {
     std::fprintf(file_, "%s,%s,%s,%s,%s,%" PRIu64 ",%d,%u,%u,%d\n", Micros(c.call, origin_).c_str(),

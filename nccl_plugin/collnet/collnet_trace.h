@@ -66,6 +66,7 @@ class CollTrace {
   const std::string path_;
   const std::string what_;
   const Clock::time_point origin_;
+  const double origin_unix_us_;  // origin_ on the system clock
   std::vector<Call> calls_;
   uint64_t left_out_ = 0;
   uint32_t pool_full_ = 0;

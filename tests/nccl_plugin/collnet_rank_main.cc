@@ -28,6 +28,8 @@
 //                  while the test kills a reducer once "running" is printed:
 //                  with failover on, NCCL must see nothing but right results
 //   connect_fails  expects connect to fail on every node (settings differ)
+//   perf           NCCL's CollNet calls for user all-reduces of a few sizes,
+//                  timed, nothing checked (PerfScenario: COLLNET_PERF_*)
 //   tuner          after connect, the tuner NCCL would load with these
 //                  tables (v5 with v11, v4 with v7: NCCL 2.24 - 2.27) for a
 //                  communicator of one rank per node, as NCCL inits it after
@@ -36,15 +38,19 @@
 //                  on the way is the test's to check.
 // Exit: 0 success, 1 failed check (reason on stderr), 2 timeout.
 #include <algorithm>
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bench/workloads.h"
 #include "common/half.h"
 #include "nccl_plugin/abi/nccl_tuner_abi.h"
 #include "tests/nccl_plugin/collnet_node.h"
@@ -327,6 +333,64 @@ void FailoverScenario(Node& n) {
   std::printf("node %d: %d all-reduces verified across the failover\n", n.node, kChunks);
 }
 
+// NCCL 2.28.9's CollNet traffic for user all-reduces of each size in
+// COLLNET_PERF_SIZES (bytes, K/M suffixes; default "1M 16M 64M"), timed:
+// the calls of bench/workloads.h's ShapeCollNet on COLLNET_PERF_CHANNELS
+// channels (default 4), at most its calls in flight, test() spun on the
+// oldest as the proxy does, COLLNET_PERF_ITERS timed all-reduces (default
+// 10) after 2. Calls cycle through the staging region; nothing is checked.
+// Prints "node N perf: bytes=S calls=K inflight=F ms=T algbw=G" per size.
+void PerfScenario(Node& n) {
+  const char* sizes_env = std::getenv("COLLNET_PERF_SIZES");
+  const char* iters_env = std::getenv("COLLNET_PERF_ITERS");
+  const char* channels_env = std::getenv("COLLNET_PERF_CHANNELS");
+  const int iters = iters_env != nullptr ? std::atoi(iters_env) : 10;
+  const uint32_t channels = channels_env != nullptr ? static_cast<uint32_t>(std::atoi(channels_env)) : 4;
+  std::stringstream sizes(sizes_env != nullptr ? sizes_env : "1M 16M 64M");
+  // NCCL's staging buffers are in use all the time: fault both halves in (a
+  // result written into a page never touched costs its fault, which would
+  // dominate small sizes), with every node's input different.
+  for (size_t i = 0; i < kRegionBytes; ++i) SendRegion(n)[i] = static_cast<uint8_t>(i * 7 + n.node);
+  std::memset(RecvRegion(n), 0, kRegionBytes);
+  for (std::string item; sizes >> item;) {
+    uint64_t user = std::strtoull(item.c_str(), nullptr, 10);
+    if (item.back() == 'K') user <<= 10;
+    if (item.back() == 'M') user <<= 20;
+    const bench::CollNetShape shape = bench::ShapeCollNet(user, channels, 0);
+    OnProgress(n, "the timed all-reduces", [&] {
+      std::deque<void*> out;
+      size_t offset = 0;
+      // NCCL's progress thread yields when a pass found nothing to do.
+      auto oldest_done = [&] {
+        int done = 0;
+        int size = 0;
+        while (!done) {
+          Check(n.coll.test(out.front(), &done, &size), "test");
+          if (!done) std::this_thread::yield();
+          if (Clock::now() > n.deadline) Die(2, "test never reported done");
+        }
+        out.pop_front();
+      };
+      Clock::time_point start;
+      for (int it = 0; it < iters + 2; ++it) {
+        if (it == 2) start = Clock::now();
+        for (const uint64_t bytes : shape.calls) {
+          if (out.size() >= shape.max_inflight) oldest_done();
+          if (offset + bytes > kRegionBytes) offset = 0;
+          out.push_back(PostAllReduce(n, 0, SendRegion(n) + offset, RecvRegion(n) + offset, bytes / 4,
+                                      abi::kNcclFloat32, abi::kNcclSum));
+          offset += bytes;
+        }
+        while (!out.empty()) oldest_done();
+      }
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count() / iters;
+      std::printf("node %d perf: bytes=%" PRIu64 " calls=%zu inflight=%u ms=%.3f algbw=%.3f\n", n.node, user,
+                  shape.calls.size(), shape.max_inflight, ms, static_cast<double>(user) / ms / 1e6);
+      std::fflush(stdout);
+    });
+  }
+}
+
 void TunerScenario(const Node& n) {
   const size_t nodes = n.order.size();
   const void* found = n.plugin->Symbol(n.version == 11 ? "ncclTunerPlugin_v5" : "ncclTunerPlugin_v4");
@@ -395,6 +459,8 @@ int Run(const std::string& path, Node& n, const std::string& scenario) {
     FailureScenario(n);
   } else if (scenario == "failover") {
     FailoverScenario(n);
+  } else if (scenario == "perf") {
+    PerfScenario(n);
   } else if (scenario == "recreate") {
     std::printf("node %d round 0: %zu all-reduces verified\n", n.node, AllReduces(n, Plan(true)));
     CloseCommunicator(n);
