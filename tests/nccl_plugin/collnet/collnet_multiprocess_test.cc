@@ -198,6 +198,8 @@ TEST_F(CollNetTest, TraceHasOneLinePerCallWithItsStagesInOrder) {
     ASSERT_TRUE(std::getline(in, line));
     EXPECT_NE(line.find("120 calls, 0 left out"), std::string::npos) << line;
     ASSERT_TRUE(std::getline(in, line));
+    EXPECT_EQ(line.rfind("# connected at ", 0), 0u) << "the system clock's time, to line the nodes up: " << line;
+    ASSERT_TRUE(std::getline(in, line));
     ASSERT_EQ(line, "call_us,issued_us,first_result_us,done_us,seen_us,bytes,in_flight,pool_full_before,polls,ok");
     int calls = 0;
     while (std::getline(in, line)) {
