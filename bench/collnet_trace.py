@@ -21,7 +21,7 @@ proxy thread saw it done (test()). This prints, per file:
     chunking gives each user all-reduce size its own (bench/workload_flags.cc,
     --pattern collnet), so a run of several sizes is told apart.
 
-  collnet_trace.py DIR_OR_FILE [...]
+  collnet_trace.py [--brief] DIR_OR_FILE [...]     --brief: one line per call size
 
 Standard library only; exit status 1 when no trace file is found or one
 cannot be read.
@@ -113,6 +113,32 @@ def figures(rows, indent):
     return lines
 
 
+def brief(rows, label):
+    """One line over `rows`: calls out, the idle share, the stages' medians."""
+    start = min(r["call_us"] for r in rows)
+    span = max(max(r["seen_us"] for r in rows) - start, 1e-9)
+    covered, mean_out = busy(rows)
+
+    def median(a, b):
+        d = [(r[b] - r[a]) / 1000 for r in rows if r[a] is not None and r[b] is not None]
+        return f"{quantile(d, 0.5):.3f}" if d else "-"
+
+    return (f"  {label}: {len(rows)} calls, {mean_out:.1f} out on average (at most "
+            f"{max(r['in_flight'] for r in rows)}), none out {100 * (1 - covered / span):.0f} % of the time; "
+            f"median ms: issue {median('call_us', 'issued_us')}, first result {median('call_us', 'first_result_us')}, "
+            f"complete {median('call_us', 'done_us')}, seen by test() {median('done_us', 'seen_us')} later")
+
+
+def summarize_brief(path):
+    comments, rows = read_trace(path)
+    lines = [os.path.basename(path) + (": " + comments[0].split(": ", 1)[-1] if comments else "")]
+    if not rows:
+        return lines + ["  no calls"]
+    for size in sorted({r["bytes"] for r in rows}):
+        lines.append(brief([r for r in rows if r["bytes"] == size], f"calls of {size / 1024:g} KiB"))
+    return lines
+
+
 def summarize(path):
     """The file's lines: all its calls, then each call size apart where there
     are several (NCCL's chunking gives each user all-reduce size its own)."""
@@ -141,6 +167,7 @@ def main(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("paths", nargs="+", help="REDUCER_COLLNET_TRACE directories or trace files")
+    ap.add_argument("--brief", action="store_true", help="one line per call size")
     args = ap.parse_args(argv)
     files = trace_files(args.paths)
     if not files:
@@ -151,7 +178,7 @@ def main(argv):
     status = 0
     for path in files:
         try:
-            lines = summarize(path)
+            lines = summarize_brief(path) if args.brief else summarize(path)
         except (OSError, ValueError, KeyError, TypeError) as e:
             print(f"collnet_trace: {path}: cannot read it ({e})", file=sys.stderr)
             status = 1

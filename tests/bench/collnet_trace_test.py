@@ -51,6 +51,15 @@ class CollNetTraceTest(unittest.TestCase):
         self.assertRegex(out, r"seen by test\(\)\s+0\.100 ")
         self.assertIn("test() calls    6 per call (median), 7 at most", out)
 
+    def test_brief_is_one_line_per_call_size(self):
+        status, out, _ = run(["--brief", self.dir])
+        self.assertEqual(status, 0)
+        lines = out.strip().split("\n")
+        self.assertEqual(len(lines), 2, out)
+        self.assertEqual(lines[1], "  calls of 1024 KiB: 3 calls, 1.5 out on average (at most 2), none out 50 % of "
+                                   "the time; median ms: issue 0.010, first result 0.400, complete 0.900, "
+                                   "seen by test() 0.100 later")
+
     def test_directory_without_a_trace_says_why(self):
         empty = tempfile.mkdtemp()
         status, _, err = run([empty])

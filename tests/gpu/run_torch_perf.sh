@@ -89,11 +89,14 @@ grep -h "^RS_PERF" "$logs"/*-rank0.log | awk '
     } }'
 for c in $configs; do
   [ -d "$logs/trace-$c" ] || continue
-  # Node 0's calls (the other nodes' files are in the logs): each size's chunks apart.
+  # Node 0's calls, one line per call size (each user size has its own); every
+  # node's in full in trace-$c/summary.txt beside the files.
   node0=$(grep -l "^# reduction server CollNet trace: node 0 of" "$logs/trace-$c"/collnet-*.csv 2>/dev/null | head -1)
-  echo "--- $c: where node 0's CollNet calls spent their time (bench/collnet_trace.py; all nodes: $logs/trace-$c)"
+  echo "--- $c: where node 0's CollNet calls spent their time (bench/collnet_trace.py; every node: $logs/trace-$c)"
   if [ -n "$node0" ]; then
-    "$PYTHON" "$rs_gpu_dir/../../bench/collnet_trace.py" "$node0" || echo "$c: the trace could not be read"
+    "$PYTHON" "$rs_gpu_dir/../../bench/collnet_trace.py" --brief "$node0" | tail -n +2 ||
+      echo "$c: the trace could not be read"
+    "$PYTHON" "$rs_gpu_dir/../../bench/collnet_trace.py" "$logs/trace-$c" >"$logs/trace-$c/summary.txt" 2>&1 || true
   else
     echo "$c: no trace written (NCCL did not close the communicator, or CollNet never connected)"
   fi
