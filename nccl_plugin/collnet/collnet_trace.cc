@@ -5,7 +5,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "nccl_plugin/report/report.h"
 
@@ -13,6 +15,17 @@ namespace rs::plugin {
 namespace {
 
 std::atomic<int> next_trace{0};
+
+// The traces of communicators still open, for the exit handler. Never
+// destroyed: the handler may run after this library's static destructors.
+std::mutex& OpenMutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::set<CollTrace*>& OpenTraces() {
+  static auto* open = new std::set<CollTrace*>;
+  return *open;
+}
 
 // Microseconds from `origin`, one decimal; "" for a time that never came.
 std::string Micros(Clock::time_point t, Clock::time_point origin) {
@@ -25,6 +38,8 @@ std::string Micros(Clock::time_point t, Clock::time_point origin) {
 
 }  // namespace
 
+static_assert(sizeof(CollTrace::Call) <= 64, "kMaxCalls x 64 bytes is the memory the docs promise");
+
 std::unique_ptr<CollTrace> CollTrace::Open(const std::string& dir, const std::string& what) {
   char host[64] = "";
   gethostname(host, sizeof(host) - 1);
@@ -36,27 +51,52 @@ std::unique_ptr<CollTrace> CollTrace::Open(const std::string& dir, const std::st
                "); this communicator runs without a trace");
     return nullptr;
   }
-  ReportInfo("CollNet trace of " + what + ": " + path + ", written when NCCL closes the communicator");
-  return std::unique_ptr<CollTrace>(new CollTrace(file, path, what));
+  ReportInfo("CollNet trace of " + what + ": " + path + ", written when NCCL closes the communicator or the " +
+             "process exits");
+  std::unique_ptr<CollTrace> trace(new CollTrace(file, path, what));
+  static const bool handler = std::atexit(&CollTrace::WriteOpenTraces) == 0;
+  (void)handler;  // without it, only a communicator NCCL closes is written
+  std::lock_guard<std::mutex> lock(OpenMutex());
+  OpenTraces().insert(trace.get());
+  return trace;
 }
 
 CollTrace::CollTrace(std::FILE* file, std::string path, std::string what)
-    : file_(file),
-      path_(std::move(path)),
+    : path_(std::move(path)),
       what_(std::move(what)),
       origin_(Clock::now()),
       origin_unix_us_(std::chrono::duration<double, std::micro>(std::chrono::system_clock::now().time_since_epoch())
-                          .count()) {}
+                          .count()),
+      file_(file) {}
+
+CollTrace::~CollTrace() {
+  {
+    std::lock_guard<std::mutex> lock(OpenMutex());
+    OpenTraces().erase(this);
+  }
+  Write(false);
+}
+
+void CollTrace::WriteOpenTraces() {
+  std::lock_guard<std::mutex> lock(OpenMutex());
+  for (CollTrace* trace : OpenTraces()) trace->Write(true);
+}
+
+void CollTrace::PoolFull() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++pool_full_;
+}
 
 uint32_t CollTrace::TakePoolFull() {
+  std::lock_guard<std::mutex> lock(mu_);
   const uint32_t n = pool_full_;
   pool_full_ = 0;
   return n;
 }
 
-static_assert(sizeof(CollTrace::Call) <= 64, "kMaxCalls x 64 bytes is the memory the docs promise");
-
 void CollTrace::Add(const Call& call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_ == nullptr) return;
   if (calls_.size() >= kMaxCalls) {
     ++left_out_;
     return;
@@ -64,11 +104,13 @@ void CollTrace::Add(const Call& call) {
   calls_.push_back(call);
 }
 
-CollTrace::~CollTrace() {
+void CollTrace::Write(bool at_exit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_ == nullptr) return;
   std::fprintf(file_, "# reduction server CollNet trace: %s\n", what_.c_str());
   std::fprintf(file_, "# times in microseconds since the communicator connected; %zu calls, %" PRIu64
-                      " left out (at most %zu kept)\n",
-               calls_.size(), left_out_, kMaxCalls);
+                      " left out (at most %zu kept)%s\n",
+               calls_.size(), left_out_, kMaxCalls, at_exit ? "; written at exit, the communicator still open" : "");
   // The same instant on the system clock, so that the nodes' files can be
   // laid side by side (on one host, or hosts whose clocks agree).
   std::fprintf(file_, "# connected at %.1f microseconds since the Unix epoch\n", origin_unix_us_);
@@ -80,12 +122,17 @@ CollTrace::~CollTrace() {
                  c.pool_full_before, c.polls, c.ok ? 1 : 0);
   }
   const bool failed = std::ferror(file_) != 0;
-  if (std::fclose(file_) != 0 || failed) {
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  const size_t written = calls_.size();
+  calls_ = {};
+  if (!closed || failed) {
     ReportWarn("REDUCER_COLLNET_TRACE: writing " + path_ + " failed (" + std::strerror(errno) +
                "); the trace is incomplete");
     return;
   }
-  ReportInfo("CollNet trace of " + what_ + ": " + std::to_string(calls_.size()) + " calls written to " + path_);
+  ReportInfo("CollNet trace of " + what_ + ": " + std::to_string(written) + " calls written to " + path_ +
+             (at_exit ? " at exit (the communicator was still open)" : ""));
 }
 
 }  // namespace rs::plugin

@@ -9,16 +9,21 @@
 // <dir>/collnet-<host>-<pid>-<n>.csv. It is created at connect, so a
 // directory that cannot be written is reported then (on stderr, report.h)
 // and the job goes on without a trace; the calls are written when NCCL
-// closes the communicator, so nothing is written on a call's path. A process
-// that is killed writes nothing. At most kMaxCalls calls are kept; the file
-// says how many were left out.
+// closes the communicator, so nothing is written on a call's path, or at the
+// process's exit for a communicator still open then (a PyTorch script that
+// never calls destroy_process_group). A process that is killed writes
+// nothing. At most kMaxCalls calls are kept; the file says how many were
+// left out.
 //
-// Thread-safety: none; CollComm calls it under its mutex.
+// Thread-safety: every member may be called from any thread (one mutex per
+// trace); the exit handler and a communicator's close may race, and the
+// first one writes.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,30 +51,36 @@ class CollTrace {
   // nullptr, with a warning on stderr, when the file cannot be created.
   // `what` names the communicator ("node 0 of 4, session ...").
   static std::unique_ptr<CollTrace> Open(const std::string& dir, const std::string& what);
-  // Writes the calls and closes the file.
+  // Writes the calls, unless the exit handler did, and closes the file.
   ~CollTrace();
   CollTrace(const CollTrace&) = delete;
   CollTrace& operator=(const CollTrace&) = delete;
 
   // NCCL asked for a call while every request was in flight.
-  void PoolFull() { ++pool_full_; }
+  void PoolFull();
   // The retries since the last call, for the call that got through.
   uint32_t TakePoolFull();
+  // Ignored once the file is written.
   void Add(const Call& call);
 
   const std::string& path() const { return path_; }
 
  private:
   CollTrace(std::FILE* file, std::string path, std::string what);
+  // Writes the file once; `at_exit`: the communicator was still open.
+  void Write(bool at_exit);
+  // The exit handler: every trace still open.
+  static void WriteOpenTraces();
 
-  std::FILE* const file_;
   const std::string path_;
   const std::string what_;
   const Clock::time_point origin_;
   const double origin_unix_us_;  // origin_ on the system clock
-  std::vector<Call> calls_;
-  uint64_t left_out_ = 0;
-  uint32_t pool_full_ = 0;
+  std::mutex mu_;
+  std::FILE* file_;              // guarded by mu_; nullptr once written
+  std::vector<Call> calls_;      // guarded by mu_
+  uint64_t left_out_ = 0;        // guarded by mu_
+  uint32_t pool_full_ = 0;       // guarded by mu_
 };
 
 }  // namespace rs::plugin

@@ -86,8 +86,8 @@ std::vector<SettingInfo> Registry() {
             "cause, instead of training on with NCCL's own algorithms. `0`: run on, with a warning on stderr."),
       Entry(setting::kCollNetTrace, "", "", "",
             "A directory: each CollNet communicator writes a timeline of its iallreduce calls there when NCCL closes "
-            "it (one CSV file per node head; bench/collnet_trace.py in the source tree summarises them), to see where "
-            "CollNet's time goes. Unset: no trace."),
+            "it or the process exits (one CSV file per node head; bench/collnet_trace.py in the source tree "
+            "summarises them), to see where CollNet's time goes. Unset: no trace."),
       Entry(setting::kNcclCollNetEnable, "", "", "",
             "NCCL's own switch: NCCL uses CollNet, and so the reducers, only when it is `1`. The plugin warns when "
             "reducers are configured and it is not `1`. Preloaded (`LD_PRELOAD`), the library sets it to `1` where it "

@@ -340,6 +340,8 @@ void FailoverScenario(Node& n) {
 // oldest as the proxy does, COLLNET_PERF_ITERS timed all-reduces (default
 // 10) after 2. Calls cycle through the staging region; nothing is checked.
 // Prints "node N perf: bytes=S calls=K inflight=F ms=T algbw=G" per size.
+// COLLNET_PERF_EXIT_OPEN=1: exits afterwards without closing the
+// communicator.
 void PerfScenario(Node& n) {
   const char* sizes_env = std::getenv("COLLNET_PERF_SIZES");
   const char* iters_env = std::getenv("COLLNET_PERF_ITERS");
@@ -461,6 +463,12 @@ int Run(const std::string& path, Node& n, const std::string& scenario) {
     FailoverScenario(n);
   } else if (scenario == "perf") {
     PerfScenario(n);
+    if (std::getenv("COLLNET_PERF_EXIT_OPEN") != nullptr) {
+      // As a script that never calls destroy_process_group: exit with the
+      // communicator open (REDUCER_COLLNET_TRACE is then written at exit).
+      std::fflush(stdout);
+      std::exit(0);
+    }
   } else if (scenario == "recreate") {
     std::printf("node %d round 0: %zu all-reduces verified\n", n.node, AllReduces(n, Plan(true)));
     CloseCommunicator(n);

@@ -229,6 +229,39 @@ TEST_F(CollNetTest, TraceHasOneLinePerCallWithItsStagesInOrder) {
   }
 }
 
+// A process that exits with its communicator open (a PyTorch script without
+// destroy_process_group) still writes its trace, at exit, and says so.
+TEST_F(CollNetTest, TraceOfACommunicatorStillOpenAtExitIsWrittenThen) {
+  const std::string trace = dir_ + "/trace";
+  ASSERT_EQ(mkdir(trace.c_str(), 0700), 0) << trace;
+  setenv("REDUCER_COLLNET_TRACE", trace.c_str(), 1);
+  setenv("COLLNET_PERF_SIZES", "64K", 1);
+  setenv("COLLNET_PERF_ITERS", "3", 1);
+  setenv("COLLNET_PERF_EXIT_OPEN", "1", 1);
+  auto nodes = StartNodes(kFourSingle, 11, "perf");
+  for (const char* v : {"COLLNET_PERF_SIZES", "COLLNET_PERF_ITERS", "COLLNET_PERF_EXIT_OPEN"}) unsetenv(v);
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    EXPECT_EQ(nodes[r]->Wait(seconds(120)), 0) << "node " << r << ":\n" << nodes[r]->Output();
+    // 5 all-reduces (2 untimed) of one 128 KiB call each.
+    EXPECT_NE(nodes[r]->Output().find("5 calls written to " + trace + "/collnet-"), std::string::npos)
+        << nodes[r]->Output();
+    EXPECT_NE(nodes[r]->Output().find(" at exit (the communicator was still open)"), std::string::npos)
+        << nodes[r]->Output();
+  }
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(trace)) {
+    ++files;
+    std::ifstream in(entry.path());
+    std::string header;
+    std::getline(in, header);
+    std::getline(in, header);
+    EXPECT_NE(header.find("5 calls, 0 left out (at most 1048576 kept); written at exit, the communicator still open"),
+              std::string::npos)
+        << header;
+  }
+  EXPECT_EQ(files, 4u);
+}
+
 // A trace directory that cannot be written is named on stderr at connect;
 // the job goes on without a trace.
 TEST_F(CollNetTest, TraceDirectoryThatCannotBeWrittenIsNamedAndTheJobGoesOn) {
