@@ -72,31 +72,20 @@ for f in "$RANK" "$PLUGIN" "$BUILD_DIR/server/reducerd" "$BUILD_DIR/bench/reduce
   [[ -e $f ]] || { echo "$f is missing: build the tests in $BUILD_DIR (cmake --build $BUILD_DIR)" >&2; exit 2; }
 done
 
-KEEP=1
-if [[ -z $OUT ]]; then
-  OUT=$(mktemp -d /tmp/rs-collnet-perf.XXXXXX)
-  KEEP=0
-fi
-mkdir -p "$OUT"
-PIDS=()
-cleanup() {
-  rs_stop_pids 30 "${PIDS[@]}"
-  ((KEEP)) || rm -rf "$OUT"
-}
-trap cleanup EXIT
-trap 'echo "interrupted" >&2; exit 130' INT TERM
+rs_output_dir rs-collnet-perf
 
 # side LOGS KIND RUN: NODES processes of KIND (plugin or bench) against the
 # reducers at REDUCER_ADDRS; 0 when all succeeded.
 side() {
-  local logs=$1 kind=$2 i pids=() order failed=0 bytes_list="" run=$3
+  local logs=$1 kind=$2 i pids=() order failed=0 bytes_list="" run=$3 trace_env=()
   order=$(seq -s, 0 $((NODES - 1)))
   for s in $SIZES; do bytes_list+="$(size_bytes "$s") "; done
   mkdir -p "$logs/handles" "$logs/trace"
+  ((TRACE)) && trace_env=("REDUCER_COLLNET_TRACE=$logs/trace")
   for ((i = 0; i < NODES; i++)); do
     if [[ $kind == plugin ]]; then
       env REDUCER_ADDRS="$REDUCER_ADDRS" REDUCER_SOCKET_IFNAME=lo NCCL_COLLNET_ENABLE=1 COLLNET_PERF_SIZES="$largest $bytes_list" \
-        COLLNET_PERF_ITERS="$ITERS" $( ((TRACE)) && echo "REDUCER_COLLNET_TRACE=$logs/trace") \
+        COLLNET_PERF_ITERS="$ITERS" "${trace_env[@]}" \
         timeout -k 5 "$RUN_TIMEOUT" "$RANK" "$PLUGIN" "$logs/handles" "$i" "$order" 11 perf \
         >"$logs/$kind$i.out" 2>&1 &
     else

@@ -68,19 +68,7 @@ SIZE_BYTES=$(size_bytes "$SIZE") || { echo "SIZE=$SIZE: not a size (e.g. 64M)" >
 
 for d in $BIN_DIR; do binaries "$d" >/dev/null || exit 2; done
 
-KEEP=1
-if [[ -z $OUT ]]; then
-  OUT=$(mktemp -d /tmp/rs-cpu-per-byte.XXXXXX)
-  KEEP=0
-fi
-mkdir -p "$OUT"
-PIDS=()
-cleanup() {
-  rs_stop_pids 30 "${PIDS[@]}"
-  ((KEEP)) || rm -rf "$OUT"
-}
-trap cleanup EXIT
-trap 'echo "interrupted" >&2; exit 130' INT TERM
+rs_output_dir rs-cpu-per-byte
 
 CSV=$OUT/cpu_per_byte.csv
 echo "bin_dir,run,role,processes,gb,user_s,sys_s,wall_s,algbw_GBps" >"$CSV"

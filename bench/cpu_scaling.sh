@@ -85,19 +85,7 @@ read -r REDUCERD BENCH <<<"$(binaries "$BIN_DIR")" || exit 2
 IPERF=$(command -v iperf3 || true)
 ((IPERF_SECONDS > 0)) || IPERF=""
 
-KEEP=1
-if [[ -z $OUT ]]; then
-  OUT=$(mktemp -d /tmp/rs-cpu-scaling.XXXXXX)
-  KEEP=0
-fi
-mkdir -p "$OUT"
-PIDS=()
-cleanup() {
-  rs_stop_pids 30 "${PIDS[@]}"
-  ((KEEP)) || rm -rf "$OUT"
-}
-trap cleanup EXIT
-trap 'echo "interrupted" >&2; exit 130' INT TERM
+rs_output_dir rs-cpu-scaling
 
 # iperf3 from the worker cores to the reducer cores, one stream per worker:
 # "one-way both-ways" GB/s per stream. Both ways runs each stream in both
