@@ -349,9 +349,8 @@ void PerfScenario(Node& n) {
   const int iters = iters_env != nullptr ? std::atoi(iters_env) : 10;
   const uint32_t channels = channels_env != nullptr ? static_cast<uint32_t>(std::atoi(channels_env)) : 4;
   std::stringstream sizes(sizes_env != nullptr ? sizes_env : "1M 16M 64M");
-  // NCCL's staging buffers are in use all the time: fault both halves in (a
-  // result written into a page never touched costs its fault, which would
-  // dominate small sizes), with every node's input different.
+  // NCCL's staging buffers are in use all the time: both halves faulted in,
+  // every node's input different.
   for (size_t i = 0; i < kRegionBytes; ++i) SendRegion(n)[i] = static_cast<uint8_t>(i * 7 + n.node);
   std::memset(RecvRegion(n), 0, kRegionBytes);
   for (std::string item; sizes >> item;) {
