@@ -114,13 +114,18 @@ for ((run = 1; run <= REPEAT; run++)); do
   # node 0's "perf: bytes=B ... ms=T" (the first line is the warm-up size) and rank 0's table rows.
   for s in $SIZES; do
     b=$(size_bytes "$s")
-    p=$(grep -o "perf: bytes=$b .*ms=[0-9.]*" "$logs/plugin0.out" | tail -1 | sed 's/.*ms=//')
+    p=$(grep -o "perf: bytes=$b .*ms=[0-9.]*" "$logs/plugin0.out" | tail -1 | sed 's/.*ms=//' || true)
     r=$(awk -v b="$b" '$1 == b && $2 ~ /^[0-9]+$/ { printf "%.3f", $(NF - 2) / 1000 }' "$logs/bench0.out")
     rows+=("$s $run ${p:-n/a} ${r:-n/a}")
   done
   if ((TRACE)); then
-    node0=$(grep -l "^# reduction server CollNet trace: node 0 of" "$logs/trace"/collnet-*.csv 2>/dev/null | head -1)
-    [[ -n $node0 ]] && python3 "$ROOT/bench/collnet_trace.py" "$node0"
+    node0=$(grep -l "^# reduction server CollNet trace: node 0 of" "$logs/trace"/collnet-*.csv 2>/dev/null | head -1 || true)
+    if [[ -n $node0 ]]; then
+      python3 "$ROOT/bench/collnet_trace.py" "$node0" || status=1
+    else
+      echo "run $run: node 0 wrote no trace" >&2
+      status=1
+    fi
   fi
 done
 

@@ -91,7 +91,7 @@ for c in $configs; do
   [ -d "$logs/trace-$c" ] || continue
   # Node 0's calls, one line per call size (each user size has its own); every
   # node's in full in trace-$c/summary.txt beside the files.
-  node0=$(grep -l "^# reduction server CollNet trace: node 0 of" "$logs/trace-$c"/collnet-*.csv 2>/dev/null | head -1)
+  node0=$(grep -l "^# reduction server CollNet trace: node 0 of" "$logs/trace-$c"/collnet-*.csv 2>/dev/null | head -1 || true)
   echo "--- $c: where node 0's CollNet calls spent their time (bench/collnet_trace.py; every node: $logs/trace-$c)"
   if [ -n "$node0" ]; then
     "$PYTHON" "$rs_gpu_dir/../../bench/collnet_trace.py" --brief "$node0" | tail -n +2 ||
