@@ -16,15 +16,16 @@ namespace {
 
 std::atomic<int> next_trace{0};
 
-// The traces of communicators still open, for the exit handler. Never
-// destroyed: the handler may run after this library's static destructors.
+// The traces of communicators still open, for the exit handler. Both are
+// constructed before the handler is registered, so that it runs before they
+// are destroyed (at exit, or when NCCL unloads the library).
 std::mutex& OpenMutex() {
-  static auto* mu = new std::mutex;
-  return *mu;
+  static std::mutex mu;
+  return mu;
 }
 std::set<CollTrace*>& OpenTraces() {
-  static auto* open = new std::set<CollTrace*>;
-  return *open;
+  static std::set<CollTrace*> open;
+  return open;
 }
 
 // Microseconds from `origin`, one decimal; "" for a time that never came.
@@ -54,10 +55,12 @@ std::unique_ptr<CollTrace> CollTrace::Open(const std::string& dir, const std::st
   ReportInfo("CollNet trace of " + what + ": " + path + ", written when NCCL closes the communicator or the " +
              "process exits");
   std::unique_ptr<CollTrace> trace(new CollTrace(file, path, what));
+  std::mutex& mu = OpenMutex();
+  std::set<CollTrace*>& open = OpenTraces();
   static const bool handler = std::atexit(&CollTrace::WriteOpenTraces) == 0;
   (void)handler;  // without it, only a communicator NCCL closes is written
-  std::lock_guard<std::mutex> lock(OpenMutex());
-  OpenTraces().insert(trace.get());
+  std::lock_guard<std::mutex> lock(mu);
+  open.insert(trace.get());
   return trace;
 }
 
