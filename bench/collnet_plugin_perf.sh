@@ -33,10 +33,11 @@ Starts $REDUCERS reducerd on 127.0.0.1, then runs $NODES node processes through 
 (CollNet only, NCCL's calls for a float32 all-reduce of each size: 4 channels, NCCL 2.28.9's chunk
 rule) and $NODES reducer-bench ranks with --pattern collnet (the same calls through the client
 library), REPEAT times, and prints ms per all-reduce of node / rank 0 for both. Each node process
-runs the largest size first, untimed, so that its connections are warm as in a running job (a
-fresh connection takes tens of all-reduces to reach its pace); reducer-bench sweeps upwards (every
-power of two between the smallest and the largest size) with 5 warm-ups per size, so its smallest
-sizes run on fresh connections.
+runs the largest size first, untimed: it moves each call to the next part of its 16 MiB staging
+buffer, and its first pass over the buffer is slow (docs/performance.md, "Where CollNet's time
+goes"), where NCCL's buffer is in use all the time. reducer-bench sweeps upwards (every power of
+two between the smallest and the largest size) with 5 warm-ups per size, each all-reduce in the
+same place of its buffers.
 
 Settings, from the environment (current value):
   NODES=$NODES REDUCERS=$REDUCERS   processes of each kind (all on this machine's cores)
