@@ -37,7 +37,7 @@ class CollTrace {
 
   struct Call {
     uint64_t bytes = 0;
-    int in_flight = 0;              // this comm's calls in flight once it was issued, itself included
+    int in_flight = 0;              // this comm's calls in flight when NCCL made it, itself included
     uint32_t pool_full_before = 0;  // calls NCCL retried (all requests in flight) since the one before
     uint32_t polls = 0;             // test() calls on it, the last one included
     bool ok = false;
@@ -62,8 +62,6 @@ class CollTrace {
   uint32_t TakePoolFull();
   // Ignored once the file is written.
   void Add(const Call& call);
-
-  const std::string& path() const { return path_; }
 
  private:
   CollTrace(std::FILE* file, std::string path, std::string what);
