@@ -16,8 +16,8 @@
 //
 // wire/... times float32 sums on a 16-bit wire (REDUCER_WIRE_DTYPE), every
 // rate in float32 bytes of the user's data: narrow/<type> and widen/<type>
-// are a rank's conversions (kernels: the reducer's Highway code; client: the
-// worker's auto-vectorised code, client/wire_codec.h), and
+// are a rank's conversions (kernels: the reducer's Highway code; client-<build>:
+// the worker's auto-vectorised code, each build this CPU runs, client/wire_codec.h), and
 // sum/<type>/inputs:N is the reducer's whole job on a piece of N pieces in
 // the wire type (sum in float32 in rank order, round once, check the result
 // fits: Session::ReduceWideSum's common case), next to reduce_sum/float32 for
@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,33 +122,37 @@ void BM_Crc32c(benchmark::State& state, Buffers* buffers, protocol::Crc32cImpl i
   state.SetLabel(protocol::Crc32cImplName(impl));
 }
 
-void BM_Narrow(benchmark::State& state, Buffers* buffers, DataType wire, bool client) {
+// client: the worker's build to time; none: the reducer's kernels.
+using ClientCodec = std::optional<client::WireCodecImpl>;
+
+void BM_Narrow(benchmark::State& state, Buffers* buffers, DataType wire, ClientCodec client) {
   const size_t count = buffers->bytes() / sizeof(float);
   const auto* in = reinterpret_cast<const float*>(buffers->input(0));
   auto* out = reinterpret_cast<uint16_t*>(buffers->out());
   for (auto _ : state) {
-    const bool fits = client ? client::NarrowPiece(wire, in, out, count) : kernels::NarrowFloat32(wire, in, out, count);
+    const bool fits = client ? client::NarrowPieceUsing(*client, wire, in, out, count)
+                             : kernels::NarrowFloat32(wire, in, out, count);
     benchmark::DoNotOptimize(fits);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * buffers->bytes()));
-  state.SetLabel(client ? "client" : kernels::ReduceTargetName());
+  state.SetLabel(client ? client::WireCodecImplName(*client) : kernels::ReduceTargetName());
 }
 
-void BM_Widen(benchmark::State& state, Buffers* buffers, DataType wire, bool client) {
+void BM_Widen(benchmark::State& state, Buffers* buffers, DataType wire, ClientCodec client) {
   const size_t count = buffers->bytes() / sizeof(float);
   const auto* in = reinterpret_cast<const uint16_t*>(buffers->input(0));
   auto* out = reinterpret_cast<float*>(buffers->out());
   for (auto _ : state) {
     if (client) {
-      client::WidenPart(wire, in, out, count);
+      client::WidenPartUsing(*client, wire, in, out, count);
     } else {
       kernels::WidenToFloat32(wire, in, out, count);
     }
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * buffers->bytes()));
-  state.SetLabel(client ? "client" : kernels::ReduceTargetName());
+  state.SetLabel(client ? client::WireCodecImplName(*client) : kernels::ReduceTargetName());
 }
 
 void BM_WireSum(benchmark::State& state, Buffers* buffers, DataType wire, size_t n, bool float32_path) {
@@ -172,8 +177,16 @@ void BM_WireSum(benchmark::State& state, Buffers* buffers, DataType wire, size_t
 void RegisterAll(Buffers* buffers, const std::string& size_name) {
   for (DataType wire : {DataType::kBfloat16, DataType::kFloat16}) {
     const std::string type(DataTypeName(wire));
-    for (bool client : {false, true}) {
-      const std::string who = client ? "client" : "kernels";
+    std::vector<ClientCodec> codecs = {std::nullopt};
+    for (auto impl : {client::WireCodecImpl::kAvx512, client::WireCodecImpl::kAvx2, client::WireCodecImpl::kPortable}) {
+      if (client::WireCodecAvailable(impl)) codecs.push_back(impl);
+    }
+    for (ClientCodec client : codecs) {
+      std::string who = "kernels";
+      if (client) {
+        const std::string name = client::WireCodecImplName(*client);
+        who = "client-" + name.substr(0, name.find(' '));
+      }
       benchmark::RegisterBenchmark(("wire/narrow/" + type + "/" + who + "/" + size_name).c_str(), BM_Narrow, buffers,
                                    wire, client);
       benchmark::RegisterBenchmark(("wire/widen/" + type + "/" + who + "/" + size_name).c_str(), BM_Widen, buffers,

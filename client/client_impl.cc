@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "client/transport_plan.h"
+#include "client/wire_codec.h"
 #include "common/host_capacity.h"
 #include "common/io_context.h"
 #include "common/units.h"
@@ -96,6 +97,10 @@ Status ClientImpl::Connect() {
     if (!tls.ok()) return tls.status().Prefixed("REDUCER_TLS=1");
     data_tls_ = std::move(tls).value();
     Log(LogLevel::kInfo, "to the reducers: " + DataTls::Describe());
+  }
+  if (opts_.wire_dtype != DataType::kFloat32) {
+    Log(LogLevel::kInfo, "float32 sums go as " + std::string(DataTypeName(opts_.wire_dtype)) +
+                             " on the wire; conversions built for " + WireCodecImplementation());
   }
   if (opts_.failover) {
     MutexLock lock(mu_);  // no I/O thread runs yet; the lock is for the analysis
