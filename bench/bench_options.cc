@@ -166,8 +166,8 @@ StatusOr<Options> ParseOptions(int argc, char** argv, const EnvLookup& env) {
   app.add_option("--csv", o.csv, "Rank 0 also writes the results to this CSV file");
   app.add_flag("--op-times", o.op_times,
                "Rank 0 also prints, under each size's row, how its timed operations spread: the first one's "
-               "time, then the others' min, max and median (the time from one operation's end to the next's; "
-               "with --inflight 1, each operation's own time)");
+               "time, then the others' min, max and median, and up to 50 of them in order (the time from one "
+               "operation's end to the next's; with --inflight 1, each operation's own time)");
   app.add_flag("-v,--verbose", o.verbose,
                "Also print the client's info lines (to stderr, like its warnings): the transport it chose, "
                "a raised retransmission floor, a failover's progress");

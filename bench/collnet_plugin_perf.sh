@@ -34,8 +34,9 @@ Starts $REDUCERS reducerd on 127.0.0.1, then runs $NODES node processes through 
 rule) and $NODES reducer-bench ranks with --pattern collnet (the same calls through the client
 library), REPEAT times, and prints ms per all-reduce of node / rank 0 for both. Each node process
 runs the largest size first, untimed: it moves each call to the next part of its 16 MiB staging
-buffer, and its first pass over the buffer is slow (docs/performance.md, "Where CollNet's time
-goes"), where NCCL's buffer is in use all the time. reducer-bench sweeps upwards (every power of
+buffer, and its first pass over the buffer is slow where the kernel's first access of a page is
+dear, as on the paravirtualised machine of these figures (docs/performance.md, "The spread at
+64 MiB"); NCCL's own buffer is in use all the time. reducer-bench sweeps upwards (every power of
 two between the smallest and the largest size) with 5 warm-ups per size, each all-reduce in the
 same place of its buffers.
 

@@ -339,13 +339,20 @@ class Bench {
 
   // --op-times: rank 0's last size, one operation at a time. The first timed
   // operation apart: it shows what the warm-up left (a window still growing).
+  // Up to kListedOps, each in order too: a one-time cost (a buffer's first
+  // pass) shows as the one slow operation, wherever it falls.
   void PrintOpTimes() const {
+    constexpr size_t kListedOps = 50;
     if (o_.rank != 0 || op_ms_.empty()) return;
     std::printf("#   rank 0, %zu timed operation(s): the first %.1f ms", op_ms_.size(), op_ms_.front());
     if (op_ms_.size() > 1) {
       std::vector<double> rest(op_ms_.begin() + 1, op_ms_.end());
       std::sort(rest.begin(), rest.end());
       std::printf(", the others %.1f - %.1f ms (median %.1f ms)", rest.front(), rest.back(), rest[rest.size() / 2]);
+    }
+    if (op_ms_.size() <= kListedOps) {
+      std::printf("; in order:");
+      for (double ms : op_ms_) std::printf(" %.1f", ms);
     }
     std::printf("\n");
     std::fflush(stdout);
