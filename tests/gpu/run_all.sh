@@ -32,8 +32,9 @@ Steps:
            docs/guide/frameworks.md advises:
            TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC=1000)
   perf     ms per float32 all-reduce (1, 16, 64 MiB) through NCCL's own
-           socket transport, the plugin's point-to-point, its CollNet, and
-           CollNet with the bfloat16 wire, under MPS where it can start one
+           socket transport, the plugin's point-to-point, its CollNet,
+           CollNet with the bfloat16 wire and CollNet without failover (each
+           CollNet call traced), under MPS where it can start one
            (ranks share the GPU: a comparison of transports on loopback,
            not a network figure)
   stderr   with NCCL_DEBUG unset and only LD_PRELOAD, what every rank writes

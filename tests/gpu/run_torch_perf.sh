@@ -6,6 +6,9 @@
 #   p2p           the plugin's point-to-point transport, CollNet off: NCCL's rings
 #   collnet       the plugin with CollNet and REDUCERS reducers, the tuner choosing
 #   collnet-bf16  the same with REDUCER_WIRE_DTYPE=bfloat16
+#   collnet-nofailover  collnet with REDUCER_FAILOVER=0: with failover,
+#                 iallreduce copies NCCL's input on NCCL's proxy thread before
+#                 it returns; this shows that copy's share (issue 42)
 # Prints one table (ms per all-reduce and algbw, float32 bytes). The ranks
 # share one GPU and loopback: this compares the transports' overheads on one
 # machine, not a network. CONFIGS picks configurations, in order.
@@ -38,7 +41,7 @@ fi
 logs=$(rs_logs_dir)
 world=${WORLD:-4}
 nreducers=${REDUCERS:-$world}
-configs=${CONFIGS:-socket p2p collnet collnet-bf16}
+configs=${CONFIGS:-socket p2p collnet collnet-bf16 collnet-nofailover}
 export SIZES=${SIZES:-1048576 16777216 67108864} ITERS=${ITERS:-20} WARMUP=${WARMUP:-5}
 rs_need "$RS_REDUCERD" "$RS_PLUGIN"
 rs_start_reducers "$nreducers" "$logs" --io-threads 2 --op-timeout 60s
@@ -51,19 +54,20 @@ for c in $configs; do
   # Each configuration's variables on the ranks' command line only.
   cfg=(env -u NCCL_NET -u NCCL_NET_PLUGIN -u NCCL_NET_PLUGIN_REF_COUNT -u NCCL_COLLNET_ENABLE -u NCCL_ALGO
     -u NCCL_PROTO -u LD_PRELOAD -u REDUCER_ADDRS -u REDUCER_JOB_TOKEN -u REDUCER_WIRE_DTYPE -u REDUCER_COLLNET_TRACE
-    "PERF_CONFIG=$c" "MASTER_PORT=$port")
+    -u REDUCER_FAILOVER "PERF_CONFIG=$c" "MASTER_PORT=$port")
   case $c in
     socket) cfg+=(NCCL_NET=Socket) ;;
     p2p) cfg+=("NCCL_NET_PLUGIN=$RS_PLUGIN" NCCL_COLLNET_ENABLE=0) ;;
-    collnet | collnet-bf16)
+    collnet | collnet-bf16 | collnet-nofailover)
       cfg+=("NCCL_NET_PLUGIN=$RS_PLUGIN" NCCL_NET_PLUGIN_REF_COUNT=1 NCCL_COLLNET_ENABLE=1
         "REDUCER_ADDRS=$RS_ADDRS" "REDUCER_JOB_TOKEN=$RS_TOKEN")
-      [ "$c" = collnet ] || cfg+=(REDUCER_WIRE_DTYPE=bfloat16)
+      if [ "$c" = collnet-bf16 ]; then cfg+=(REDUCER_WIRE_DTYPE=bfloat16); fi
+      if [ "$c" = collnet-nofailover ]; then cfg+=(REDUCER_FAILOVER=0); fi
       # Where CollNet's time goes (issue 42): each node head's calls, summarised below.
       mkdir -p "$logs/trace-$c"
       cfg+=("REDUCER_COLLNET_TRACE=$logs/trace-$c")
       ;;
-    *) rs_fail "unknown configuration '$c' (socket, p2p, collnet, collnet-bf16)" ;;
+    *) rs_fail "unknown configuration '$c' (socket, p2p, collnet, collnet-bf16, collnet-nofailover)" ;;
   esac
   for r in $(seq 0 $((world - 1))); do
     rs_launch "$logs/$c-rank$r.log" "${cfg[@]}" "RANK=$r" "NCCL_HOSTID=node$r" CUDA_VISIBLE_DEVICES=0 \
