@@ -93,17 +93,21 @@ void WidenPortable(DataType wire, const uint16_t* in, float* out, size_t count) 
 #define RS_WIRE_CODEC_X86 1
 // x86-64's baseline, SSE2, has no instruction that packs 32-bit lanes into
 // 16-bit ones without saturating, so the portable loops narrow at a fifth of
-// these (kernels_bench's wire/narrow/*/client-*).
-[[gnu::target("arch=x86-64-v3")]] bool NarrowAvx2(DataType wire, const float* in, uint16_t* out, size_t count) {
+// these (kernels_bench's wire/narrow/*/client-*). Each build enables exactly
+// the features Available() checks (not a whole x86-64-v3/v4 level: clang 14,
+// Debian 12's, cannot check every feature of one at run time).
+#define RS_WIRE_CODEC_AVX2 "avx2"
+#define RS_WIRE_CODEC_AVX512 "avx2,avx512f,avx512bw,avx512vl"
+[[gnu::target(RS_WIRE_CODEC_AVX2)]] bool NarrowAvx2(DataType wire, const float* in, uint16_t* out, size_t count) {
   return NarrowLoop(wire, in, out, count);
 }
-[[gnu::target("arch=x86-64-v3")]] void WidenAvx2(DataType wire, const uint16_t* in, float* out, size_t count) {
+[[gnu::target(RS_WIRE_CODEC_AVX2)]] void WidenAvx2(DataType wire, const uint16_t* in, float* out, size_t count) {
   WidenLoop(wire, in, out, count);
 }
-[[gnu::target("arch=x86-64-v4")]] bool NarrowAvx512(DataType wire, const float* in, uint16_t* out, size_t count) {
+[[gnu::target(RS_WIRE_CODEC_AVX512)]] bool NarrowAvx512(DataType wire, const float* in, uint16_t* out, size_t count) {
   return NarrowLoop(wire, in, out, count);
 }
-[[gnu::target("arch=x86-64-v4")]] void WidenAvx512(DataType wire, const uint16_t* in, float* out, size_t count) {
+[[gnu::target(RS_WIRE_CODEC_AVX512)]] void WidenAvx512(DataType wire, const uint16_t* in, float* out, size_t count) {
   WidenLoop(wire, in, out, count);
 }
 #endif
@@ -112,9 +116,10 @@ bool Available(WireCodecImpl impl) {
   switch (impl) {
 #ifdef RS_WIRE_CODEC_X86
     case WireCodecImpl::kAvx512:
-      return __builtin_cpu_supports("x86-64-v4");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
     case WireCodecImpl::kAvx2:
-      return __builtin_cpu_supports("x86-64-v3");
+      return __builtin_cpu_supports("avx2");
 #else
     case WireCodecImpl::kAvx512:
     case WireCodecImpl::kAvx2:
@@ -184,8 +189,8 @@ void WidenPartUsing(WireCodecImpl impl, DataType wire, const uint16_t* in, float
 
 const char* WireCodecImplName(WireCodecImpl impl) {
   switch (impl) {
-    case WireCodecImpl::kAvx512: return "avx512 (x86-64-v4)";
-    case WireCodecImpl::kAvx2: return "avx2 (x86-64-v3)";
+    case WireCodecImpl::kAvx512: return "avx512bw";
+    case WireCodecImpl::kAvx2: return "avx2";
     case WireCodecImpl::kPortable: return "portable";
   }
   return "?";

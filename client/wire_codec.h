@@ -8,7 +8,7 @@
 // may depend on glibc and libstdc++ only, and Highway's run-time dispatch
 // lives in a shared libhwy. The loops are written for the compiler to
 // vectorise, and compiled for AVX2 and AVX-512 as well as the baseline, the
-// CPU choosing at load (GCC's target attribute, no library).
+// CPU choosing at load (the compilers' target attribute, no library).
 // Thread-safe: pure functions.
 #pragma once
 
@@ -29,9 +29,8 @@ void WidenPart(DataType wire, const uint16_t* in, float* out, size_t count);
 // rounding never depends on the other elements of its piece.
 void FallbackPiece(DataType wire, const uint16_t* narrowed, const float* in, float* out, size_t count);
 
-// The builds of NarrowPiece and WidenPart, fastest first: x86-64-v4 (AVX-512),
-// x86-64-v3 (AVX2, F16C), the target's baseline (SSE2 on x86-64). Each gives
-// the same bits.
+// The builds of NarrowPiece and WidenPart, fastest first: AVX-512 (F, BW, VL),
+// AVX2, the target's baseline (SSE2 on x86-64). Each gives the same bits.
 enum class WireCodecImpl { kAvx512, kAvx2, kPortable };
 bool WireCodecAvailable(WireCodecImpl impl);  // on this CPU
 // With a given build (the portable one if unavailable), for tests that
