@@ -15,12 +15,16 @@ import time
 class Reducers:
     def __init__(self, reducerd, count, logdir, token, args=(), start_timeout=30.0):
         self.procs = []
+        self.copiers = []
         self.frozen = set()
         self.addrs = []
         self.logs = []
         for i in range(count):
             log_path = os.path.join(logdir, "reducer%d.log" % i)
-            log = open(log_path, "wb")
+            # Unbuffered: what reducerd printed is in the file as soon as the
+            # copier below has read it, not when a buffer fills or the file
+            # object goes (a log read right after stop() was found empty).
+            log = open(log_path, "wb", buffering=0)
             env = dict(os.environ, REDUCER_JOB_TOKEN=token)
             p = subprocess.Popen([reducerd, "--listen", "127.0.0.1:0", "--io-threads", "1", *args],
                                  stdout=subprocess.PIPE, stderr=log, env=env)
@@ -28,8 +32,7 @@ class Reducers:
             self.logs.append(log_path)
             self.addrs.append("127.0.0.1:%d" % self._port(p, log, start_timeout, log_path))
 
-    @staticmethod
-    def _port(p, log, timeout, log_path):
+    def _port(self, p, log, timeout, log_path):
         deadline = time.monotonic() + timeout
         buf = b""
         while b"listening on" not in buf:
@@ -43,8 +46,10 @@ class Reducers:
         line = [l for l in buf.decode().splitlines() if "listening on" in l][0]
         log.write(buf)
         # Whatever else it prints goes to its log, so a full pipe never blocks it.
-        threading.Thread(target=lambda: [log.write(c) for c in iter(lambda: p.stdout.read1(4096), b"")],
-                         daemon=True).start()
+        copier = threading.Thread(target=lambda: [log.write(c) for c in iter(lambda: p.stdout.read1(4096), b"")],
+                                  daemon=True)
+        copier.start()
+        self.copiers.append(copier)
         return int(line.rsplit(":", 1)[1])
 
     @property
@@ -76,6 +81,9 @@ class Reducers:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        # The copiers end at the pipes' end: then every line is in the logs.
+        for copier in self.copiers:
+            copier.join(timeout=10)
 
     def __enter__(self):
         return self
