@@ -182,11 +182,7 @@ void RegisterAll(Buffers* buffers, const std::string& size_name) {
       if (client::WireCodecAvailable(impl)) codecs.push_back(impl);
     }
     for (ClientCodec client : codecs) {
-      std::string who = "kernels";
-      if (client) {
-        const std::string name = client::WireCodecImplName(*client);
-        who = "client-" + name.substr(0, name.find(' '));
-      }
+      const std::string who = client ? std::string("client-") + client::WireCodecImplName(*client) : "kernels";
       benchmark::RegisterBenchmark(("wire/narrow/" + type + "/" + who + "/" + size_name).c_str(), BM_Narrow, buffers,
                                    wire, client);
       benchmark::RegisterBenchmark(("wire/widen/" + type + "/" + who + "/" + size_name).c_str(), BM_Widen, buffers,

@@ -4,7 +4,7 @@
 // reducer's kernels (kernels.h; round to nearest even, half.h), so a rank
 // and a reducer agree to the bit.
 //
-// Scalar code, on purpose: the client is linked into the NCCL plugin, which
+// Plain C++ loops, on purpose: the client is linked into the NCCL plugin, which
 // may depend on glibc and libstdc++ only, and Highway's run-time dispatch
 // lives in a shared libhwy. The loops are written for the compiler to
 // vectorise, and compiled for AVX2 and AVX-512 as well as the baseline, the
