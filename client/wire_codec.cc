@@ -131,20 +131,18 @@ bool Available(WireCodecImpl impl) {
   return false;
 }
 
-NarrowFn NarrowOf(WireCodecImpl impl) {
-#ifdef RS_WIRE_CODEC_X86
-  if (impl == WireCodecImpl::kAvx512 && Available(impl)) return NarrowAvx512;
-  if (impl == WireCodecImpl::kAvx2 && Available(impl)) return NarrowAvx2;
-#endif
-  return NarrowPortable;
-}
+// A build's pair of loops; the portable pair where the CPU lacks it.
+struct Build {
+  NarrowFn narrow;
+  WidenFn widen;
+};
 
-WidenFn WidenOf(WireCodecImpl impl) {
+Build BuildOf(WireCodecImpl impl) {
 #ifdef RS_WIRE_CODEC_X86
-  if (impl == WireCodecImpl::kAvx512 && Available(impl)) return WidenAvx512;
-  if (impl == WireCodecImpl::kAvx2 && Available(impl)) return WidenAvx2;
+  if (impl == WireCodecImpl::kAvx512 && Available(impl)) return {NarrowAvx512, WidenAvx512};
+  if (impl == WireCodecImpl::kAvx2 && Available(impl)) return {NarrowAvx2, WidenAvx2};
 #endif
-  return WidenPortable;
+  return {NarrowPortable, WidenPortable};
 }
 
 WireCodecImpl Best() {
@@ -158,16 +156,15 @@ WireCodecImpl Best() {
 }
 
 const WireCodecImpl kBest = Best();
-const NarrowFn kNarrow = NarrowOf(kBest);
-const WidenFn kWiden = WidenOf(kBest);
+const Build kBuild = BuildOf(kBest);
 
 }  // namespace
 
 bool NarrowPiece(DataType wire, const float* in, uint16_t* out, size_t count) {
-  return kNarrow(wire, in, out, count);
+  return kBuild.narrow(wire, in, out, count);
 }
 
-void WidenPart(DataType wire, const uint16_t* in, float* out, size_t count) { kWiden(wire, in, out, count); }
+void WidenPart(DataType wire, const uint16_t* in, float* out, size_t count) { kBuild.widen(wire, in, out, count); }
 
 void FallbackPiece(DataType wire, const uint16_t* narrowed, const float* in, float* out, size_t count) {
   const uint16_t exponent = Exponent(wire);
@@ -180,11 +177,11 @@ void FallbackPiece(DataType wire, const uint16_t* narrowed, const float* in, flo
 bool WireCodecAvailable(WireCodecImpl impl) { return Available(impl); }
 
 bool NarrowPieceUsing(WireCodecImpl impl, DataType wire, const float* in, uint16_t* out, size_t count) {
-  return NarrowOf(impl)(wire, in, out, count);
+  return BuildOf(impl).narrow(wire, in, out, count);
 }
 
 void WidenPartUsing(WireCodecImpl impl, DataType wire, const uint16_t* in, float* out, size_t count) {
-  WidenOf(impl)(wire, in, out, count);
+  BuildOf(impl).widen(wire, in, out, count);
 }
 
 const char* WireCodecImplName(WireCodecImpl impl) {
