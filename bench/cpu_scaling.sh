@@ -25,7 +25,7 @@ STREAMS=${STREAMS:-auto}
 REDUCER_IO_THREADS=${REDUCER_IO_THREADS:-auto}
 SIZE=${SIZE:-64M}
 ITERS=${ITERS:-10}
-WARMUP=${WARMUP:-2}
+WARMUP=${WARMUP:-auto}
 REPEAT=${REPEAT:-1}
 IPERF_SECONDS=${IPERF_SECONDS:-3}
 BENCH_ARGS=${BENCH_ARGS-}
@@ -53,6 +53,8 @@ Settings, from the environment (current value):
   STREAMS='$STREAMS'   streams per reducer (--streams), a list; auto = the client's own choice
   REDUCER_IO_THREADS='$REDUCER_IO_THREADS'   reducerd --io-threads; auto = its own choice
   SIZE=$SIZE ITERS=$ITERS WARMUP=$WARMUP REPEAT=$REPEAT   REPEAT runs of each combination (min - max shown)
+      WARMUP=auto: enough operations to move twice the failover ring (512 MiB; 2 to 64), so that
+      the timed ones see the steady state, not each process's first pass through its fresh pages
   IPERF_SECONDS=$IPERF_SECONDS   length of each iperf3 run (0: skip iperf3)
   BENCH_ARGS='$BENCH_ARGS'   more reducer-bench flags    REDUCERD_ARGS='$REDUCERD_ARGS'   more reducerd flags
   BIN_DIR=$BIN_DIR   reducerd + reducer-bench, or a CMake build folder
@@ -70,7 +72,8 @@ esac
 for name in WORKERS REDUCERS ITERS REPEAT RUN_TIMEOUT; do
   [[ ${!name} =~ ^[1-9][0-9]*$ ]] || { echo "$name=${!name}: not a positive whole number" >&2; exit 2; }
 done
-[[ $WARMUP =~ ^[0-9]+$ && $IPERF_SECONDS =~ ^[0-9]+$ ]] || { echo "WARMUP and IPERF_SECONDS: whole numbers" >&2; exit 2; }
+[[ ($WARMUP =~ ^[0-9]+$ || $WARMUP == auto) && $IPERF_SECONDS =~ ^[0-9]+$ ]] ||
+  { echo "WARMUP (or auto) and IPERF_SECONDS: whole numbers" >&2; exit 2; }
 for list in "$WORKER_CPUS" "$REDUCER_CPUS"; do
   taskset -c "$list" true 2>/dev/null || { echo "CPU list '$list' is not usable here ($CPUS CPUs)" >&2; exit 2; }
 done
@@ -81,6 +84,15 @@ for v in $STREAMS; do
   [[ $v =~ ^[1-9][0-9]*$ || $v == auto ]] || { echo "streams '$v': a positive number or auto" >&2; exit 2; }
 done
 size_bytes "$SIZE" >/dev/null || { echo "SIZE=$SIZE: not a size (e.g. 64M)" >&2; exit 2; }
+if [[ $WARMUP == auto ]]; then
+  # The failover ring's first pass (256 MiB by default) writes fresh pages, a
+  # one-time cost per process that 2 warm-ups of 64 MiB leave in the timed
+  # operations (docs/performance.md, "CPU scaling on loopback").
+  bytes=$(size_bytes "$SIZE")
+  WARMUP=$(((512 * 1024 * 1024 + bytes - 1) / bytes))
+  ((WARMUP >= 2)) || WARMUP=2
+  ((WARMUP <= 64)) || WARMUP=64
+fi
 read -r REDUCERD BENCH <<<"$(binaries "$BIN_DIR")" || exit 2
 IPERF=$(command -v iperf3 || true)
 ((IPERF_SECONDS > 0)) || IPERF=""
@@ -173,7 +185,8 @@ run_one() {
     printf "%s,%s,%s,%.3f,%.3f,%.3f\n", io, s, run, bw, (x[1] + x[2]) / gb, (y[1] + y[2]) / gb }' >>"$CSV"
 }
 
-echo "== $WORKERS ranks on CPUs $WORKER_CPUS, $REDUCERS reducers on CPUs $REDUCER_CPUS; $SIZE float32 sum;" \
+echo "== $WORKERS ranks on CPUs $WORKER_CPUS, $REDUCERS reducers on CPUs $REDUCER_CPUS; $SIZE float32 sum," \
+  "$ITERS timed after $WARMUP warm-up;" \
   "$CPUS CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 one_way=n/a both_ways=n/a
 if [[ -n $IPERF ]]; then
@@ -194,7 +207,9 @@ for ((run = 1; run <= REPEAT; run++)); do
   done
 done
 
-awk -F, -v one="$one_way" -v both="$both_ways" 'NR > 1 {
+awk -F, -v one="$one_way" -v both="$both_ways" '
+function ratio(lo, hi, by) { return lo == hi ? sprintf("%.2f", hi / by) : sprintf("%.2f - %.2f", lo / by, hi / by) }
+NR > 1 {
   k = $1 SUBSEP $2; if (!(k in n)) { order[m++] = k; lo[k] = hi[k] = $4 }
   n[k]++; if ($4 < lo[k]) lo[k] = $4; if ($4 > hi[k]) hi[k] = $4; ws[k] += $5; rs[k] += $6 }
 END {
@@ -203,13 +218,13 @@ END {
   for (i = 0; i < m; i++) {
     k = order[i]; split(k, p, SUBSEP)
     range = lo[k] == hi[k] ? sprintf("%.3f", lo[k]) : sprintf("%.3f - %.3f", lo[k], hi[k])
-    x1 = one == "n/a" ? "n/a" : sprintf("%.2f", hi[k] / one); x2 = both == "n/a" ? "n/a" : sprintf("%.2f", hi[k] / both)
+    x1 = one == "n/a" ? "n/a" : ratio(lo[k], hi[k], one); x2 = both == "n/a" ? "n/a" : ratio(lo[k], hi[k], both)
     printf "| %s | %s | %s | %s | %s | %.3f | %.3f |\n", p[1], p[2], range, x1, x2, ws[k] / n[k], rs[k] / n[k]
   }
 }' "$CSV"
 echo
 echo "per worker GB/s: size / time of rank 0, what each worker sends and receives each way (min - max over"
-echo "REPEAT runs; the x iperf3 columns take the max). CPU-s/GB: every rank's (or reducer's) user + system time"
+echo "REPEAT runs; the x iperf3 columns likewise). CPU-s/GB: every rank's (or reducer's) user + system time"
 echo "per GB of all workers' input."
 ((KEEP)) && echo "Raw rows and logs: $OUT"
 exit $failed
