@@ -40,6 +40,18 @@ NS_SLOW_START_AFTER_IDLE=${NS_SLOW_START_AFTER_IDLE-}
 # eth0, in percent (e.g. 1 or 0.1), with iptables' statistic match. Empty or
 # 0: none. Both directions of every flow lose packets; the switch drops none.
 NS_LOSS=${NS_LOSS-}
+# The tbf queues, as the time their limit holds at the rate: NS_TBF_LATENCY
+# on the switch's ports (the egress towards each host, where many senders
+# meet: a switch's shallow buffer), NS_HOST_TBF_LATENCY on each host's own
+# eth0 (its NIC). A real host's NIC hardly drops its own TCP's packets: TCP
+# Small Queues hold each socket back, and the NIC's queue is thousands of
+# packets deep. Here a host's 8 streams at 250 Mbit/s queued up to 965 KB at
+# its eth0, more than 25 ms hold there (781 KB), and lost 865 - 1121 packets
+# per phase at the hosts' own egress, none at the switch's ports; with
+# 100 ms, 0 - 1 (docs/performance.md, "Eight workers and eight reducers").
+# Until 2026-11-29 both were 25 ms.
+NS_TBF_LATENCY=${NS_TBF_LATENCY:-25ms}
+NS_HOST_TBF_LATENCY=${NS_HOST_TBF_LATENCY:-100ms}
 # net.ipv4.tcp_rmem and tcp_wmem in every host (min, default, max): room for
 # autotuning on long paths by default. Debian's own ("4096 131072 6291456",
 # "4096 16384 4194304") or smaller ceilings show what a short buffer costs.
@@ -92,13 +104,13 @@ ns_rate_bits() {
   esac
 }
 
-# Shapes one device's egress: tbf at the rate, netem below it for a delay
-# (DELAY empty when rs-delay-line delays the link).
+# Shapes one device's egress: tbf at the rate with a queue of LATENCY, netem
+# below it for a delay (DELAY empty when rs-delay-line delays the link).
 ns_shape_dev() {
-  local ns=$1 dev=$2 bits=$3 delay=$4
+  local ns=$1 dev=$2 bits=$3 delay=$4 latency=$5
   if ((bits > 0)); then
     ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: tbf rate "${bits}bit" \
-      burst "$(ns_burst_bytes "$bits" "$(ns_gso_bytes "$ns" "$dev")")" latency "${NS_TBF_LATENCY:-25ms}"
+      burst "$(ns_burst_bytes "$bits" "$(ns_gso_bytes "$ns" "$dev")")" latency "$latency"
     if [[ -n $delay && $delay != 0 ]]; then
       ip netns exec "$ns" tc qdisc add dev "$dev" parent 1:1 handle 10: netem delay "$delay" limit 100000
     fi
@@ -327,8 +339,8 @@ ns_setup() {
     ip netns exec "$ns" ip addr add "$(ns_addr "$i")/24" dev eth0
     ip netns exec "$ns" ip link set eth0 up
     ns_tune "$ns" || return 1
-    ns_shape_dev "$ns" eth0 "$bits" "$netem_delay"
-    ns_shape_dev "$sw" "p$i" "$bits" "$netem_delay"
+    ns_shape_dev "$ns" eth0 "$bits" "$netem_delay" "$NS_HOST_TBF_LATENCY"
+    ns_shape_dev "$sw" "p$i" "$bits" "$netem_delay" "$NS_TBF_LATENCY"
   done
 }
 

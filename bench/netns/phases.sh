@@ -92,6 +92,8 @@ command_line() {
   [[ -z $NS_LOSS || $NS_LOSS == 0 ]] || cmd+=" NS_LOSS=$NS_LOSS"
   [[ $NS_TCP_RMEM == "$NS_TCP_RMEM_DEFAULT" ]] || cmd+=" NS_TCP_RMEM='$NS_TCP_RMEM'"
   [[ $NS_TCP_WMEM == "$NS_TCP_WMEM_DEFAULT" ]] || cmd+=" NS_TCP_WMEM='$NS_TCP_WMEM'"
+  [[ $NS_TBF_LATENCY == 25ms ]] || cmd+=" NS_TBF_LATENCY=$NS_TBF_LATENCY"
+  [[ $NS_HOST_TBF_LATENCY == 100ms ]] || cmd+=" NS_HOST_TBF_LATENCY=$NS_HOST_TBF_LATENCY"
   cmd+=" MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP ITERS=$ITERS WARMUP=$WARMUP"
   [[ $PHASES == "$DEFAULT_PHASES" ]] || cmd+=" PHASES='$PHASES'"
   [[ -z $BIN_DIR ]] || cmd+=" BIN_DIR=$BIN_DIR"
@@ -117,6 +119,7 @@ CORES=$CORES
 TCP_CC=$(ns_tcp_cc)
 SLOW_START_AFTER_IDLE=$(ns_slow_start_after_idle)
 LOSS=${NS_LOSS:-0}
+QUEUES=$NS_TBF_LATENCY $NS_HOST_TBF_LATENCY
 IPERF_SECONDS=$IPERF_SECONDS
 TORCH=$torch
 OURS_FLAGS=$BENCH_ARGS, reducerd $REDUCERD_ARGS, iters $ITERS, warmup $WARMUP
@@ -213,20 +216,26 @@ wait_workers() {
 # Queue drops and TCP retransmissions of a phase: what shaping did to the flows.
 # Timeouts (RTOs) and tail-loss probes say how the losses were recovered: an
 # RTO stalls the stream for at least 200 ms, a probe for about 2 round trips.
+# Drops are counted apart where they happen: at a host's own egress (its NIC,
+# where its own streams queue) or at the switch's port towards a host (where
+# many senders meet: incast shows there).
 link_stats() {
   local phase=$1 h
   for ((h = 0; h < WORKERS + REDUCERS; h++)); do
-    echo "== host $h: eth0 egress; its bridge port's egress (= host ingress); TCP retransmitted segments, timeouts, loss probes"
-    ns_exec "$h" tc -s qdisc show dev eth0 | grep -E 'qdisc|Sent'
-    ip netns exec "$(ns_switch)" tc -s qdisc show dev "p$h" | grep -E 'qdisc|Sent'
+    echo "== host $h: TCP retransmitted segments, timeouts, loss probes; its queues:"
     ns_exec "$h" nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes | grep -E '^Tcp' || true
+    echo "-- nic: eth0 egress, the host's own"
+    ns_exec "$h" tc -s qdisc show dev eth0 | grep -E 'qdisc|Sent'
+    echo "-- switch: its bridge port's egress, towards the host"
+    ip netns exec "$(ns_switch)" tc -s qdisc show dev "p$h" | grep -E 'qdisc|Sent'
   done >"$OUT/logs/links-$phase.txt" 2>&1
   # The sums over every host, since the links were made (the report takes differences).
-  [[ -s $OUT/links.csv ]] || echo "phase,drops,retransmitted,timeouts,loss_probes" >"$OUT/links.csv"
+  [[ -s $OUT/links.csv ]] || echo "phase,drops,retransmitted,timeouts,loss_probes,drops_nic,drops_switch" >"$OUT/links.csv"
   awk -v phase="$phase" '
-    /dropped/ { match($0, /dropped [0-9]+/); d += substr($0, RSTART + 8, RLENGTH - 8) }
+    /^-- nic/ { side = "nic" } /^-- switch/ { side = "switch" }
+    /dropped/ { match($0, /dropped [0-9]+/); n = substr($0, RSTART + 8, RLENGTH - 8); d += n; if (side == "nic") dn += n; else ds += n }
     $1 == "TcpRetransSegs" { r += $2 } $1 == "TcpExtTCPTimeouts" { t += $2 } $1 == "TcpExtTCPLossProbes" { p += $2 }
-    END { printf "%s,%d,%d,%d,%d\n", phase, d, r, t, p }' "$OUT/logs/links-$phase.txt" >>"$OUT/links.csv"
+    END { printf "%s,%d,%d,%d,%d,%d,%d\n", phase, d, r, t, p, dn, ds }' "$OUT/logs/links-$phase.txt" >>"$OUT/links.csv"
 }
 
 # The reducers' CPU and run-queue time so far (REDUCER_CPU0, REDUCER_RUNQ0), for reducer_cpu_rows.

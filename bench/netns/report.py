@@ -145,15 +145,32 @@ def cpu_table(rows):
     return out
 
 
+def queues_note(queues):
+    """The tbf queues, from meta.env's QUEUES ("<switch ports> <hosts' NICs>"; absent before 2026-11-29,
+    when both were 25 ms)."""
+    parts = queues.split()
+    return f", queues {parts[0]} at the switch's ports and {parts[1]} at the hosts' NICs" if len(parts) == 2 else ""
+
+
 def loss_table(rows):
     """Per phase: queue drops and TCP's recovery, from cumulative sums (links.csv, in run order)."""
     if not rows:
         return []
     out = ["", "## Losses", "",
            "Per phase, summed over every host: packets the tbf queues dropped, TCP segments retransmitted, "
-           "retransmission timeouts (each stalls its stream for at least 200 ms) and tail-loss probes.", "",
-           "| phase | queue drops | retransmitted segments | timeouts | loss probes |", "|---|---:|---:|---:|---:|"]
+           "retransmission timeouts (each stalls its stream for at least 200 ms) and tail-loss probes."]
     keys = ("drops", "retransmitted", "timeouts", "loss_probes")
+    if "drops_switch" in rows[0]:
+        # Runs since the drops were told apart by queue.
+        out += ["The drops are told apart by where they happened: at the hosts' own egress (their NICs, "
+                "where only their own streams queue) and at the switch's ports towards the hosts (where "
+                "many senders meet: incast shows there).", "",
+                "| phase | queue drops | of which at the hosts' NICs | at the switch's ports | "
+                "retransmitted segments | timeouts | loss probes |", "|---|---:|---:|---:|---:|---:|---:|"]
+        keys = ("drops", "drops_nic", "drops_switch", "retransmitted", "timeouts", "loss_probes")
+    else:
+        out += ["", "| phase | queue drops | retransmitted segments | timeouts | loss probes |",
+                "|---|---:|---:|---:|---:|"]
     prev = dict.fromkeys(keys, 0)
     for r in rows:
         now = {k: int(r[k]) for k in keys}
@@ -333,7 +350,8 @@ def main():
           f"{' (rs-delay-line, userspace)' if meta.get('DELAY_IMPL') == 'userspace' else ''}"
           f"{', TCP ' + meta['TCP_CC'] if meta.get('TCP_CC') else ''}"
           f"{', ' + meta['LOSS'] + ' % random loss at every host' if meta.get('LOSS', '0') not in ('', '0') else ''}"
-          f"{', tcp_slow_start_after_idle 0' if meta.get('SLOW_START_AFTER_IDLE') == '0' else ''}", "",
+          f"{', tcp_slow_start_after_idle 0' if meta.get('SLOW_START_AFTER_IDLE') == '0' else ''}"
+          f"{queues_note(meta.get('QUEUES', ''))}", "",
           f"Command: `{meta.get('COMMAND', '')}`", "",
           f"Measured line rate (iperf3, 1 TCP stream, {meta.get('IPERF_SECONDS', '?')} s): "
           f"{fmt(line)} GB/s = {fmt(line * 8 if line else None, 2)} Gbit/s", "",

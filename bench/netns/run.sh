@@ -105,6 +105,10 @@ Settings, from the environment (current value):
   NS_TCP_RMEM='$NS_TCP_RMEM' NS_TCP_WMEM='$NS_TCP_WMEM'
                         net.ipv4.tcp_rmem / tcp_wmem in every host (min default max, bytes);
                         Debian's own ceilings are 6291456 / 4194304
+  NS_TBF_LATENCY=$NS_TBF_LATENCY NS_HOST_TBF_LATENCY=$NS_HOST_TBF_LATENCY
+                        queue of the tbf on each switch port (towards a host: shallow, where
+                        many senders meet) and on each host's own eth0 (its NIC: deep, as real
+                        hosts' are; 25ms until 2026-11-29). Losses says where drops happened
   NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'   more rs-delay-line flags (its defaults: a thread per CPU
                         at SCHED_FIFO priority 1; e.g. '--threads 1 --rt-priority 0')
   MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP   float32 size sweep (ours, collnet, gloo)

@@ -8,7 +8,8 @@ network's (docs/performance.md); the warning is what keeps a reader from it.
 A phase whose streams waited for a buffer a fifth of their busy time or more
 is named the same way (its figures measure the hosts' buffer ceilings).
 The real DDP step (torch_hook, torch_gloo) gets a table, hook against gloo
-and each against the line rate.
+and each against the line rate. The Losses table says where the queues
+dropped: at the hosts' own NICs or at the switch's ports, where incast shows.
 
   report_test.py   (exit 0 on success)
 """
@@ -112,6 +113,17 @@ def main():
     expect("| torch_hook | workers (all ranks) | 1.05 |" in text, "the DDP step's ranks are not counted as workers",
            text)
     expect("## PyTorch DDP step" not in idle, "a run without the DDP step phases has its section", idle)
+    # Losses: where the queues dropped, hosts' NICs apart from the switch's
+    # ports (incast shows at the latter), per phase from cumulative sums;
+    # a links.csv from before the split still gives its one column.
+    links = ("phase,drops,retransmitted,timeouts,loss_probes,drops_nic,drops_switch\n"
+             "iperf,3,5,0,1,3,0\nours,1124,303,3,363,1124,0\ngloo,1130,393,3,364,1125,5\n")
+    text = run_report([("ours", machine, "8.0", "10.0", "", "")], {"links.csv": links})
+    expect("| ours | 1121 | 1121 | 0 | 298 | 3 | 362 |" in text and "| gloo | 6 | 1 | 5 | 90 | 0 | 1 |" in text,
+           "the Losses table does not tell the hosts' NICs from the switch's ports", text)
+    old_links = "phase,drops,retransmitted,timeouts,loss_probes\niperf,0,0,0,0\nours,942,300,2,360\n"
+    text = run_report([("ours", machine, "8.0", "10.0", "", "")], {"links.csv": old_links})
+    expect("| ours | 942 | 300 | 2 | 360 |" in text, "an older links.csv lost its Losses table", text)
     print("PASS")
 
 

@@ -5,7 +5,8 @@
 # 2 cores and made the harness measure itself (1 MiB all-reduces 2.2x slower
 # than with a bucket of two packets). Checks the bucket sizes from 1 Mbit/s
 # to 100 Gbit/s, for the default and a larger (BIG TCP) GSO size, and on a
-# real shaped topology every tbf's bucket against its device's GSO size.
+# real shaped topology every tbf's bucket against its device's GSO size, and
+# its queue: 25 ms at the switch's ports, 100 ms at the hosts' own NICs.
 # Exit 0 on success, 1 on a failure, 77 (skipped, with the reason) where
 # namespaces cannot be created for the second part.
 set -euo pipefail
@@ -49,6 +50,15 @@ for ((i = 0; i < 2; i++)); do
     burst=$(ip netns exec "$ns" tc -j qdisc show dev "$dev" | grep -o '"burst":[0-9]*' | cut -d: -f2)
     [[ -n $burst ]] || fail "no tbf on $dev in $ns"
     ((burst > $(gso_on_wire "$gso"))) || fail "$dev in $ns: tbf bucket $burst bytes, GSO packets up to $gso bytes"
+    # The queue: shallow at the switch's ports, where many senders meet;
+    # deep at a host's own NIC, which must not drop what its own streams
+    # queue (8 streams at 250 Mbit/s overflowed 25 ms there).
+    lat=$(ip netns exec "$ns" tc -j qdisc show dev "$dev" | grep -o '"lat":[0-9]*' | cut -d: -f2)
+    if [[ $dev == eth0 ]]; then
+      ((lat == 100000)) || fail "$dev in $ns (a host's NIC): tbf queue of $lat us, expected 100 ms"
+    else
+      ((lat == 25000)) || fail "$dev in $ns (a switch port): tbf queue of $lat us, expected 25 ms"
+    fi
     checked=$((checked + 1))
   done
 done
