@@ -14,6 +14,8 @@
 #   lib/deps/   every other library they need (gRPC, protobuf, OpenSSL, ...)
 #   tests/gpu/  the GPU checks; run tests/gpu/run_all.sh there
 #   bench/collnet_trace.py  what the perf step summarises CollNet's trace with
+#   bench/cpu_scaling.sh, scripts/lib/  the cpu step's benchmark; bin/iperf3
+#               (where this machine has one) for its line
 #   env.sh      `source DIR/env.sh`: PATH, LD_LIBRARY_PATH (with the folders
 #               of PyTorch's nvidia-* wheels), RS_BUNDLE, RS_PLUGIN
 #   MANIFEST.txt  git revision, build type, what the machine needs, every file
@@ -23,7 +25,7 @@
 # shellcheck disable=SC2016,SC2119  # '$ORIGIN' is the loader's; rs_install_deps takes extras only
 set -euo pipefail
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 dir=""
 while [ $# -gt 0 ]; do
@@ -105,6 +107,13 @@ step "copying the programs"
 for dest in "${!built[@]}"; do
   cp "$build/${built[$dest]}" "$dir/$dest"
 done
+# iperf3 for the cpu step's line (bench/cpu_scaling.sh): the GPU machine has
+# none. Optional: without it that column says n/a.
+if command -v iperf3 >/dev/null; then
+  cp "$(command -v iperf3)" "$dir/bin/"
+else
+  echo "    no iperf3 here: the cpu step will have no iperf3 figure to compare with"
+fi
 if [ -f "$build/$gpu_module" ]; then
   cp "$build/$gpu_module" "$dir/lib/"
 else
@@ -153,8 +162,11 @@ fi
 
 step "copying the GPU checks"
 tar -C "$repo/tests" --exclude=__pycache__ --exclude='*.pyc' -cf - gpu | tar -C "$dir/tests" -xf -
-mkdir -p "$dir/bench"
+mkdir -p "$dir/bench" "$dir/scripts/lib"
 cp "$repo/bench/collnet_trace.py" "$dir/bench/"  # the perf step summarises REDUCER_COLLNET_TRACE with it
+# The cpu step's benchmark, and the helpers it sources from ../scripts/lib.
+cp "$repo/bench/cpu_scaling.sh" "$dir/bench/"
+cp "$repo/scripts/lib/procs.sh" "$repo/scripts/lib/cpu_time.sh" "$dir/scripts/lib/"
 
 # ---- env.sh -----------------------------------------------------------------
 cat >"$dir/env.sh" <<'EOF'

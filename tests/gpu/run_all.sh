@@ -50,9 +50,13 @@ Steps:
            the same twice; every reducer must carry data
   fsdp     the same with FSDP (reduce-scatter and all-gather over the
            plugin's point-to-point transport)
-The steps stderr, model and fsdp have not yet run on a GPU. Together they
-should take about 3 minutes, which the default list's BUDGET allows; alone:
-RUN_ALL_STEPS="probe stderr model fsdp".
+  cpu      no GPU: issue 42's CPU scaling on this machine's cores
+           (bench/cpu_scaling.sh: ranks on one half, reducers on the other,
+           64 MiB, the client's own I/O threads against 1 and 4, beside
+           iperf3), about a minute; CPU_IO_THREADS, CPU_REPEAT, CPU_SIZE
+The steps stderr, model, fsdp and cpu have not yet run on the lent machine.
+The first three should take about 3 minutes, which the default list's BUDGET
+allows; alone: RUN_ALL_STEPS="probe stderr model fsdp cpu".
 
 From a bundle (scripts/gpu_bundle.sh: out/gpu-bundle/tests/gpu/run_all.sh)
 it sources the bundle's env.sh; from the repo it takes the programs from
@@ -70,7 +74,7 @@ Environment:
                 15 s reserve, else it is SKIPPED, and gets what is left
   MAX_BYTES, PRELOAD_MAX_BYTES, TRAIN_STEPS   sizes, as above
   RUN_ALL_STEPS steps to run, in order (default: probe torch preload train
-                wire failover rankloss perf stderr model fsdp)
+                wire failover rankloss perf stderr model fsdp cpu)
 For tests: a step named sleep:N sleeps N seconds (in a child process whose
 pid it writes to sleep.pid in its logs) and passes.
 
@@ -93,7 +97,7 @@ trap - EXIT  # gpu_env.sh's trap is for steps; here the steps' groups are stoppe
 STEP_TIMEOUT=${STEP_TIMEOUT:-240}
 BUDGET=${BUDGET:-540}
 STEP_MIN=${STEP_MIN:-$((STEP_TIMEOUT < 60 ? STEP_TIMEOUT : 60))}
-steps=${RUN_ALL_STEPS:-probe torch preload train wire failover rankloss perf stderr model fsdp}
+steps=${RUN_ALL_STEPS:-probe torch preload train wire failover rankloss perf stderr model fsdp cpu}
 if [ -z "${OUT:-}" ]; then OUT=$(mktemp -d /tmp/rs-gpu-XXXXXX); fi
 mkdir -p "$OUT" || exit 64
 OUT=$(cd "$OUT" && pwd)
@@ -131,13 +135,17 @@ run_step() {
     stderr) bash "$RS_GPU_HERE/run_torch_stderr.sh" ;;
     model) bash "$RS_GPU_HERE/run_torch_model.sh" ddp ;;
     fsdp) bash "$RS_GPU_HERE/run_torch_model.sh" fsdp ;;
+    cpu) bash "$RS_GPU_HERE/run_cpu_scaling.sh" ;;
     sleep:*) sleep "${1#sleep:}" & echo $! >"$LOGS/sleep.pid"; wait ;;
   esac
 }
 export -f run_step
 export RS_GPU_HERE=$here
 for s in $steps; do
-  case $s in probe | torch | preload | train | wire | failover | rankloss | perf | stderr | model | fsdp | sleep:[0-9]*) ;; *) echo "run_all: unknown step '$s'" >&2; exit 64 ;; esac
+  case $s in
+    probe | torch | preload | train | wire | failover | rankloss | perf | stderr | model | fsdp | cpu | sleep:[0-9]*) ;;
+    *) echo "run_all: unknown step '$s'" >&2; exit 64 ;;
+  esac
 done
 
 names=() results=() secs=() reasons=()

@@ -7,7 +7,8 @@
 #   - A step past STEP_TIMEOUT is TIMEOUT, its processes are gone, and the
 #     next step still runs; a step that no longer fits the BUDGET is SKIPPED.
 #   - A missing program fails its step by name (torch, stderr, model, fsdp).
-#   - The default list holds the steps stderr, model and fsdp.
+#   - The default list holds the steps stderr, model, fsdp and cpu.
+#   - The cpu step (no GPU) runs here and puts its table in the summary.
 #
 #   tests/gpu/run_all_test.sh BUILD_DIR PYTHON
 #
@@ -73,8 +74,8 @@ check "no CUDA: first line says it stopped" has "$scratch/nocuda.stdout" "^GPU C
 check "no CUDA: the summary names the reason ($reason)" has "$out/summary.txt" "probe +FAIL .*$reason"
 check "no CUDA: the GPU steps are SKIPPED, saying why" \
   bash -c "[ \$(grep -cE '^  (torch|preload|train) +SKIPPED .*the probe failed' '$out/summary.txt') -eq 3 ]"
-check "no CUDA: the default list ends with stderr, model and fsdp, SKIPPED" \
-  bash -c "[ \$(grep -cE '^  (stderr|model|fsdp) +SKIPPED .*the probe failed' '$out/summary.txt') -eq 3 ]"
+check "no CUDA: the default list ends with stderr, model, fsdp and cpu, SKIPPED" \
+  bash -c "[ \$(grep -cE '^  (stderr|model|fsdp|cpu) +SKIPPED .*the probe failed' '$out/summary.txt') -eq 4 ]"
 check "no CUDA: the summary shows the Python it used" has "$out/summary.txt" "^python: .*$python"
 check "no CUDA: OUT holds summary, details and the logs, at most 8 files, 2 levels" files_ok "$out"
 check "no CUDA: the probe's log is in logs.tar.gz" bash -c "tar -tzf '$out/logs.tar.gz' | grep -q probe/step.log"
@@ -97,6 +98,13 @@ run missing RUN_ALL_STEPS="torch stderr model fsdp" BUILD_DIR=/nonexistent BUDGE
 for s in torch stderr model fsdp; do
   check "missing program: the $s step FAILs naming it" has "$out/summary.txt" "^  $s +FAIL .*no /nonexistent/server/reducerd"
 done
+
+# The cpu step needs no GPU: bench/cpu_scaling.sh on this machine's cores,
+# its table in the summary (small sizes here: a minute on the lent machine).
+run cpu RUN_ALL_STEPS=cpu CPU_REPEAT=1 CPU_ITERS=2 CPU_SIZE=1M CPU_IO_THREADS=auto IPERF_SECONDS=1 BUDGET=100 \
+  STEP_TIMEOUT=60 STEP_MIN=10
+check "cpu step: passes without a GPU, naming the defaults' figure" has "$out/summary.txt" "^  cpu +PASS .*GB/s per worker"
+check "cpu step: its table is in the summary" has "$out/summary.txt" "^  \| auto \([0-9]+\) \| auto \| [0-9.]+ \|"
 
 if ((failures)); then
   echo "$failures check(s) failed; stderr of the runs:" >&2

@@ -212,6 +212,11 @@ write_summary() {
     echo "$s step (ResNet-18, one step: NCCL's sockets, then the plugin twice):"
     echo "$lines"
   done
+  if [ -f "$work/cpu/step.log" ]; then
+    echo "cpu step (issue 42's CPU scaling, no GPU):"
+    sed -n '/^--- cpu scaling/,/^per worker GB\/s:/p' "$work/cpu/step.log" | grep -v '^per worker GB/s:' |
+      sed '/^$/d; s/^--- //; s/^/  /'
+  fi
   echo "files: summary.txt, details.txt, logs.tar.gz (every rank's and reducer's log) in $OUT"
 }
 

@@ -3,8 +3,9 @@
 # holds nothing but glibc (libc6's shared libraries and the loader),
 # libstdc++, libgcc_s and the bundle: what a bare GPU machine has. Inside it
 # (chroot, no env.sh, no shell): reducerd --version, rs-train --help,
-# reducer-bench --help and the plugin loaded by path must work, and the
-# loader must find every library of every file of the bundle, except CUDA's
+# reducer-bench --help, iperf3 --version (the cpu step's) and the plugin
+# loaded by path must work, and the loader must find every library of every
+# file of the bundle, except CUDA's
 # and NCCL's for rs-train's GPU module (the GPU machine brings those). Also:
 # at most 64 MiB, stripped, env.sh usable under `set -eu` without a Python.
 #
@@ -89,6 +90,13 @@ in_root "$bundle/bin/reducerd" --version
 in_root "$bundle/bin/rs-train" --help
 in_root "$bundle/bin/reducer-bench" --help
 in_root /opt/dlopen_plugin "$bundle/lib/libnccl-net-reducer.so"
+# The cpu step's iperf3, where the bundle has one (this machine had iperf3).
+if command -v iperf3 >/dev/null; then
+  in_root "$bundle/bin/iperf3" --version
+  for f in bench/cpu_scaling.sh scripts/lib/procs.sh scripts/lib/cpu_time.sh; do
+    [ -f "$root$bundle/$f" ] || fail "no $f in the bundle (the cpu step runs it)"
+  done
+fi
 
 step "every file's libraries, listed by the root's loader"
 loader=/lib64/ld-linux-x86-64.so.2
