@@ -215,7 +215,9 @@ wait_workers() {
 
 # Queue drops and TCP retransmissions of a phase: what shaping did to the flows.
 # Timeouts (RTOs) and tail-loss probes say how the losses were recovered: an
-# RTO stalls the stream for at least 200 ms, a probe for about 2 round trips.
+# RTO stalls the stream for at least the timeout's floor (the kernel's 200 ms
+# for iperf3 and gloo; the products set theirs, --tcp-rto-min, 5 ms by
+# default), a probe for about 2 round trips.
 # Drops are counted apart where they happen: at a host's own egress (its NIC,
 # where its own streams queue) or at the switch's port towards a host (where
 # many senders meet: incast shows there).

@@ -158,7 +158,9 @@ def loss_table(rows):
         return []
     out = ["", "## Losses", "",
            "Per phase, summed over every host: packets the tbf queues dropped, TCP segments retransmitted, "
-           "retransmission timeouts (each stalls its stream for at least 200 ms) and tail-loss probes."]
+           "retransmission timeouts (each stalls its stream for at least the floor of TCP's retransmission timeout: "
+           "200 ms for iperf3 and gloo, the products' own --tcp-rto-min, 5 ms by default, for theirs) and tail-loss "
+           "probes."]
     keys = ("drops", "retransmitted", "timeouts", "loss_probes")
     if "drops_switch" in rows[0]:
         # Runs since the drops were told apart by queue.
