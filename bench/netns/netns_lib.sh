@@ -45,10 +45,11 @@ NS_LOSS=${NS_LOSS-}
 # meet: a switch's shallow buffer), NS_HOST_TBF_LATENCY on each host's own
 # eth0 (its NIC). A real host's NIC hardly drops its own TCP's packets: TCP
 # Small Queues hold each socket back, and the NIC's queue is thousands of
-# packets deep. Here a host's 8 streams at 250 Mbit/s queued up to 965 KB at
-# its eth0, more than 25 ms hold there (781 KB), and lost 865 - 1121 packets
-# per phase at the hosts' own egress, none at the switch's ports; with
-# 100 ms, 0 - 1 (docs/performance.md, "Eight workers and eight reducers").
+# packets deep. Here a host's 8 streams at 250 Mbit/s, given a 100 ms queue,
+# queued up to 965 KB at its eth0, more than 25 ms hold (781 KB); with 25 ms
+# the hosts' own egress lost 865 - 1121 packets per phase and the switch's
+# ports none; with 100 ms, 0 - 1 in all (docs/performance.md, "Eight
+# workers and eight reducers").
 # Until 2026-11-29 both were 25 ms.
 NS_TBF_LATENCY=${NS_TBF_LATENCY:-25ms}
 NS_HOST_TBF_LATENCY=${NS_HOST_TBF_LATENCY:-100ms}
