@@ -53,7 +53,7 @@ Steps:
   cpu      no GPU: issue 42's CPU scaling on this machine's cores
            (bench/cpu_scaling.sh: ranks on one half, reducers on the other,
            64 MiB, the client's own I/O threads against 1 and 4, beside
-           iperf3), about a minute; CPU_IO_THREADS, CPU_REPEAT, CPU_SIZE
+           iperf3), about a minute by estimate; CPU_IO_THREADS, CPU_REPEAT, CPU_SIZE
 The steps stderr, model, fsdp and cpu have not yet run on the lent machine.
 The first three should take about 3 minutes, which the default list's BUDGET
 allows; alone: RUN_ALL_STEPS="probe stderr model fsdp cpu".
