@@ -5,6 +5,10 @@
 #   socket        NCCL's own TCP transport, no plugin (NCCL_NET=Socket)
 #   p2p           the plugin's point-to-point transport, CollNet off: NCCL's rings
 #   collnet       the plugin with CollNet and REDUCERS reducers, the tuner choosing
+#   collnet-1io   collnet with REDUCER_IO_THREADS=1, the client's default when
+#                 the first H100 run took CollNet at 2.2 x the plugin's rings
+#                 (issue 42): against collnet (the automatic choice, several
+#                 on this machine's cores), it shows what that one thread cost
 #   collnet-bf16  the same with REDUCER_WIRE_DTYPE=bfloat16
 #   collnet-nofailover  collnet with REDUCER_FAILOVER=0: with failover,
 #                 iallreduce copies NCCL's input on NCCL's proxy thread before
@@ -41,7 +45,7 @@ fi
 logs=$(rs_logs_dir)
 world=${WORLD:-4}
 nreducers=${REDUCERS:-$world}
-configs=${CONFIGS:-socket p2p collnet collnet-bf16 collnet-nofailover}
+configs=${CONFIGS:-socket p2p collnet collnet-1io collnet-bf16 collnet-nofailover}
 export SIZES=${SIZES:-1048576 16777216 67108864} ITERS=${ITERS:-20} WARMUP=${WARMUP:-5}
 rs_need "$RS_REDUCERD" "$RS_PLUGIN"
 rs_start_reducers "$nreducers" "$logs" --io-threads 2 --op-timeout 60s
@@ -54,20 +58,21 @@ for c in $configs; do
   # Each configuration's variables on the ranks' command line only.
   cfg=(env -u NCCL_NET -u NCCL_NET_PLUGIN -u NCCL_NET_PLUGIN_REF_COUNT -u NCCL_COLLNET_ENABLE -u NCCL_ALGO
     -u NCCL_PROTO -u LD_PRELOAD -u REDUCER_ADDRS -u REDUCER_JOB_TOKEN -u REDUCER_WIRE_DTYPE -u REDUCER_COLLNET_TRACE
-    -u REDUCER_FAILOVER "PERF_CONFIG=$c" "MASTER_PORT=$port")
+    -u REDUCER_FAILOVER -u REDUCER_IO_THREADS "PERF_CONFIG=$c" "MASTER_PORT=$port")
   case $c in
     socket) cfg+=(NCCL_NET=Socket) ;;
     p2p) cfg+=("NCCL_NET_PLUGIN=$RS_PLUGIN" NCCL_COLLNET_ENABLE=0) ;;
-    collnet | collnet-bf16 | collnet-nofailover)
+    collnet | collnet-1io | collnet-bf16 | collnet-nofailover)
       cfg+=("NCCL_NET_PLUGIN=$RS_PLUGIN" NCCL_NET_PLUGIN_REF_COUNT=1 NCCL_COLLNET_ENABLE=1
         "REDUCER_ADDRS=$RS_ADDRS" "REDUCER_JOB_TOKEN=$RS_TOKEN")
       if [ "$c" = collnet-bf16 ]; then cfg+=(REDUCER_WIRE_DTYPE=bfloat16); fi
       if [ "$c" = collnet-nofailover ]; then cfg+=(REDUCER_FAILOVER=0); fi
+      if [ "$c" = collnet-1io ]; then cfg+=(REDUCER_IO_THREADS=1); fi
       # Where CollNet's time goes (issue 42): each node head's calls, summarised below.
       mkdir -p "$logs/trace-$c"
       cfg+=("REDUCER_COLLNET_TRACE=$logs/trace-$c")
       ;;
-    *) rs_fail "unknown configuration '$c' (socket, p2p, collnet, collnet-bf16, collnet-nofailover)" ;;
+    *) rs_fail "unknown configuration '$c' (socket, p2p, collnet, collnet-1io, collnet-bf16, collnet-nofailover)" ;;
   esac
   for r in $(seq 0 $((world - 1))); do
     rs_launch "$logs/$c-rank$r.log" "${cfg[@]}" "RANK=$r" "NCCL_HOSTID=node$r" CUDA_VISIBLE_DEVICES=0 \
@@ -104,6 +109,14 @@ for c in $configs; do
   else
     echo "$c: no trace written (NCCL did not close the communicator, or CollNet never connected)"
   fi
+done
+for c in $configs; do
+  # How many I/O threads each CollNet configuration's client ran, as rank 0's
+  # client logged it (NCCL's info log): the automatic choice and why, or none
+  # for a configuration that set them.
+  [ -d "$logs/trace-$c" ] || continue
+  line=$(grep -m1 -o "[0-9]* I/O threads\{0,1\} (automatic: .*" "$logs/$c-rank0.log" || true)
+  echo "--- $c: rank 0's client ran ${line:-the I/O threads its configuration set (no automatic choice logged)}"
 done
 rs_cleanup
 stop_mps
