@@ -3,8 +3,9 @@
 # (`mkdocs build --strict` from mkdocs.yml, into a temporary folder: a broken
 # link or a page missing from the navigation fails in seconds). Then an
 # optimized build (GCC) and its tests, then a clang build under
-# AddressSanitizer + UndefinedBehaviorSanitizer with the fuzz targets in it:
-# the same tests, then each fuzz target (tests/fuzz/) fuzzed for FUZZ_SECONDS
+# AddressSanitizer + UndefinedBehaviorSanitizer with the fuzz targets in it
+# (built beside the first tests, at idle priority, so it takes the CPU they
+# leave): the same tests, then each fuzz target (tests/fuzz/) fuzzed for FUZZ_SECONDS
 # with libFuzzer; a crash fails the run and names its reproducer. Clang also
 # checks the lock annotations there (an error). Installs its Debian packages first
 # if any is missing. Compiles through ccache when it is installed (its default
