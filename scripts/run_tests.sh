@@ -154,6 +154,7 @@ finish_build_beside() {
   echo "==> $dir: built beside the suite, then alone for $((SECONDS - waited)) s" \
     "($((SECONDS - bg_started)) s in all)"
   echo "==> time: build $(basename "$dir") $((SECONDS - waited)) s"
+  [ "$rc" = 0 ] || echo "==> building $dir failed (exit $rc): its output is above" >&2
   return $rc
 }
 
