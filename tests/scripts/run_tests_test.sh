@@ -85,8 +85,9 @@ run() {
   rm -f "$events" "$work/built"
   out=$work/$name.out
   rc=0
-  env PATH="$stubs:$PATH" DOCS=0 BUILD_DIR="$work/build" STUB_EVENTS="$events" \
-    STUB_BUILD_FILE="$work/built" "$@" "$root/scripts/run_tests.sh" >"$out" 2>&1 || rc=$?
+  # The knobs set here, not inherited: CI's own run may have been started with any of them.
+  env PATH="$stubs:$PATH" DOCS=0 SANITIZE=1 FUZZ=1 BESIDE=1 TSAN=0 JOBS=2 BUILD_DIR="$work/build" \
+    STUB_EVENTS="$events" STUB_BUILD_FILE="$work/built" "$@" "$root/scripts/run_tests.sh" >"$out" 2>&1 || rc=$?
   ev=$(tr '\n' ',' <"$events")
   # Nothing of the run is left behind.
   if pgrep -f "$stubs/" >/dev/null; then
