@@ -124,14 +124,6 @@ test_tree() {
     --timeout 900 -LE '^fuzz$'
 }
 
-run_suite() {
-  local dir=$1
-  shift
-  configure_tree "$dir" "$@"
-  build_tree "$dir"
-  test_tree "$dir"
-}
-
 # A tree built beside a suite, at idle priority: the suite's tests wait on
 # sockets, timeouts and containers much of the time, and a build at
 # SCHED_IDLE (chrt; nice 19 where that is refused) takes only the CPU they
