@@ -136,7 +136,7 @@ Status ClientImpl::InstallLocked(Clock::time_point now) {
     auto shadow = std::make_shared<OperationImpl>(seq, retained.data, nullptr, retained.count, retained.dtype,
                                                   retained.op, epoch, std::vector<protocol::PieceSpan>{},
                                                   static_cast<uint32_t>(slots_.size()), now, opts_.wire_dtype);
-    shadow->HoldSourceLease(retained.lease);
+    shadow->HoldSourceLease(retained.lease, retained.narrowed);
     ops_.emplace(seq, OpEntry{shadow, true});
   }
   for (auto& [seq, entry] : ops_) {
@@ -193,14 +193,14 @@ void ClientImpl::IssuePendingLocked() {
       continue;
     }
     const std::shared_ptr<OperationImpl>& op = it->second.op;
-    const size_t bytes = op->count() * DataTypeSize(op->dtype());
-    const RetainedCopy copy = retention_.Allocate(op->seq(), bytes, membership_->changing());
+    const RetainedCopy copy = retention_.Allocate(op->seq(), op->RetainedBytes(), membership_->changing());
     if (copy.data == nullptr) break;
     waiting_.pop_front();
     // Copied whole, under the lock: this path is the rare one.
     op->RetainInto(copy);
     op->CopyInput();
-    retained_[op->seq()] = Retained{copy.data, copy.lease, op->count(), op->dtype(), op->op(), false};
+    retained_[op->seq()] =
+        Retained{copy.data, copy.lease, op->narrowed(), op->count(), op->dtype(), op->op(), false};
     if (op->epoch() != membership_->epoch()) {
       op->Restart(membership_->epoch(), PartitionLocked(op->seq(), op->count(), op->dtype()));
     }

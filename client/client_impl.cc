@@ -343,7 +343,8 @@ void ClientImpl::IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* 
       s.wire = op->wire();
       s.header = h;
     }
-    s.data = op->source() + p.offset * elem;
+    // A narrowed copy gives its pieces' bytes when they are written (SendQueue).
+    s.data = op->narrowed() ? nullptr : op->source() + p.offset * elem;
     s.bytes = p.count * elem;
     s.epoch = epoch;
     s.crc = opts_.crc;
@@ -403,9 +404,9 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
   }
   // Failover: a copy of the input this rank keeps until every rank is done,
   // made while the pieces go out (copy_behind.h).
-  const size_t bytes = count * DataTypeSize(dtype);
-  const RetainedCopy copy =
-      waiting_.empty() ? retention_.Allocate(seq, bytes, membership_->changing()) : RetainedCopy{};
+  const RetainedCopy copy = waiting_.empty()
+                               ? retention_.Allocate(seq, op_state->RetainedBytes(), membership_->changing())
+                               : RetainedCopy{};
   if (copy.data == nullptr) {
     // Full: wait until the others catch up (never blocks the caller).
     waiting_.push_back(seq);
@@ -413,8 +414,8 @@ std::shared_ptr<Operation> ClientImpl::AllReduce(const void* send, void* recv, s
     SendWatermarkLocked();
     return op_state;
   }
-  retained_[seq] = Retained{copy.data, copy.lease, count, dtype, op, false};
   op_state->RetainInto(copy);
+  retained_[seq] = Retained{copy.data, copy.lease, op_state->narrowed(), count, dtype, op, false};
   ops_[seq].issued = true;
   IssueLocked(op_state, &batches);
   PostLocked(&batches);

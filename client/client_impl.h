@@ -79,6 +79,7 @@ class ClientImpl final : public Client, public StreamOwner {
   struct Retained {
     const uint8_t* data = nullptr;
     std::shared_ptr<const void> lease;  // for shadows that send from it (retention.h)
+    std::shared_ptr<NarrowedCopy> narrowed;  // `data` kept in the wire type (copy_behind.h)
     uint64_t count = 0;
     DataType dtype = DataType::kFloat32;
     ReduceOp op = ReduceOp::kSum;

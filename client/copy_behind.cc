@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "client/wire_codec.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define RS_STREAMING_STORES 1
@@ -63,6 +65,48 @@ void StreamingCopy(uint8_t* to, const uint8_t* from, size_t bytes) {
   std::memcpy(to, from, bytes);
 }
 
+NarrowedCopy::NarrowedCopy(DataType wire, uint16_t* data, uint64_t count)
+    : wire_(wire), data_(data), count_(count), kept_((count + kChunkElements - 1) / kChunkElements) {}
+
+void NarrowedCopy::Fill(size_t chunk, const float* in) {
+  const uint64_t begin = chunk * kChunkElements;
+  const size_t n = std::min<uint64_t>(kChunkElements, count_ - begin);
+  if (NarrowPiece(wire_, in + begin, data_ + begin, n)) return;
+  kept_[chunk] = std::make_unique<float[]>(n);
+  std::memcpy(kept_[chunk].get(), in + begin, n * sizeof(float));
+}
+
+const uint16_t* NarrowedCopy::Elements(uint64_t offset, uint64_t count, std::vector<float>* wide) const {
+  const size_t first = offset / kChunkElements;
+  const size_t last = count == 0 ? first : (offset + count - 1) / kChunkElements;
+  bool narrowed = true;
+  for (size_t i = first; i <= last && i < kept_.size(); ++i) narrowed = narrowed && kept_[i] == nullptr;
+  if (narrowed) return data_ + offset;
+  wide->resize(count);
+  for (uint64_t at = offset; at < offset + count;) {
+    const size_t chunk = at / kChunkElements;
+    const uint64_t chunk_end = std::min<uint64_t>((chunk + 1) * kChunkElements, offset + count);
+    float* out = wide->data() + (at - offset);
+    if (kept_[chunk] != nullptr) {
+      std::memcpy(out, kept_[chunk].get() + (at - chunk * kChunkElements), (chunk_end - at) * sizeof(float));
+    } else {
+      WidenPart(wire_, data_ + at, out, chunk_end - at);
+    }
+    at = chunk_end;
+  }
+  return nullptr;
+}
+
+CopyBehind::CopyBehind(const float* from, std::shared_ptr<NarrowedCopy> narrowed, size_t count)
+    : from_(reinterpret_cast<const uint8_t*>(from)),
+      to_(nullptr),
+      narrowed_(std::move(narrowed)),
+      bytes_(count * sizeof(float)),
+      chunks_((bytes_ + kChunkBytes - 1) / kChunkBytes),
+      state_(std::make_unique<std::atomic<uint8_t>[]>(chunks_)) {
+  for (size_t i = 0; i < chunks_; ++i) state_[i].store(kPending, std::memory_order_relaxed);
+}
+
 CopyBehind::CopyBehind(const uint8_t* from, uint8_t* to, size_t bytes)
     : from_(from),
       to_(to),
@@ -72,7 +116,7 @@ CopyBehind::CopyBehind(const uint8_t* from, uint8_t* to, size_t bytes)
   for (size_t i = 0; i < chunks_; ++i) state_[i].store(kPending, std::memory_order_relaxed);
 }
 
-void CopyBehind::Ensure(size_t offset, size_t bytes) {
+void CopyBehind::Ensure(size_t offset, size_t bytes, bool backwards) {
   if (offset >= bytes_ || bytes == 0) return;
   const size_t end = std::min(bytes_, offset + std::min(bytes, bytes_ - offset));
   const size_t first = offset / kChunkBytes;
@@ -81,14 +125,14 @@ void CopyBehind::Ensure(size_t offset, size_t bytes) {
   // never waits while it holds a claim, so two threads cannot wait on each
   // other.
   bool others = false;
-  for (size_t i = first; i <= last; ++i) {
+  for (size_t n = 0; n <= last - first; ++n) {
+    const size_t i = backwards ? last - n : first + n;
     uint8_t expected = kPending;
     if (!state_[i].compare_exchange_strong(expected, kCopying, std::memory_order_acquire)) {
       others = others || expected == kCopying;
       continue;
     }
-    const size_t begin = i * kChunkBytes;
-    StreamingCopy(to_ + begin, from_ + begin, std::min(kChunkBytes, bytes_ - begin));
+    CopyChunk(i);
     state_[i].store(kCopied, std::memory_order_release);
     state_[i].notify_all();
   }
@@ -100,6 +144,16 @@ void CopyBehind::Ensure(size_t offset, size_t bytes) {
       seen = state_[i].load(std::memory_order_acquire);
     }
   }
+}
+
+void CopyBehind::CopyChunk(size_t chunk) {
+  if (narrowed_ != nullptr) {
+    // Normal stores: the pieces go out from this copy, soon.
+    narrowed_->Fill(chunk, reinterpret_cast<const float*>(from_));
+    return;
+  }
+  const size_t begin = chunk * kChunkBytes;
+  StreamingCopy(to_ + begin, from_ + begin, std::min(kChunkBytes, bytes_ - begin));
 }
 
 bool CopyBehind::Complete() const {

@@ -143,6 +143,10 @@ bool OperationImpl::PieceDone(uint32_t epoch) {
   return last;
 }
 
+size_t OperationImpl::RetainedBytes() const {
+  return count_ * (wire_ == DataType::kBfloat16 ? sizeof(uint16_t) : DataTypeSize(dtype_));
+}
+
 void OperationImpl::RetainInto(const RetainedCopy& retained) {
   const size_t bytes = count_ * DataTypeSize(dtype_);
   uint8_t* const copy = retained.data;
@@ -150,16 +154,31 @@ void OperationImpl::RetainInto(const RetainedCopy& retained) {
   retained_ = copy;
   const auto* in = static_cast<const uint8_t*>(send_);
   const auto* out = static_cast<const uint8_t*>(recv_);
-  if (recv_ != nullptr && in != out && in < out + bytes && out < in + bytes) {
-    // Partly overlapping buffers: a result could overwrite input at another
-    // offset than its own, so copy everything before anything is sent.
+  // Partly overlapping buffers: a result could overwrite input at another
+  // offset than its own, so the copy is made before anything is sent.
+  const bool overlap = recv_ != nullptr && in != out && in < out + bytes && out < in + bytes;
+  if (wire_ == DataType::kBfloat16) {
+    narrowed_ = std::make_shared<NarrowedCopy>(wire_, reinterpret_cast<uint16_t*>(copy), count_);
+    copy_ = std::make_unique<CopyBehind>(reinterpret_cast<const float*>(in), narrowed_, count_);
+    if (overlap) {
+      copy_->EnsureAll();
+      copy_.reset();
+      return;
+    }
+  } else if (overlap) {
     std::memcpy(copy, in, bytes);
     source_ = copy;
     return;
+  } else {
+    copy_ = std::make_unique<CopyBehind>(in, copy, bytes);
   }
-  copy_ = std::make_unique<CopyBehind>(in, copy, bytes);
   MutexLock lock(mu_);
   copying_ = true;
+}
+
+const uint16_t* OperationImpl::WireElements(uint64_t offset, uint64_t count, std::vector<float>* wide) {
+  if (copy_) copy_->Ensure(offset * sizeof(float), count * sizeof(float));
+  return narrowed_->Elements(offset, count, wide);
 }
 
 void OperationImpl::CopyInput() {

@@ -86,9 +86,23 @@ class OperationImpl final : public Operation {
   // from the copy: every write holds an I/O lease) and the copy is made
   // (CopyInput has returned), whichever comes last; a handle the caller
   // keeps does not keep the copy.
+  // A float32 sum on a bfloat16 wire keeps its copy narrowed (NarrowedCopy):
+  // RetainedBytes() of ring, and its pieces go out from the copy, whose
+  // chunks are made first where needed (WireElements).
   void RetainInto(const RetainedCopy& copy);
-  // A shadow's input is a copy retained earlier: it holds that copy's lease.
-  void HoldSourceLease(std::shared_ptr<const void> lease) { source_lease_ = std::move(lease); }
+  size_t RetainedBytes() const;
+  // The narrowed copy, once RetainInto made one (null otherwise).
+  const std::shared_ptr<NarrowedCopy>& narrowed() const { return narrowed_; }
+  // A shadow's input is a copy retained earlier: it holds that copy's lease,
+  // and reads a narrowed copy through `narrowed`.
+  void HoldSourceLease(std::shared_ptr<const void> lease, std::shared_ptr<NarrowedCopy> narrowed = nullptr) {
+    source_lease_ = std::move(lease);
+    narrowed_ = std::move(narrowed);
+  }
+  // With a narrowed copy: a piece's elements as they go on the wire, made
+  // first where the copy is still being made (NarrowedCopy::Elements).
+  // I/O threads, after the pieces were issued.
+  const uint16_t* WireElements(uint64_t offset, uint64_t count, std::vector<float>* wide);
   // Completes the copy (the calling thread, after issuing the pieces).
   void CopyInput();
   // Before a result is read into [offset, offset + bytes) of the receive
@@ -151,6 +165,7 @@ class OperationImpl final : public Operation {
   // Keeps an overflow copy (retention.h); guarded by mu_ once published.
   std::shared_ptr<const void> source_lease_;
   uint8_t* retained_ = nullptr;        // the failover copy, if any
+  std::shared_ptr<NarrowedCopy> narrowed_;  // the copy, if kept in the wire type
   std::unique_ptr<CopyBehind> copy_;   // how it is being made, if behind the sends
 
   mutable Mutex mu_;

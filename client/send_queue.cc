@@ -62,11 +62,25 @@ void SendQueue::PrepareWideSum(PieceSend* piece) {
   const DataType wire = piece->wire;
   piece->wire = DataType::kFloat32;
   const size_t count = piece->header.count;
+  if (piece->lease->narrowed() != nullptr) {
+    // The failover copy is the piece in the wire type (copy_behind.h), or,
+    // where a value did not fit, its float32 values to narrow as below.
+    const uint16_t* kept = piece->lease->WireElements(piece->header.offset, count, &piece->fallback);
+    if (kept != nullptr) {
+      piece->header.dtype = wire;
+      piece->data = reinterpret_cast<const uint8_t*>(kept);
+      piece->bytes = count * sizeof(uint16_t);
+      protocol::EncodePieceFrame(protocol::FrameType::kData, piece->header, &piece->head);
+      return;
+    }
+    piece->data = reinterpret_cast<const uint8_t*>(piece->fallback.data());
+  }
   piece->narrowed.resize(count);
   if (NarrowPiece(wire, reinterpret_cast<const float*>(piece->data), piece->narrowed.data(), count)) {
     piece->header.dtype = wire;
     piece->data = reinterpret_cast<const uint8_t*>(piece->narrowed.data());
     piece->bytes = count * sizeof(uint16_t);
+    piece->fallback = {};
   } else {
     // Inf, NaN or beyond the wire type's range: the piece goes in float32,
     // so the wire never carries an Inf or NaN it made; the values that fit

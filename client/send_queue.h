@@ -42,7 +42,9 @@ namespace rs::client {
 // CRC32C, when asked for, is computed just before the frame is written.
 // A float32 sum on a 16-bit wire (`wire` not kFloat32) is narrowed into
 // `narrowed` just before it is written, like the CRC: on the I/O thread, one
-// piece at a time, so no copy of the whole buffer is ever made.
+// piece at a time, so no copy of the whole buffer is ever made. An operation
+// whose failover copy is kept narrowed (OperationImpl::narrowed) goes out
+// from that copy instead (`data` null until then).
 struct PieceSend {
   std::array<uint8_t, protocol::kHeaderBytes + protocol::kPieceHeaderBytes> head{};
   const uint8_t* data = nullptr;
