@@ -63,7 +63,6 @@ class NarrowedCopy {
   NarrowedCopy(const NarrowedCopy&) = delete;
   NarrowedCopy& operator=(const NarrowedCopy&) = delete;
 
-  DataType wire() const { return wire_; }
   // Chunk `chunk` of the input (the `in` of the whole operation).
   void Fill(size_t chunk, const float* in);
   // Elements [offset, offset + count), filled before: the narrowed copy's
