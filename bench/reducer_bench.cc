@@ -22,6 +22,7 @@
 #include "bench/workload_flags.h"
 #include "bench/workload_runs.h"
 #include "client/client.h"
+#include "client/transport_plan.h"
 #include "common/tcp_tuning.h"
 #include "common/units.h"
 #include "protocol/auth.h"
@@ -75,6 +76,9 @@ class Report {
     const std::string window =
         !c.send_window_bytes ? "auto" : *c.send_window_bytes ? FormatBytes(*c.send_window_bytes) : "unlimited";
     const std::string threads = c.io_threads ? std::to_string(*c.io_threads) : "auto";
+    TcpTuning tcp = c.tcp;  // pacing as the client will decide it
+    tcp.pacing = c.tcp_pacing.value_or(client::AutoTcpPacing(
+        o_.world, c.streams_per_reducer.value_or(client::AutoStreams(static_cast<uint32_t>(c.reducers.size())))));
     std::printf("# %s stream(s) per reducer, pieces up to %s, send window %s, %d operation(s) in flight, "
                 "%s I/O thread(s)\n",
                 streams.c_str(), piece.c_str(), window.c_str(), o_.inflight, threads.c_str());
@@ -86,7 +90,7 @@ class Report {
                 c.failover ? ("on (min " + std::to_string(c.min_reducers) + " reducers, retention " +
                               FormatBytes(c.retention_bytes) + ")").c_str()
                            : "off");
-    std::printf("# %s\n", ProbeTcpTuning(c.tcp).Describe().c_str());
+    std::printf("# %s\n", ProbeTcpTuning(tcp).Describe().c_str());
     std::printf("# waiting for all %u ranks to join...\n", o_.world);
     std::fflush(stdout);
   }
@@ -156,7 +160,7 @@ void PrintTransport(const client::ClientStats& st) {
               st.io_threads, st.streams_per_reducer, FormatBytes(st.piece_bytes).c_str(),
               window(st.send_window_min).c_str());
   if (st.send_window_max != st.send_window_min) std::printf(" to %s", window(st.send_window_max).c_str());
-  std::printf("\n");
+  std::printf(", TCP %s\n", st.tcp_paced ? "paced" : "not paced");
   // Rank 0's streams only: a buffer ceiling below the path's bandwidth-delay
   // product shows up here (the client also logs a warning).
   if (st.tcp_busy_us > 0) {

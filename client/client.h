@@ -149,7 +149,12 @@ struct ClientOptions {
   // common/tcp_tuning.h): by default cubic (else reno) instead of a host's
   // bbr, and a 5 ms floor for the retransmission timeout where the kernel
   // has one per socket. The first stream logs what it got, once.
+  // tcp.pacing is decided by tcp_pacing below, whatever it says here.
   TcpTuning tcp;
+  // TCP's own pacing on the streams (REDUCER_TCP_PACING). Unset: on when
+  // each reducer hears at least 16 streams (transport_plan.h,
+  // AutoTcpPacing), said once in the log.
+  std::optional<bool> tcp_pacing;
   // Optional. Called on the client's I/O threads (never under the client's
   // lock, so it may call the client); must not block. Every message begins
   // with "rank N: ". Whatever it throws is
@@ -172,6 +177,7 @@ struct ClientStats {
   size_t piece_bytes = 0;
   size_t send_window_min = 0;       // the streams' send windows now (0: no limit)
   size_t send_window_max = 0;
+  bool tcp_paced = false;           // pacing asked for the streams (REDUCER_TCP_PACING or automatic)
   // What TCP waited for on the streams' connections, summed over streams, in
   // microseconds (0 on kernels before 4.10): time it had pieces to send, and
   // of that, time it waited for a reducer's receive window or for room in this

@@ -72,6 +72,13 @@ Status ClientImpl::Connect() {
     return Status(Code::kInvalidArgument,
                   "streams per reducer must be 1 to " + std::to_string(protocol::kMaxStreams));
   }
+  tcp_pacing_ = opts_.tcp_pacing.value_or(AutoTcpPacing(opts_.world, streams_));
+  if (tcp_pacing_ && !opts_.tcp_pacing) {
+    const uint64_t fan_in = uint64_t{opts_.world} * static_cast<uint64_t>(streams_);
+    Log(LogLevel::kInfo, "TCP pacing on the streams to the reducers (automatic: each reducer hears " +
+                             std::to_string(fan_in) + " streams, at least " + std::to_string(kPacedFanIn) +
+                             "; REDUCER_TCP_PACING=0 turns it off)");
+  }
   if (piece_request_ < kMinMaxPieceBytes) {
     return Status(Code::kInvalidArgument, "piece size must be at least " + FormatBytes(kMinMaxPieceBytes));
   }
@@ -208,6 +215,7 @@ void ClientImpl::OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline)
     params.interleave = opts_.reducers.size() * static_cast<size_t>(streams_) > 1;
     params.write_slice_bytes = opts_.write_slice_bytes;
     params.tcp = opts_.tcp;
+    params.tcp.pacing = tcp_pacing_;
     auto stream =
         std::make_shared<ReducerStream>(*contexts_[next_context_++ % contexts_.size()], std::move(params), this);
     slot.streams.push_back(stream);
@@ -281,6 +289,7 @@ ClientStats ClientImpl::stats() const {
   out.streams_per_reducer = streams_;
   out.io_threads = static_cast<int>(contexts_.size());
   out.piece_bytes = piece_bytes_;
+  out.tcp_paced = tcp_pacing_;
   for (const Slot& slot : slots_) {
     for (const auto& stream : slot.streams) {
       const size_t w = stream->send_window();

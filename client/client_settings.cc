@@ -99,6 +99,17 @@ Status TcpCongestion(const Settings& s, ClientOptions* o) {
 Status TcpRtoMin(const Settings& s, ClientOptions* o) {
   return Assign(s.Duration(kTcpRtoMin, milliseconds(0), milliseconds(200)), &o->tcp.rto_min);
 }
+Status TcpPacing(const Settings& s, ClientOptions* o) {
+  const SettingValue& v = s.Get(kTcpPacing);
+  if (v.text == "auto") {
+    o->tcp_pacing.reset();
+  } else if (v.text == "1" || v.text == "0") {
+    o->tcp_pacing = v.text == "1";
+  } else {
+    return Status(Code::kInvalidArgument, Show(v) + " is not one of auto, 1, 0");
+  }
+  return Status::Ok();
+}
 Status Retention(const Settings& s, ClientOptions* o) {
   return Assign(s.Size(kRetention, uint64_t{1} << 20, kTiB), &o->retention_bytes);
 }
@@ -185,6 +196,12 @@ const std::vector<ClientSetting>& ClientSettings() {
              "a longer path's round trip (at most 200 ms), so that the pause between operations does not restart "
              "TCP's window. 0: the kernel's"),
        TcpRtoMin},
+      {Entry(kTcpPacing, "auto/0/1", "auto", "auto: on from 16 streams per reducer",
+             "TCP's own pacing on those streams: each congestion window spread over the round trip instead of sent "
+             "as one burst, so that many ranks' bursts do not overflow the switch's port towards a reducer at once "
+             "(incast). auto: on when each reducer hears at least 16 streams (world x streams per reducer). Logged "
+             "once"),
+       TcpPacing},
   };
   return kSettings;
 }

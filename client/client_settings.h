@@ -49,6 +49,7 @@ inline constexpr SettingKey<int64_t> kMinReducers{"--min-reducers", "REDUCER_MIN
 inline constexpr SettingKey<uint64_t> kRetention{"--retention", "REDUCER_RETENTION"};
 inline constexpr SettingKey<std::string> kTcpCongestion{"--tcp-congestion", "REDUCER_TCP_CONGESTION"};
 inline constexpr SettingKey<milliseconds> kTcpRtoMin{"--tcp-rto-min", "REDUCER_TCP_RTO_MIN"};
+inline constexpr SettingKey<std::string> kTcpPacing{"--tcp-pacing", "REDUCER_TCP_PACING"};
 }  // namespace setting
 
 struct ClientSetting {

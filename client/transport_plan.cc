@@ -13,6 +13,10 @@ size_t AutoPieceBytes(uint32_t reducers) {
   return std::clamp<size_t>(per_reducer, 64 << 10, kRound);
 }
 
+bool AutoTcpPacing(uint32_t world, int streams_per_reducer) {
+  return uint64_t{world} * static_cast<uint64_t>(std::max(streams_per_reducer, 1)) >= kPacedFanIn;
+}
+
 size_t AutoSendWindow(size_t piece_bytes, uint64_t bandwidth_bytes_per_second, std::chrono::microseconds rtt) {
   const size_t floor = 4 * piece_bytes;
   if (bandwidth_bytes_per_second == 0 || rtt.count() <= 0) return std::min(floor, kMaxAutoWindow);

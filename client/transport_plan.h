@@ -59,6 +59,18 @@ inline constexpr std::chrono::microseconds kWriteSliceTime{500};
 inline constexpr size_t kMinWriteSlice = 64 << 10;
 size_t AutoWriteSlice(uint64_t bandwidth_bytes_per_second);
 
+// Whether the streams to the reducers are paced (common/tcp_tuning.h) when
+// REDUCER_TCP_PACING is unset: when each reducer hears at least
+// kPacedFanIn streams (world x streams per reducer). Every rank's window
+// then reaches a reducer's switch port spread over the round trip, not as
+// bursts from all ranks at once: 16 + 16 hosts on the harness's shallow
+// switch queues took 0.71 x the line rate unpaced, 0.80 x paced. With
+// fewer streams the bursts overflowed only the shallowest queues, and
+// pacing's timers cost a CPU-bound host a few % (docs/performance.md,
+// "Sixteen workers: incast").
+inline constexpr uint64_t kPacedFanIn = 16;
+bool AutoTcpPacing(uint32_t world, int streams_per_reducer);
+
 // The window one stream applies: a fixed one (the user's), or the automatic
 // one, updated from path samples (taken either way: the write slice
 // follows the bandwidth too). Bandwidth is the largest delivery rate seen

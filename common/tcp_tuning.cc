@@ -122,6 +122,22 @@ void ApplyRtoMin(int fd, std::chrono::milliseconds floor, TcpTuningResult* out) 
                       : std::string("TCP_RTO_MIN_US refused: ") + std::strerror(err) + "; the kernel's own applies";
 }
 
+// A rate limit no link reaches (2^40 bytes/s, about 8.8 Tbit/s): setting
+// any limit but "none" (~0) turns the kernel's internal pacing on for the
+// socket (Linux 4.13 and later), at the rate its congestion control
+// computes.
+constexpr uint64_t kPacingRateLimit = uint64_t{1} << 40;
+
+void ApplyPacing(int fd, bool pacing, TcpTuningResult* out) {
+  if (!pacing) return;
+  const uint64_t rate = kPacingRateLimit;
+  if (setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof(rate)) == 0) {
+    out->paced = true;
+    return;
+  }
+  out->pacing_note = std::string("SO_MAX_PACING_RATE refused: ") + std::strerror(errno);
+}
+
 std::string FormatFloor(std::chrono::microseconds us) {
   if (us.count() % 1000 == 0) return std::to_string(us.count() / 1000) + " ms";
   return std::to_string(us.count()) + " us";
@@ -154,6 +170,11 @@ std::string TcpTuningResult::Describe() const {
   } else if (!rto_note.empty()) {
     line += ", minimum retransmission timeout: " + rto_note;
   }
+  if (paced) {
+    line += ", paced";
+  } else if (!pacing_note.empty()) {
+    line += ", not paced: " + pacing_note;
+  }
   return line;
 }
 
@@ -161,6 +182,7 @@ TcpTuningResult ApplyTcpTuning(int fd, const TcpTuning& tuning) {
   TcpTuningResult out;
   ApplyCongestion(fd, tuning.congestion, &out);
   ApplyRtoMin(fd, tuning.rto_min, &out);
+  ApplyPacing(fd, tuning.pacing, &out);
   return out;
 }
 

@@ -1,7 +1,8 @@
 // What both ends of the data plane ask of TCP on each of their sockets,
-// beyond liveness (socket_options.h): the congestion control and the floor of
-// the retransmission timeout. Settings REDUCER_TCP_CONGESTION and
-// REDUCER_TCP_RTO_MIN (reducerd: --tcp-congestion, --tcp-rto-min).
+// beyond liveness (socket_options.h): the congestion control, the floor of
+// the retransmission timeout and, on the workers' streams, pacing. Settings
+// REDUCER_TCP_CONGESTION, REDUCER_TCP_RTO_MIN (reducerd: --tcp-congestion,
+// --tcp-rto-min) and REDUCER_TCP_PACING (workers only).
 //
 // Why (docs/performance.md, "BBR and loss"): under BBR a worker's stream sent
 // part of a piece and then held the rest 20 - 50 ms with nothing in flight,
@@ -11,6 +12,14 @@
 // piece costs the kernel's minimum retransmission timeout, 200 ms, while a
 // whole 1 MiB operation takes about 9 ms at 1 Gbit/s; inside a cluster a
 // floor of a few ms is enough.
+//
+// Pacing is the other way round: many workers' streams into one reducer
+// (16 and more) sent each congestion window as one burst at the line rate,
+// all at once, and the switch's port towards the reducer dropped what its
+// buffer could not hold (docs/performance.md, "Sixteen workers: incast").
+// Paced, TCP spreads each window over the round trip. Only the rate limit
+// (SO_MAX_PACING_RATE) turns the kernel's own pacing on without the fq
+// qdisc; a limit no link reaches leaves the rate to the congestion control.
 //
 // Every choice here is per socket and needs no privilege: a process may
 // always pick reno and any algorithm the host allows
@@ -44,6 +53,9 @@ struct TcpTuning {
   // kernel's own (200 ms unless the route or net.ipv4.tcp_rto_min_us says
   // otherwise). The kernel rounds it up to its timer tick.
   std::chrono::milliseconds rto_min = kDefaultTcpRtoMin.value;
+  // TCP's own pacing on the socket (see above). The client decides
+  // (client/transport_plan.h, AutoTcpPacing); reducerd never paces.
+  bool pacing = false;
 };
 
 // Checks a setting's text: "auto", "system", or a name of letters, digits
@@ -59,12 +71,14 @@ struct TcpTuningResult {
   std::string congestion_note;  // why, when it is not what was asked (empty otherwise)
   std::optional<std::chrono::microseconds> rto_min;  // set: the floor now in force on it
   std::string rto_note;      // why the kernel's floor applies, when asked otherwise
+  bool paced = false;        // pacing was asked and is on
+  std::string pacing_note;   // why not, when pacing was asked and refused
   // An algorithm named in the setting (or, for auto, both cubic and reno)
   // was refused: worth a warning, not a notice.
   bool refused = false;
 
   // One line for the log: "TCP on the data plane: congestion control cubic
-  // (host default bbr; auto), minimum retransmission timeout 8 ms".
+  // (host default bbr; auto), minimum retransmission timeout 8 ms, paced".
   std::string Describe() const;
 };
 

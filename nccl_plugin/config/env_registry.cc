@@ -74,6 +74,9 @@ std::vector<SettingInfo> Registry() {
       Shared(setting::kRetention, "Per communicator."),
       Shared(setting::kTcpCongestion, "The point-to-point sockets get the same."),
       Shared(setting::kTcpRtoMin, "The point-to-point sockets get the same."),
+      Shared(setting::kTcpPacing,
+             "CollNet's streams only: a point-to-point connection has one sender per receiver, so nothing to pace "
+             "against."),
       Entry(
           setting::kLog, "", "info", "",
           "What the plugin writes to stderr itself, whatever NCCL_DEBUG says (NCCL prints nothing without it): `info`, "

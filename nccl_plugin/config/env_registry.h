@@ -68,6 +68,7 @@ using client::setting::kMinReducers;
 using client::setting::kRetention;
 using client::setting::kTcpCongestion;
 using client::setting::kTcpRtoMin;
+using client::setting::kTcpPacing;
 inline constexpr SettingKey<std::string> kLog{"", "REDUCER_LOG"};
 inline constexpr SettingKey<std::string> kRequired{"", "REDUCER_REQUIRED"};
 inline constexpr SettingKey<std::string> kCollNetTrace{"", "REDUCER_COLLNET_TRACE"};

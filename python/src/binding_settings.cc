@@ -16,12 +16,12 @@ namespace ps = plugin::setting;
 // The plugin's variables that configure the client (the rest are its
 // point-to-point transport's and NCCL's own). A variable added to the
 // plugin's registry reaches Python once it is listed here.
-constexpr std::array<SettingName, 21> kClientKeys = {
+constexpr std::array<SettingName, 22> kClientKeys = {
     ps::kReducerAddrs,    ps::kClusterSpec, ps::kJobToken,  ps::kJobTokenFile,   ps::kStreams,
     ps::kIoThreads,       ps::kMaxPiece,    ps::kMinPiece,  ps::kSendWindow,     ps::kWriteSlice,
     ps::kOpTimeout,       ps::kConnectTimeout, ps::kLivenessTimeout, ps::kCrc,   ps::kTls,
     ps::kWireDtype,       ps::kFailover,    ps::kMinReducers, ps::kRetention,    ps::kTcpCongestion,
-    ps::kTcpRtoMin,
+    ps::kTcpRtoMin,       ps::kTcpPacing,
 };
 
 // The package's own settings: what NCCL gives the plugin and the package

@@ -96,6 +96,7 @@ TEST(ClientSettingsTest, UnsetSettingsKeepTheClientsDefaults) {
   EXPECT_EQ(o.tls, want.tls);
   EXPECT_EQ(o.tcp.congestion, want.tcp.congestion);
   EXPECT_EQ(o.tcp.rto_min, want.tcp.rto_min);
+  EXPECT_EQ(o.tcp_pacing, want.tcp_pacing);
 }
 
 TEST(ClientSettingsTest, BadValuesNameTheSettingAndWhatItTakes) {
@@ -108,6 +109,7 @@ TEST(ClientSettingsTest, BadValuesNameTheSettingAndWhatItTakes) {
       {{{"REDUCER_MIN_REDUCERS", "3"}}, "REDUCER_MIN_REDUCERS='3' is more than the 2 reducers of REDUCER_ADDRS"},
       {{{"REDUCER_MAX_PIECE", "1K"}}, "REDUCER_MAX_PIECE: '1K' is below the minimum, 4 KiB"},
       {{{"REDUCER_SEND_WINDOW", "lots"}}, "REDUCER_SEND_WINDOW: 'lots' is not a size"},
+      {{{"REDUCER_TCP_PACING", "on"}}, "REDUCER_TCP_PACING='on' is not one of auto, 1, 0"},
   };
   for (const auto& c : cases) {
     const Settings s = Settings::Resolve(EnvOnly(), {}, MapEnv(c.env));

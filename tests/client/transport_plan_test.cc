@@ -16,6 +16,19 @@ TEST(TransportPlan, OneStreamPerReducer) {
   for (uint32_t r : {1u, 2u, 4u, 64u}) EXPECT_EQ(AutoStreams(r), 1) << r << " reducers";
 }
 
+// Paced when a reducer hears 16 streams or more: a job of 16 ranks, or
+// fewer ranks with several streams each; a job of 8 is left as it was.
+TEST(TransportPlan, StreamsArePacedFromSixteenPerReducer) {
+  EXPECT_FALSE(AutoTcpPacing(1, 1));
+  EXPECT_FALSE(AutoTcpPacing(8, 1));
+  EXPECT_FALSE(AutoTcpPacing(15, 1));
+  EXPECT_TRUE(AutoTcpPacing(16, 1));
+  EXPECT_TRUE(AutoTcpPacing(256, 1));
+  EXPECT_TRUE(AutoTcpPacing(8, 2));
+  EXPECT_TRUE(AutoTcpPacing(4, 4));
+  EXPECT_FALSE(AutoTcpPacing(4, 3));
+}
+
 TEST(TransportPlan, PiecesShareAboutHalfAMebibytePerRound) {
   EXPECT_EQ(AutoPieceBytes(1), 512 * kKiB);
   EXPECT_EQ(AutoPieceBytes(2), 256 * kKiB);

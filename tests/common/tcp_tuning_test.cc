@@ -1,8 +1,8 @@
 // common/tcp_tuning.h on real sockets: what a user relies on is that the
 // data plane runs cubic (or reno) where the host's default is bbr, keeps any
 // other default, honours an explicit choice or says why not, lowers the
-// retransmission timeout's floor where the kernel allows it, and says each
-// outcome once.
+// retransmission timeout's floor where the kernel allows it, paces when
+// asked, and says each outcome once.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -165,6 +165,31 @@ TEST(TcpTuning, TheRetransmissionFloorIsLoweredWhereTheKernelHasIt) {
   EXPECT_GE(r.rto_min->count(), 5000);   // rounded up to the timer tick, never down
   EXPECT_LE(r.rto_min->count(), 200000);  // below the kernel's own
   EXPECT_NE(r.Describe().find("minimum retransmission timeout"), std::string::npos);
+}
+
+// Pacing (many ranks into one reducer): the rate limit that turns the
+// kernel's own pacing on is set, far above any link, and the line says so;
+// without it the socket keeps no limit.
+TEST(TcpTuning, PacingSetsARateLimitNoLinkReachesAndSaysSo) {
+  Sock paced;
+  const TcpTuningResult r = ApplyTcpTuning(paced.fd, TcpTuning{"system", milliseconds(0), true});
+  ASSERT_TRUE(r.paced) << r.pacing_note;
+  uint64_t rate = 0;
+  socklen_t len = sizeof(rate);
+  ASSERT_EQ(getsockopt(paced.fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, &len), 0) << std::strerror(errno);
+  EXPECT_EQ(len, sizeof(rate));
+  EXPECT_GE(rate, uint64_t{1} << 40);  // bytes/s: above 8 Tbit/s, so the congestion control sets the rate
+  EXPECT_NE(rate, ~uint64_t{0});       // "no limit" would leave pacing off
+  EXPECT_NE(r.Describe().find(", paced"), std::string::npos) << r.Describe();
+
+  Sock plain;
+  const TcpTuningResult p = ApplyTcpTuning(plain.fd, TcpTuning{"system", milliseconds(0), false});
+  EXPECT_FALSE(p.paced);
+  rate = 0;
+  len = sizeof(rate);
+  ASSERT_EQ(getsockopt(plain.fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, &len), 0);
+  EXPECT_EQ(rate, ~uint64_t{0});
+  EXPECT_EQ(p.Describe().find("paced"), std::string::npos) << p.Describe();
 }
 
 // The floor must not fall below the pause between two operations (about a

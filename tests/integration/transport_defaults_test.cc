@@ -3,8 +3,9 @@
 // same streams and piece size from the reducer list, so a session forms and
 // its results are right; the send window starts at 4 pieces and only grows
 // from there; the I/O threads follow the machine (loopback reports no speed,
-// so the cores decide, at most one per stream) and the log says why;
-// settings given explicitly are used as given.
+// so the cores decide, at most one per stream) and the log says why; TCP
+// pacing stays off for a job this small; settings given explicitly are used
+// as given, pacing included.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -68,6 +69,7 @@ TEST(TransportDefaults, UnsetSettingsAreChosenAlikeOnEveryRank) {
   // At least 4 pieces (more only where TCP measured a long path).
   EXPECT_GE(st.send_window_min, 4 * client::AutoPieceBytes(2));
   EXPECT_LE(st.send_window_max, client::kMaxAutoWindow);
+  EXPECT_FALSE(st.tcp_paced) << "3 ranks: a reducer hears 3 streams, below the 16 that turn pacing on";
 }
 
 TEST(TransportDefaults, ExplicitSettingsWin) {
@@ -81,6 +83,7 @@ TEST(TransportDefaults, ExplicitSettingsWin) {
         o->max_piece_bytes = 96 << 10;
         o->send_window_bytes = 0;  // no limit
         o->io_threads = 3;
+        o->tcp_pacing = true;  // 3 ranks would leave it off
       },
       1'000'003);
   EXPECT_EQ(st.streams_per_reducer, 2);
@@ -88,6 +91,7 @@ TEST(TransportDefaults, ExplicitSettingsWin) {
   EXPECT_EQ(st.piece_bytes, size_t{96} << 10);
   EXPECT_EQ(st.send_window_min, 0u);
   EXPECT_EQ(st.send_window_max, 0u);
+  EXPECT_TRUE(st.tcp_paced);  // and the results are right (RunOnce), paced
 }
 
 }  // namespace

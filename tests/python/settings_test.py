@@ -63,12 +63,14 @@ class SettingsTest(unittest.TestCase):
 
     def test_tcp_congestion_and_rto_floor_are_settings(self):
         names = [n for n, _, _ in rs.variables()]
-        for n in ("REDUCER_TCP_CONGESTION", "REDUCER_TCP_RTO_MIN"):
+        for n in ("REDUCER_TCP_CONGESTION", "REDUCER_TCP_RTO_MIN", "REDUCER_TCP_PACING"):
             self.assertIn(n, names)
+        self.settings_error(["REDUCER_TCP_PACING", "'yes'", "auto, 1, 0"], addrs=self.addr, tcp_pacing="yes",
+                            **self.base)
         self.settings_error(["REDUCER_TCP_CONGESTION", "'cubic reno'"], addrs=self.addr,
                             tcp_congestion="cubic reno", **self.base)
         self.settings_error(["REDUCER_TCP_RTO_MIN", "200ms"], addrs=self.addr, tcp_rto_min="1s", **self.base)
-        self.connect_error(addrs=self.addr, tcp_congestion="reno", tcp_rto_min="0", **self.base)
+        self.connect_error(addrs=self.addr, tcp_congestion="reno", tcp_rto_min="0", tcp_pacing="1", **self.base)
 
     def test_variables_are_the_plugins_plus_rank_world_session(self):
         names = [n for n, _, _ in rs.variables()]

@@ -31,6 +31,7 @@ inline std::map<std::string, std::string> ClientSettingsSample() {
       {"REDUCER_WIRE_DTYPE", "bfloat16"}, {"REDUCER_FAILOVER", "0"},
       {"REDUCER_MIN_REDUCERS", "2"},     {"REDUCER_RETENTION", "64MiB"},
       {"REDUCER_TCP_CONGESTION", "reno"}, {"REDUCER_TCP_RTO_MIN", "20ms"},
+      {"REDUCER_TCP_PACING", "1"},
   };
 }
 
@@ -52,6 +53,7 @@ inline void ExpectClientSettingsSample(const client::ClientOptions& o) {
   EXPECT_EQ(o.retention_bytes, size_t{64} << 20);
   EXPECT_EQ(o.tcp.congestion, "reno");
   EXPECT_EQ(o.tcp.rto_min, std::chrono::milliseconds(20));
+  EXPECT_EQ(o.tcp_pacing, true);
 }
 
 }  // namespace rs::testing
