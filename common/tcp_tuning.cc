@@ -136,6 +136,7 @@ void ApplyPacing(int fd, bool pacing, TcpTuningResult* out) {
     return;
   }
   out->pacing_note = std::string("SO_MAX_PACING_RATE refused: ") + std::strerror(errno);
+  out->refused = true;  // incast goes unchecked: a warning
 }
 
 std::string FormatFloor(std::chrono::microseconds us) {

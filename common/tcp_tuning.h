@@ -73,8 +73,8 @@ struct TcpTuningResult {
   std::string rto_note;      // why the kernel's floor applies, when asked otherwise
   bool paced = false;        // pacing was asked and is on
   std::string pacing_note;   // why not, when pacing was asked and refused
-  // An algorithm named in the setting (or, for auto, both cubic and reno)
-  // was refused: worth a warning, not a notice.
+  // An algorithm named in the setting (or, for auto, both cubic and reno),
+  // or pacing, was refused: worth a warning, not a notice.
   bool refused = false;
 
   // One line for the log: "TCP on the data plane: congestion control cubic

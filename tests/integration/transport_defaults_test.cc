@@ -4,8 +4,9 @@
 // its results are right; the send window starts at 4 pieces and only grows
 // from there; the I/O threads follow the machine (loopback reports no speed,
 // so the cores decide, at most one per stream) and the log says why; TCP
-// pacing stays off for a job this small; settings given explicitly are used
-// as given, pacing included.
+// pacing stays off for a job this small and comes on, saying why, when
+// enough streams meet at a reducer; settings given explicitly are used as
+// given, pacing included.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -70,6 +71,33 @@ TEST(TransportDefaults, UnsetSettingsAreChosenAlikeOnEveryRank) {
   EXPECT_GE(st.send_window_min, 4 * client::AutoPieceBytes(2));
   EXPECT_LE(st.send_window_max, client::kMaxAutoWindow);
   EXPECT_FALSE(st.tcp_paced) << "3 ranks: a reducer hears 3 streams, below the 16 that turn pacing on";
+}
+
+// 3 ranks with 6 streams each: every reducer hears 18 streams, so pacing
+// comes on by itself, each rank says so once and why, and the results are
+// right.
+TEST(TransportDefaults, ManyStreamsIntoAReducerArePacedAndTheLogSaysWhy) {
+  ReducerProcess a, b;
+  ASSERT_TRUE(a.ok()) << a.Log();
+  ASSERT_TRUE(b.ok()) << b.Log();
+  std::mutex mu;
+  std::vector<std::string> pacing_lines;
+  const client::ClientStats st = RunOnce(
+      {a.endpoint(), b.endpoint()}, "transport-paced",
+      [&](client::ClientOptions* o) {
+        o->streams_per_reducer = 6;
+        o->log = [&](client::LogLevel, const std::string& line) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (line.find("TCP pacing") != std::string::npos) pacing_lines.push_back(line);
+        };
+      },
+      1'000'003);
+  ASSERT_TRUE(client::AutoTcpPacing(kTransportWorld, 6));
+  EXPECT_TRUE(st.tcp_paced);
+  ASSERT_EQ(pacing_lines.size(), kTransportWorld) << "one line per rank";
+  EXPECT_NE(pacing_lines[0].find("automatic: each reducer hears 18 streams, at least 16"), std::string::npos)
+      << pacing_lines[0];
+  EXPECT_NE(pacing_lines[0].find("REDUCER_TCP_PACING=0"), std::string::npos) << pacing_lines[0];
 }
 
 TEST(TransportDefaults, ExplicitSettingsWin) {
