@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "client/transport_plan.h"
 #include "common/host_capacity.h"
@@ -43,21 +45,37 @@ client::ClientStats RunOnce(const std::vector<client::Endpoint>& reducers, const
   return stats;
 }
 
+// The lines of every rank's log that contain `wanted`, gathered while the
+// ranks run.
+class LinesWith {
+ public:
+  explicit LinesWith(std::string wanted) : wanted_(std::move(wanted)) {}
+  void Attach(client::ClientOptions* o) {
+    o->log = [this](client::LogLevel, const std::string& line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (line.find(wanted_) != std::string::npos) lines_.push_back(line);
+    };
+  }
+  std::vector<std::string> lines() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lines_;
+  }
+
+ private:
+  const std::string wanted_;
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
 TEST(TransportDefaults, UnsetSettingsAreChosenAlikeOnEveryRank) {
   ReducerProcess a, b;
   ASSERT_TRUE(a.ok()) << a.Log();
   ASSERT_TRUE(b.ok()) << b.Log();
-  std::mutex mu;
-  std::vector<std::string> thread_lines;
+  LinesWith threads("I/O thread");
   const client::ClientStats st = RunOnce(
-      {a.endpoint(), b.endpoint()}, "transport-auto",
-      [&](client::ClientOptions* o) {
-        o->log = [&](client::LogLevel, const std::string& line) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (line.find("I/O thread") != std::string::npos) thread_lines.push_back(line);
-        };
-      },
+      {a.endpoint(), b.endpoint()}, "transport-auto", [&](client::ClientOptions* o) { threads.Attach(o); },
       3'000'001);
+  const std::vector<std::string> thread_lines = threads.lines();
   EXPECT_EQ(st.streams_per_reducer, client::AutoStreams(2));
   HostCapacity loopback;
   loopback.cores = UsableCores();
@@ -80,18 +98,15 @@ TEST(TransportDefaults, ManyStreamsIntoAReducerArePacedAndTheLogSaysWhy) {
   ReducerProcess a, b;
   ASSERT_TRUE(a.ok()) << a.Log();
   ASSERT_TRUE(b.ok()) << b.Log();
-  std::mutex mu;
-  std::vector<std::string> pacing_lines;
+  LinesWith pacing("TCP pacing");
   const client::ClientStats st = RunOnce(
       {a.endpoint(), b.endpoint()}, "transport-paced",
       [&](client::ClientOptions* o) {
         o->streams_per_reducer = 6;
-        o->log = [&](client::LogLevel, const std::string& line) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (line.find("TCP pacing") != std::string::npos) pacing_lines.push_back(line);
-        };
+        pacing.Attach(o);
       },
       1'000'003);
+  const std::vector<std::string> pacing_lines = pacing.lines();
   ASSERT_TRUE(client::AutoTcpPacing(kTransportWorld, 6));
   EXPECT_TRUE(st.tcp_paced);
   ASSERT_EQ(pacing_lines.size(), kTransportWorld) << "one line per rank";
