@@ -17,9 +17,10 @@
 // (16 and more) sent each congestion window as one burst at the line rate,
 // all at once, and the switch's port towards the reducer dropped what its
 // buffer could not hold (docs/performance.md, "Sixteen workers: incast").
-// Paced, TCP spreads each window over the round trip. Only the rate limit
-// (SO_MAX_PACING_RATE) turns the kernel's own pacing on without the fq
-// qdisc; a limit no link reaches leaves the rate to the congestion control.
+// Paced, TCP spreads each window over the round trip. Without the fq qdisc,
+// a socket's pacing rate limit (SO_MAX_PACING_RATE) is what turns the
+// kernel's own pacing on; a limit no link reaches leaves the rate to the
+// congestion control.
 //
 // Every choice here is per socket and needs no privilege: a process may
 // always pick reno and any algorithm the host allows
