@@ -156,9 +156,12 @@ class Report {
 // path, so it is reported as the streams' range at the end of the run.
 void PrintTransport(const client::ClientStats& st) {
   auto window = [](size_t w) { return w ? FormatBytes(w) : std::string("unlimited"); };
-  std::printf("# Transport      : %d I/O thread(s), %d stream(s) per reducer, pieces of %s, send window %s",
-              st.io_threads, st.streams_per_reducer, FormatBytes(st.piece_bytes).c_str(),
-              window(st.send_window_min).c_str());
+  std::printf("# Transport      : %d I/O thread(s), %d stream(s) per reducer, pieces of %s", st.io_threads,
+              st.streams_per_reducer, FormatBytes(st.piece_bytes).c_str());
+  if (st.min_piece_bytes < st.piece_bytes) {
+    std::printf(" (small operations down to %s)", FormatBytes(st.min_piece_bytes).c_str());
+  }
+  std::printf(", send window %s", window(st.send_window_min).c_str());
   if (st.send_window_max != st.send_window_min) std::printf(" to %s", window(st.send_window_max).c_str());
   std::printf(", TCP %s\n", st.tcp_paced ? "paced" : "not paced");
   // Rank 0's streams only: a buffer ceiling below the path's bandwidth-delay

@@ -73,7 +73,9 @@ struct ClientOptions {
   // the automatic one depends only on the number of reducers.
   std::optional<size_t> max_piece_bytes;
   // Below this an operation is not split further to reach every reducer.
-  size_t min_piece_bytes = kDefaultMinPiece.value;
+  // Must be the same on every rank; unset: 256 KiB / world, 4 KiB to 64 KiB
+  // (transport_plan.h), which every rank derives alike.
+  std::optional<size_t> min_piece_bytes;
   // Connecting, authenticating and waiting for every rank to join.
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout.value;
   // The start-up grace: a reducer that refuses the connection (nothing
@@ -175,6 +177,7 @@ struct ClientStats {
   int streams_per_reducer = 0;
   int io_threads = 0;
   size_t piece_bytes = 0;
+  size_t min_piece_bytes = 0;       // small operations are cut down to this to reach more reducers
   size_t send_window_min = 0;       // the streams' send windows now (0: no limit)
   size_t send_window_max = 0;
   bool tcp_paced = false;           // pacing asked for the streams (REDUCER_TCP_PACING or automatic)

@@ -19,7 +19,6 @@
 
 namespace rs::client {
 
-inline constexpr Default<uint64_t> kDefaultMinPiece{uint64_t{64} << 10, "64KiB"};
 inline constexpr Default<uint64_t> kDefaultRetention{uint64_t{256} << 20, "256MiB"};
 inline constexpr Default<std::chrono::milliseconds> kDefaultConnectTimeout{std::chrono::seconds(60), "60s"};
 inline constexpr Default<std::chrono::milliseconds> kDefaultOpTimeout{std::chrono::seconds(90), "90s"};

@@ -68,6 +68,13 @@ Status ClientImpl::Connect() {
   const uint32_t reducers = static_cast<uint32_t>(opts_.reducers.size());
   streams_ = opts_.streams_per_reducer.value_or(AutoStreams(reducers));
   piece_request_ = opts_.max_piece_bytes.value_or(AutoPieceBytes(reducers));
+  min_piece_ = opts_.min_piece_bytes.value_or(AutoMinPieceBytes(opts_.world));
+  if (min_piece_ < 1) return Status(Code::kInvalidArgument, "the smallest piece must be at least 1 byte");
+  if (!opts_.min_piece_bytes && min_piece_ < (size_t{64} << 10)) {
+    Log(LogLevel::kInfo, "small all-reduces are cut into pieces down to " + FormatBytes(min_piece_) +
+                             " to reach more reducers (automatic: 256 KiB / " + std::to_string(opts_.world) +
+                             " ranks; REDUCER_MIN_PIECE sets it)");
+  }
   if (streams_ < 1 || streams_ > protocol::kMaxStreams) {
     return Status(Code::kInvalidArgument,
                   "streams per reducer must be 1 to " + std::to_string(protocol::kMaxStreams));
@@ -289,6 +296,7 @@ ClientStats ClientImpl::stats() const {
   out.streams_per_reducer = streams_;
   out.io_threads = static_cast<int>(contexts_.size());
   out.piece_bytes = piece_bytes_;
+  out.min_piece_bytes = min_piece_;
   out.tcp_paced = tcp_pacing_;
   for (const Slot& slot : slots_) {
     for (const auto& stream : slot.streams) {
@@ -316,7 +324,7 @@ std::vector<protocol::PieceSpan> ClientImpl::PartitionLocked(uint64_t seq, uint6
   params.count = count;
   params.elem_size = DataTypeSize(dtype);
   params.max_piece_bytes = piece_bytes_;
-  params.min_piece_bytes = opts_.min_piece_bytes;
+  params.min_piece_bytes = min_piece_;
   params.reducers = static_cast<uint32_t>(live.size());
   params.streams = static_cast<uint32_t>(streams_);
   params.seq = seq;

@@ -133,6 +133,7 @@ class ClientImpl final : public Client, public StreamOwner {
   size_t piece_bytes_ = 0;   // fixed once ready
   int streams_ = 1;          // per reducer: the user's or the automatic one, set by Connect
   size_t piece_request_ = 0; // the user's piece size or the automatic one, set by Connect
+  size_t min_piece_ = 0;     // the user's smallest piece or the automatic one, set by Connect
   bool tcp_pacing_ = false;  // the user's or the automatic choice, set by Connect
 
   mutable Mutex mu_;

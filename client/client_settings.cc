@@ -44,7 +44,7 @@ Status MaxPiece(const Settings& s, ClientOptions* o) {
   return SizeIfSet(s, kMaxPiece, kMinMaxPieceBytes, kGiB, &o->max_piece_bytes);
 }
 Status MinPiece(const Settings& s, ClientOptions* o) {
-  return Assign(s.Size(kMinPiece, 1, kGiB), &o->min_piece_bytes);
+  return SizeIfSet(s, kMinPiece, 1, kGiB, &o->min_piece_bytes);
 }
 Status SendWindow(const Settings& s, ClientOptions* o) {
   return SizeIfSet(s, kSendWindow, 0, kTiB, &o->send_window_bytes);
@@ -123,8 +123,11 @@ const std::vector<ClientSetting>& ClientSettings() {
              "Largest piece of an all-reduce sent to one reducer (4KiB-1GiB); the same on every rank",
              {{"--piece-bytes", ""}}, {{"REDUCER_PIECE_BYTES", ""}}),
        MaxPiece},
-      {Entry(kMinPiece, "SIZE", kDefaultMinPiece.text, "",
-             "Below this an all-reduce is not split further to reach every reducer", {},
+      {Entry(kMinPiece, "SIZE", "", "auto: 256KiB / ranks, 4KiB-64KiB",
+             "Below this an all-reduce is not split further to reach every reducer; the same on every rank. "
+             "Unset: 256KiB / ranks (whole 4KiB pages, 4KiB to 64KiB), so that each reducer's share of a piece "
+             "from every rank stays at 256KiB and small all-reduces of many ranks reach many reducers",
+             {},
              {{"REDUCER_MIN_PIECE_BYTES", ""}}),
        MinPiece},
       {Entry(kSendWindow, "SIZE", "", "auto: 4 pieces or 2 pieces + 2 x BDP",

@@ -13,6 +13,12 @@ size_t AutoPieceBytes(uint32_t reducers) {
   return std::clamp<size_t>(per_reducer, 64 << 10, kRound);
 }
 
+size_t AutoMinPieceBytes(uint32_t world) {
+  constexpr size_t kPage = 4 << 10;
+  const size_t per_rank = kReducerShareFloor / std::max<uint32_t>(world, 1) / kPage * kPage;
+  return std::clamp<size_t>(per_rank, kPage, 64 << 10);
+}
+
 bool AutoTcpPacing(uint32_t world, int streams_per_reducer) {
   return uint64_t{world} * static_cast<uint64_t>(std::max(streams_per_reducer, 1)) >= kPacedFanIn;
 }

@@ -34,6 +34,20 @@ int AutoStreams(uint32_t reducers);
 // operations still get several pieces per reducer.
 size_t AutoPieceBytes(uint32_t reducers);
 
+// The smallest piece an operation is cut into to reach more reducers
+// (REDUCER_MIN_PIECE unset): 256 KiB / world, whole 4 KiB pages, 4 KiB to
+// 64 KiB. A reducer takes in one piece from every rank, so a piece of P costs
+// its link W x P while the rank's link carries only P: with 64 KiB pieces a
+// 256 KiB operation of 16 ranks went to 4 reducers of 16, each taking in
+// 1 MiB, and took 4 x its time spread over all 16 (docs/performance.md,
+// "Small operations on many ranks"). The floor keeps each reducer's share
+// of a piece (W x P) at 256 KiB, what 4 ranks always had; where the links
+// are not the bound (one host's loopback) smaller pieces only cost system
+// calls and wake-ups. Depends only on the world size, which every rank
+// shares, as the partition must.
+inline constexpr size_t kReducerShareFloor = 256 << 10;
+size_t AutoMinPieceBytes(uint32_t world);
+
 // What the kernel measured on one stream (0: not known yet).
 struct PathSample {
   std::chrono::microseconds min_rtt{0};  // tcpi_min_rtt

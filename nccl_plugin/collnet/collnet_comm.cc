@@ -160,7 +160,7 @@ void ConfigDigest(const CollNetConfig& config, uint8_t out[16]) {
   // 0: automatic, which every rank derives from the same reducer list.
   text += "|" + std::to_string(config.client.streams_per_reducer.value_or(0)) + "|" +
           std::to_string(config.client.max_piece_bytes.value_or(0)) + "|" +
-          std::to_string(config.client.min_piece_bytes);
+          std::to_string(config.client.min_piece_bytes.value_or(0));
   uint8_t digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
   std::memcpy(out, digest, 16);

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "protocol/partition.h"
+
 namespace rs::client {
 namespace {
 
@@ -51,6 +55,44 @@ TEST(TransportPlan, PieceSizeIsWholePagesAndDependsOnlyOnTheReducerCount) {
       EXPECT_LE(p, AutoPieceBytes(r - 1)) << r;
     }
   }
+}
+
+// A reducer takes in one piece from every rank, so the smallest piece
+// shrinks as the ranks grow: each reducer's share of a piece (ranks x
+// piece) stays at 256 KiB, what 4 ranks always had with 64 KiB.
+TEST(TransportPlan, SmallestPieceShrinksWithTheRanks) {
+  EXPECT_EQ(AutoMinPieceBytes(1), 64 * kKiB);
+  EXPECT_EQ(AutoMinPieceBytes(4), 64 * kKiB);  // as before for 4 ranks and fewer
+  EXPECT_EQ(AutoMinPieceBytes(5), 48 * kKiB);  // 51.2 KiB, in whole pages
+  EXPECT_EQ(AutoMinPieceBytes(8), 32 * kKiB);
+  EXPECT_EQ(AutoMinPieceBytes(16), 16 * kKiB);
+  EXPECT_EQ(AutoMinPieceBytes(64), 4 * kKiB);
+  EXPECT_EQ(AutoMinPieceBytes(1000), 4 * kKiB);  // never below a page
+  EXPECT_EQ(AutoMinPieceBytes(0), 64 * kKiB);    // defensive: treated as one
+  for (uint32_t w = 2; w <= 300; ++w) {
+    const size_t p = AutoMinPieceBytes(w);
+    EXPECT_EQ(p % (4 * kKiB), 0u) << w;
+    EXPECT_LE(p, AutoMinPieceBytes(w - 1)) << w;
+    if (p > 4 * kKiB) {
+      EXPECT_LE(w * p, kReducerShareFloor) << w;
+    }
+  }
+}
+
+// What it is for: 16 ranks' 256 KiB all-reduce over 16 reducers reaches
+// every reducer (each takes in 16 x 16 KiB); with 64 KiB pieces it went to 4
+// of them, each taking in 1 MiB.
+TEST(TransportPlan, SixteenRanksSmallAllReduceReachesEveryReducer) {
+  auto reducers_used = [](size_t min_piece) {
+    const protocol::PartitionParams p{.count = 256 * kKiB / 4, .elem_size = 4,
+                                      .max_piece_bytes = AutoPieceBytes(16), .min_piece_bytes = min_piece,
+                                      .reducers = 16, .streams = 1, .seq = 3};
+    std::set<uint32_t> used;
+    for (const protocol::PieceSpan& s : protocol::Partition(p)) used.insert(s.reducer);
+    return used.size();
+  };
+  EXPECT_EQ(reducers_used(AutoMinPieceBytes(16)), 16u);
+  EXPECT_EQ(reducers_used(64 * kKiB), 4u);
 }
 
 TEST(TransportPlan, WindowIsFourPiecesWhenThePathIsShortOrUnknown) {

@@ -6,7 +6,8 @@
 // so the cores decide, at most one per stream) and the log says why; TCP
 // pacing stays off for a job this small and comes on, saying why, when
 // enough streams meet at a reducer; settings given explicitly are used as
-// given, pacing included.
+// given, pacing included; a job of many ranks cuts its small all-reduces
+// into smaller pieces, saying so, and they still sum right.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -26,13 +27,14 @@ constexpr uint32_t kTransportWorld = 3;
 // Runs one float32 sum of `count` elements on every rank and checks it;
 // returns rank 0's stats afterwards.
 client::ClientStats RunOnce(const std::vector<client::Endpoint>& reducers, const std::string& session,
-                            const std::function<void(client::ClientOptions*)>& tweak, size_t count) {
+                            const std::function<void(client::ClientOptions*)>& tweak, size_t count,
+                            uint32_t world = kTransportWorld) {
   std::vector<std::vector<uint8_t>> inputs;
-  for (uint32_t r = 0; r < kTransportWorld; ++r) inputs.push_back(RandomInput(DataType::kFloat32, count, 40 + r));
+  for (uint32_t r = 0; r < world; ++r) inputs.push_back(RandomInput(DataType::kFloat32, count, 40 + r));
   const auto want = RankOrderReference(DataType::kFloat32, ReduceOp::kSum, count, inputs);
   client::ClientStats stats;
-  RunRanks(kTransportWorld, [&](uint32_t rank) {
-    client::ClientOptions o = Options(reducers, session, rank, kTransportWorld, "");
+  RunRanks(world, [&](uint32_t rank) {
+    client::ClientOptions o = Options(reducers, session, rank, world, "");
     tweak(&o);
     auto c = client::Client::Create(std::move(o));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -115,6 +117,33 @@ TEST(TransportDefaults, ManyStreamsIntoAReducerArePacedAndTheLogSaysWhy) {
   EXPECT_NE(pacing_lines[0].find("REDUCER_TCP_PACING=0"), std::string::npos) << pacing_lines[0];
 }
 
+// 8 ranks: the smallest piece is 256 KiB / 8 = 32 KiB instead of 64 KiB, so
+// a 128 KiB all-reduce reaches all 4 reducers, not 2; each rank says so once
+// and why, and the sum is right. 3 ranks keep 64 KiB and say nothing.
+TEST(TransportDefaults, SmallAllReducesOfManyRanksReachMoreReducers) {
+  constexpr uint32_t kWorld = 8;
+  ReducerProcess a, b, c, d;
+  for (const ReducerProcess* r : {&a, &b, &c, &d}) ASSERT_TRUE(r->ok()) << r->Log();
+  const std::vector<client::Endpoint> reducers = {a.endpoint(), b.endpoint(), c.endpoint(), d.endpoint()};
+  LinesWith pieces("small all-reduces");
+  const client::ClientStats st = RunOnce(
+      reducers, "transport-small-pieces", [&](client::ClientOptions* o) { pieces.Attach(o); }, (128 << 10) / 4,
+      kWorld);
+  const std::vector<std::string> piece_lines = pieces.lines();
+  EXPECT_EQ(st.min_piece_bytes, size_t{32} << 10);
+  ASSERT_EQ(piece_lines.size(), kWorld) << "one line per rank";
+  EXPECT_NE(piece_lines[0].find("pieces down to 32 KiB to reach more reducers (automatic: 256 KiB / 8 ranks"),
+            std::string::npos)
+      << piece_lines[0];
+  EXPECT_NE(piece_lines[0].find("REDUCER_MIN_PIECE"), std::string::npos) << piece_lines[0];
+
+  LinesWith quiet("small all-reduces");
+  const client::ClientStats few = RunOnce(
+      reducers, "transport-small-pieces-3", [&](client::ClientOptions* o) { quiet.Attach(o); }, (128 << 10) / 4);
+  EXPECT_EQ(few.min_piece_bytes, size_t{64} << 10);
+  EXPECT_TRUE(quiet.lines().empty()) << quiet.lines()[0];
+}
+
 TEST(TransportDefaults, ExplicitSettingsWin) {
   ReducerProcess a, b;
   ASSERT_TRUE(a.ok()) << a.Log();
@@ -127,11 +156,13 @@ TEST(TransportDefaults, ExplicitSettingsWin) {
         o->send_window_bytes = 0;  // no limit
         o->io_threads = 3;
         o->tcp_pacing = true;  // 3 ranks would leave it off
+        o->min_piece_bytes = 8 << 10;
       },
       1'000'003);
   EXPECT_EQ(st.streams_per_reducer, 2);
   EXPECT_EQ(st.io_threads, 3);
   EXPECT_EQ(st.piece_bytes, size_t{96} << 10);
+  EXPECT_EQ(st.min_piece_bytes, size_t{8} << 10);
   EXPECT_EQ(st.send_window_min, 0u);
   EXPECT_EQ(st.send_window_max, 0u);
   EXPECT_TRUE(st.tcp_paced);  // and the results are right (RunOnce), paced

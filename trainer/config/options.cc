@@ -230,7 +230,7 @@ std::string TrainOptions::AgreedSettings() const {
       // compare across ranks: caught here, by name, before any traffic.
       "streams=" + (client.streams_per_reducer ? std::to_string(*client.streams_per_reducer) : std::string("auto")),
       "max_piece=" + (client.max_piece_bytes ? std::to_string(*client.max_piece_bytes) : std::string("auto")) +
-          " min_piece=" + std::to_string(client.min_piece_bytes),
+          " min_piece=" + (client.min_piece_bytes ? std::to_string(*client.min_piece_bytes) : std::string("auto")),
       "failover=" + std::to_string(client.failover) + " min_reducers=" + std::to_string(client.min_reducers),
       "crc=" + std::to_string(client.crc),
       "wire_dtype=" + std::string(protocol::WireTypeName(client.wire_dtype)),

@@ -84,7 +84,7 @@ TEST(EnvRegistry, MarkdownTableListsEveryVariableWithDefault) {
   for (const SettingInfo& v : PluginSettings()) {
     EXPECT_NE(table.find("| `" + v.env + "` |"), std::string::npos) << v.env;
   }
-  EXPECT_NE(table.find("| `REDUCER_MIN_PIECE` | `64KiB` |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `REDUCER_RETENTION` | `256MiB` |"), std::string::npos) << table;
   EXPECT_NE(table.find("| `REDUCER_MAX_PIECE` | (unset) |"), std::string::npos) << table;
   EXPECT_NE(table.find("Deprecated old name: `REDUCER_OP_TIMEOUT_MS`"), std::string::npos) << table;
 }
@@ -96,7 +96,7 @@ TEST(EnvRegistry, SizesAndDurationsTakeUnits) {
             120'000);
   // The defaults are written the same way.
   Env defaults = EnvOf({});
-  EXPECT_EQ(*defaults.GetSize(setting::kMinPiece, 1, 1 << 30), 64u << 10);
+  EXPECT_EQ(*defaults.GetSize(setting::kRetention, 1, uint64_t{1} << 40), uint64_t{256} << 20);
   EXPECT_EQ(defaults.GetDuration(setting::kConnectTimeout, std::chrono::milliseconds(1), std::chrono::hours(24))
                 ->count(),
             60'000);

@@ -201,7 +201,7 @@ TEST_F(OptionsTest, TheClientAndReliabilitySettingsHaveTheirDefaults) {
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_FALSE(o->client.streams_per_reducer.has_value()) << "unset: the client chooses";
   EXPECT_FALSE(o->client.max_piece_bytes.has_value());
-  EXPECT_EQ(o->client.min_piece_bytes, 64u << 10);
+  EXPECT_FALSE(o->client.min_piece_bytes.has_value()) << "unset: the client chooses from the world size";
   EXPECT_FALSE(o->client.send_window_bytes.has_value());
   EXPECT_FALSE(o->client.write_slice_bytes.has_value());
   EXPECT_EQ(o->client.op_timeout, std::chrono::seconds(90));
@@ -330,7 +330,7 @@ TEST_F(OptionsTest, AgreedSettingsCoverWhatRanksMustShare) {
   auto f = Parse({"--batch", "8", "--crc", "1"});
   ASSERT_TRUE(d.ok() && e.ok() && f.ok());
   EXPECT_NE(d->AgreedSettings().find("failover=0 min_reducers=1\n"), std::string::npos) << d->AgreedSettings();
-  EXPECT_NE(e->AgreedSettings().find("max_piece=524288 min_piece=65536\n"), std::string::npos) << e->AgreedSettings();
+  EXPECT_NE(e->AgreedSettings().find("max_piece=524288 min_piece=auto\n"), std::string::npos) << e->AgreedSettings();
   for (const auto* other : {&d, &e, &f}) EXPECT_NE(a->AgreedSettings(), (*other)->AgreedSettings());
   // Only this rank's own resources: may differ.
   auto g = Parse({"--batch", "8", "--retention", "64MiB", "--io-threads", "2", "--op-timeout", "3m"});
