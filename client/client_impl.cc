@@ -70,7 +70,7 @@ Status ClientImpl::Connect() {
   piece_request_ = opts_.max_piece_bytes.value_or(AutoPieceBytes(reducers));
   min_piece_ = opts_.min_piece_bytes.value_or(AutoMinPieceBytes(opts_.world));
   if (min_piece_ < 1) return Status(Code::kInvalidArgument, "the smallest piece must be at least 1 byte");
-  if (!opts_.min_piece_bytes && min_piece_ < (size_t{64} << 10)) {
+  if (!opts_.min_piece_bytes && min_piece_ < kMaxAutoMinPiece) {
     Log(LogLevel::kInfo, "small all-reduces are cut into pieces down to " + FormatBytes(min_piece_) +
                              " to reach more reducers (automatic: 256 KiB / " + std::to_string(opts_.world) +
                              " ranks; REDUCER_MIN_PIECE sets it)");

@@ -16,7 +16,7 @@ size_t AutoPieceBytes(uint32_t reducers) {
 size_t AutoMinPieceBytes(uint32_t world) {
   constexpr size_t kPage = 4 << 10;
   const size_t per_rank = kReducerShareFloor / std::max<uint32_t>(world, 1) / kPage * kPage;
-  return std::clamp<size_t>(per_rank, kPage, 64 << 10);
+  return std::clamp<size_t>(per_rank, kPage, kMaxAutoMinPiece);
 }
 
 bool AutoTcpPacing(uint32_t world, int streams_per_reducer) {

@@ -46,6 +46,7 @@ size_t AutoPieceBytes(uint32_t reducers);
 // calls and wake-ups. Depends only on the world size, which every rank
 // shares, as the partition must.
 inline constexpr size_t kReducerShareFloor = 256 << 10;
+inline constexpr size_t kMaxAutoMinPiece = 64 << 10;  // 4 ranks or fewer, and every job before
 size_t AutoMinPieceBytes(uint32_t world);
 
 // What the kernel measured on one stream (0: not known yet).
