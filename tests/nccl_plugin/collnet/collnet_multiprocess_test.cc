@@ -48,6 +48,9 @@ void PrintTo(const Layout& layout, std::ostream* os) { *os << layout.name; }
 
 // 4 nodes of one GPU each: the handle order is the node order.
 const Layout kFourSingle{"FourNodesOneGpuEach", {0, 1, 2, 3}, {0, 1, 2, 3}};
+// 8 nodes of one GPU each: the client's automatic smallest piece is 32 KiB
+// there (256 KiB / 8 nodes), so NCCL's 64 KiB chunks go as two pieces.
+const Layout kEightSingle{"EightNodesOneGpuEach", {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}};
 // 2 nodes of 4 GPUs, ranks interleaved; node 0's head is its highest rank.
 const Layout kTwoByFour{"TwoNodesFourGpusInterleaved", {0, 1, 1, 0, 0, 1, 1, 0}, {7, 2}};
 // 3 nodes of 3 GPUs, host labels not in node order, no head on a lowest rank.
@@ -290,7 +293,8 @@ TEST_F(CollNetTest, TraceDirectoryThatCannotBeWrittenIsNamedAndTheJobGoesOn) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, CollNetAllReduceTest,
-    ::testing::Values(std::make_tuple(11, kFourSingle), std::make_tuple(11, kTwoByFour),
+    ::testing::Values(std::make_tuple(11, kFourSingle), std::make_tuple(11, kEightSingle),
+                      std::make_tuple(11, kTwoByFour),
                       std::make_tuple(11, kThreeByThree), std::make_tuple(7, kThreeByThree),
                       // NCCL 2.13 - 2.18 (v6) and 2.12 (v5)
                       std::make_tuple(6, kThreeByThree), std::make_tuple(5, kFourSingle)),
