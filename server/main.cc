@@ -97,7 +97,12 @@ int main(int argc, char** argv) {
   }
   spdlog::info("data plane: {}", cfg.tls ? rs::DataTls::Describe()
                                          : "plain TCP (keep it on a private network, or start with --tls)");
-  std::string parts = cfg.result_part_bytes == 0 ? "off" : rs::FormatBytes(cfg.result_part_bytes);
+  std::string parts = !cfg.result_part_bytes ? fmt::format("automatic ({} / a session's ranks, {} to {})",
+                                                           rs::FormatBytes(rs::server::kResultPartShare),
+                                                           rs::FormatBytes(rs::server::kMinAutoResultPart),
+                                                           rs::FormatBytes(rs::server::kMaxAutoResultPart))
+                      : *cfg.result_part_bytes == 0 ? "off"
+                                                    : rs::FormatBytes(*cfg.result_part_bytes);
   if (cfg.result_part_bytes != 0 && cfg.whole_pieces_from != 0) {
     parts += " (whole pieces from " + std::to_string(cfg.whole_pieces_from) + " pieces per worker on paths up to " +
              std::to_string(rs::server::kWholePiecesMaxRtt.count() / 1000) + " ms)";

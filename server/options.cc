@@ -146,7 +146,9 @@ StatusOr<Options> Validate(const Settings& s) {
   RS_RETURN_IF_ERROR(Assign(s.Size(setting::kMemoryLimit, 0, kNoLimit), &out.net.memory_limit));
   RS_RETURN_IF_ERROR(Assign(s.Size(setting::kMaxPiece, kMinPieceBytes, kNoLimit), &out.net.max_piece_bytes));
   RS_RETURN_IF_ERROR(Assign(s.Int(setting::kCrc, 0, 1), &out.net.crc));
-  RS_RETURN_IF_ERROR(Assign(s.Size(setting::kResultPart, 0, kNoLimit), &out.net.result_part_bytes));
+  if (s.IsSet(setting::kResultPart)) {
+    RS_RETURN_IF_ERROR(Assign(s.Size(setting::kResultPart, 0, kNoLimit), &out.net.result_part_bytes));
+  }
   RS_RETURN_IF_ERROR(Assign(s.Int(setting::kWholePiecesFrom, 0, 1 << 20), &out.net.whole_pieces_from));
   out.net.tcp.congestion = s.Get(setting::kTcpCongestion).text;
   RS_RETURN_IF_ERROR(ValidateTcpCongestion(s.Get(setting::kTcpCongestion).source, out.net.tcp.congestion));

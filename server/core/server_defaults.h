@@ -25,7 +25,22 @@ inline constexpr Default<uint64_t> kDefaultMaxPiece{uint64_t{4} << 20, "4MiB"};
 // session's pieces may be once the memory limit is shared among its ranks'
 // slots (below it the reducer refuses the session).
 inline constexpr uint64_t kMinPieceBytes = 4096;
-inline constexpr Default<uint64_t> kDefaultResultPart{uint64_t{32} << 10, "32KiB"};
+// A piece's result goes out in parts of at least this much (--result-part),
+// each once every rank's share of it is in. Unset, the part follows the
+// session's ranks: a piece's first part waits for every rank's share of it,
+// and its last goes to every rank after the piece's last byte is in, each
+// ranks x part on the reducer's link. So ranks x part stays at
+// kResultPartShare, in whole 4 KiB pages, from kMaxAutoResultPart (up to 4
+// ranks) down to kMinAutoResultPart (from 16), below which the frames and
+// wake-ups of more parts cost more than they save.
+inline constexpr uint64_t kResultPartShare = uint64_t{128} << 10;
+inline constexpr uint64_t kMinAutoResultPart = uint64_t{8} << 10;
+inline constexpr uint64_t kMaxAutoResultPart = uint64_t{32} << 10;
+constexpr uint64_t AutoResultPartBytes(uint32_t world) {
+  constexpr uint64_t kPage = 4096;
+  const uint64_t share = world == 0 ? kMaxAutoResultPart : kResultPartShare / world / kPage * kPage;
+  return share < kMinAutoResultPart ? kMinAutoResultPart : share > kMaxAutoResultPart ? kMaxAutoResultPart : share;
+}
 inline constexpr uint32_t kDefaultWholePiecesFrom = 64;
 inline constexpr Default<bool> kDefaultCrc{true, "1"};
 inline constexpr Default<const char*> kDefaultLogLevel{"info", "info"};

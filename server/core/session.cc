@@ -66,7 +66,8 @@ Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember
         break;
       case Roster::JoinOutcome::Kind::kReady:
         // Before READY, so before any DATA frame.
-        part_bytes_.store(roster_.all_take_parts() ? limits_.result_part_bytes : 0, std::memory_order_release);
+        part_bytes_.store(roster_.all_take_parts() ? limits_.result_part_bytes.value_or(AutoResultPartBytes(world_)) : 0,
+                          std::memory_order_release);
         notify = roster_.Members();
         break;
       case Roster::JoinOutcome::Kind::kJoined:

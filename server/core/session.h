@@ -94,8 +94,9 @@ struct SessionLimits {
   // Send a CRC32C with the result of pieces whose contributions carry one.
   bool crc = kDefaultCrc.value;
   // When the ranks take results in parts (kHelloResultParts): the smallest
-  // part worth a RESULT frame. 0: whole pieces only.
-  uint64_t result_part_bytes = kDefaultResultPart.value;
+  // part worth a RESULT frame. 0: whole pieces only; unset: from the
+  // session's ranks (AutoResultPartBytes).
+  std::optional<uint64_t> result_part_bytes;
   // Operations cut into at least this many pieces per rank get whole pieces
   // even then (0: parts for every operation). Whole pieces delay the
   // operation's end by one piece from every rank on the reducer's link, at

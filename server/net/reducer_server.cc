@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "common/io_context.h"
+#include "common/units.h"
 #include "server/net/connection.h"
 #include "server/net/source_address.h"
 
@@ -210,8 +211,14 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
     if (!st.ok()) return st;
   }
   if (created) {
-    spdlog::info("session {} opened by rank {} (world {}, {} streams per rank)",
-                 protocol::SessionIdToString(hello.session), hello.rank, hello.world, hello.streams);
+    // The automatic result part is said where it differs from small jobs'.
+    std::string parts;
+    if (!config_.result_part_bytes && AutoResultPartBytes(hello.world) < kMaxAutoResultPart) {
+      parts = fmt::format("; results in parts of at least {} (automatic: {} / {} ranks; --result-part sets it)",
+                          FormatBytes(AutoResultPartBytes(hello.world)), FormatBytes(kResultPartShare), hello.world);
+    }
+    spdlog::info("session {} opened by rank {} (world {}, {} streams per rank{})",
+                 protocol::SessionIdToString(hello.session), hello.rank, hello.world, hello.streams, parts);
   }
   return session;
 }

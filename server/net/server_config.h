@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/tcp_tuning.h"
@@ -39,8 +40,9 @@ struct ServerConfig {
   // results; off: neither (no CPU spent on it).
   bool crc = kDefaultCrc.value;
   // Send a piece's result in parts of at least this many bytes as they are
-  // reduced, to ranks that take parts; 0: whole pieces only.
-  size_t result_part_bytes = kDefaultResultPart.value;
+  // reduced, to ranks that take parts; 0: whole pieces only; unset: each
+  // session's own, from its ranks (AutoResultPartBytes).
+  std::optional<size_t> result_part_bytes;
   // ... except for operations cut into at least this many pieces per rank,
   // whose pieces go out whole (SessionLimits::whole_pieces_from); 0: never.
   uint32_t whole_pieces_from = kDefaultWholePiecesFrom;

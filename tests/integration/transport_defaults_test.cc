@@ -7,7 +7,8 @@
 // pacing stays off for a job this small and comes on, saying why, when
 // enough streams meet at a reducer; settings given explicitly are used as
 // given, pacing included; a job of many ranks cuts its small all-reduces
-// into smaller pieces, saying so, and they still sum right.
+// into smaller pieces, and the reducers its results into smaller parts, each
+// saying so, and they still sum right.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -136,12 +137,20 @@ TEST(TransportDefaults, SmallAllReducesOfManyRanksReachMoreReducers) {
             std::string::npos)
       << piece_lines[0];
   EXPECT_NE(piece_lines[0].find("REDUCER_MIN_PIECE"), std::string::npos) << piece_lines[0];
+  // The reducers cut the results of many ranks into smaller parts, saying so
+  // in the session's opening line.
+  const std::string opened = "results in parts of at least 16 KiB (automatic: 128 KiB / 8 ranks; --result-part";
+  EXPECT_NE(a.Log().find(opened), std::string::npos) << a.Log();
 
   LinesWith quiet("small all-reduces");
   const client::ClientStats few = RunOnce(
       reducers, "transport-small-pieces-3", [&](client::ClientOptions* o) { quiet.Attach(o); }, (128 << 10) / 4);
   EXPECT_EQ(few.min_piece_bytes, size_t{64} << 10);
   EXPECT_TRUE(quiet.lines().empty()) << quiet.lines()[0];
+  const std::string log = a.Log();
+  const size_t small_job = log.find("(world 3,");
+  ASSERT_NE(small_job, std::string::npos) << log;
+  EXPECT_EQ(log.find("results in parts", small_job), std::string::npos) << "3 ranks keep 32 KiB parts, unsaid";
 }
 
 TEST(TransportDefaults, ExplicitSettingsWin) {

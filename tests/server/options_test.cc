@@ -49,7 +49,7 @@ TEST(ReducerdOptions, DefaultsAreTheDocumentedOnes) {
   EXPECT_NE(o->io_threads_origin.find("automatic: "), std::string::npos) << o->io_threads_origin;
   EXPECT_EQ(o->net.memory_limit, size_t{1} << 30);
   EXPECT_EQ(o->net.max_piece_bytes, size_t{4} << 20);
-  EXPECT_EQ(o->net.result_part_bytes, size_t{32} << 10);
+  EXPECT_FALSE(o->net.result_part_bytes.has_value()) << "unset: each session's own, from its ranks";
   EXPECT_EQ(o->net.whole_pieces_from, 64u);
   EXPECT_EQ(o->net.op_timeout.count(), 60'000);
   EXPECT_EQ(o->net.join_timeout.count(), 300'000);
@@ -121,6 +121,14 @@ TEST(ReducerdOptions, EnvironmentGivesDefaultsAndFlagsWin) {
   EXPECT_EQ(o->log_format, "json");
   EXPECT_EQ(o->net.whole_pieces_from, 16u);
   EXPECT_EQ(o->net.idle_timeout.count(), 90'000);
+  EXPECT_FALSE(o->net.result_part_bytes.has_value());
+  o = Parse({"--io-threads", "5", "--op-timeout", "1500ms", "--whole-pieces-from", "0"},
+            {{"REDUCER_RESULT_PART", "64KiB"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.result_part_bytes, size_t{64} << 10);
+  o = Parse({"--result-part", "0"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->net.result_part_bytes, size_t{0}) << "0: whole pieces, not the automatic part";
   o = Parse({"--io-threads", "5", "--op-timeout", "1500ms", "--whole-pieces-from", "0"}, env);
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->net.io_threads, 5);

@@ -187,6 +187,58 @@ TEST_F(SessionTest, ResultGoesOutInPartsAsEveryRankDeliversThem) {
   EXPECT_EQ(budget_->in_use(), 0u) << "the piece is freed once its last part is sent";
 }
 
+// Unset, the smallest result part follows the ranks (--result-part's
+// automatic choice): each piece's first part waits for world x part on the
+// reducer's link, and its last goes out as world x part, so that product
+// stays at 128 KiB, in whole pages, from 32 KiB (small jobs, as before) down
+// to 8 KiB. A value set on the reducer wins.
+TEST(ResultPartRule, FollowsTheRanksInWholePagesBetweenItsBounds) {
+  EXPECT_EQ(AutoResultPartBytes(2), 32u << 10);
+  EXPECT_EQ(AutoResultPartBytes(4), 32u << 10);
+  EXPECT_EQ(AutoResultPartBytes(8), 16u << 10);
+  EXPECT_EQ(AutoResultPartBytes(16), 8u << 10);
+  EXPECT_EQ(AutoResultPartBytes(256), 8u << 10);
+  uint64_t before = AutoResultPartBytes(1);
+  for (uint32_t world = 1; world <= 300; ++world) {
+    const uint64_t part = AutoResultPartBytes(world);
+    EXPECT_EQ(part % 4096, 0u) << world;
+    EXPECT_LE(part, before) << "never larger for more ranks: " << world;
+    EXPECT_GE(part, kMinAutoResultPart) << world;
+    EXPECT_LE(part, kMaxAutoResultPart) << world;
+    if (part > kMinAutoResultPart) {
+      EXPECT_LE(part * world, kResultPartShare) << world;
+    }
+    before = part;
+  }
+}
+
+TEST(ResultPartRule, ASessionTakesItsPartFromItsRanksUnlessTheReducerSetsOne) {
+  auto budget = MemoryBudget::Create(1 << 20);
+  auto joined = [&](uint32_t world, const SessionLimits& limits) {
+    auto session = std::make_shared<Session>(protocol::SessionIdFromName("w" + std::to_string(world)), world, 1,
+                                             budget, limits, Clock::now());
+    for (uint32_t r = 0; r < world; ++r) {
+      protocol::Hello hello;
+      hello.session = session->id();
+      hello.rank = r;
+      hello.world = world;
+      hello.flags = protocol::kHelloResultParts;
+      EXPECT_TRUE(session->Join(hello, std::make_shared<FakeMember>()).ok());
+    }
+    EXPECT_TRUE(session->ready());
+    return session;
+  };
+  const SessionLimits automatic;
+  EXPECT_EQ(joined(4, automatic)->result_part_bytes(), 32u << 10) << "small jobs: as before";
+  EXPECT_EQ(joined(8, automatic)->result_part_bytes(), 16u << 10);
+  EXPECT_EQ(joined(16, automatic)->result_part_bytes(), 8u << 10);
+  SessionLimits set;
+  set.result_part_bytes = 64 << 10;
+  EXPECT_EQ(joined(16, set)->result_part_bytes(), 64u << 10);
+  set.result_part_bytes = 0;
+  EXPECT_EQ(joined(16, set)->result_part_bytes(), 0u) << "0: whole pieces";
+}
+
 TEST_F(SessionTest, PartsOnlyWhenEveryRankAsksForThem) {
   SessionLimits limits;
   limits.result_part_bytes = 4;
