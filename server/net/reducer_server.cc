@@ -214,11 +214,12 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
     // The automatic result part is said where it differs from small jobs'.
     std::string parts;
     if (!config_.result_part_bytes && AutoResultPartBytes(hello.world) < kMaxAutoResultPart) {
-      parts = fmt::format("; results in parts of at least {} (automatic: {} / {} ranks; --result-part sets it)",
+      parts = fmt::format("; results in parts of at least {}, automatic: {} / {} ranks (--result-part sets it)",
                           FormatBytes(AutoResultPartBytes(hello.world)), FormatBytes(kResultPartShare), hello.world);
     }
-    spdlog::info("session {} opened by rank {} (world {}, {} streams per rank{})",
-                 protocol::SessionIdToString(hello.session), hello.rank, hello.world, hello.streams, parts);
+    spdlog::info("session {} opened by rank {} (world {}, {} stream{} per rank){}",
+                 protocol::SessionIdToString(hello.session), hello.rank, hello.world, hello.streams,
+                 hello.streams == 1 ? "" : "s", parts);
   }
   return session;
 }
