@@ -51,6 +51,7 @@ v1::SessionInfo ToProto(const SessionSnapshot& session) {
   out.set_bytes_sent(st.bytes_sent);
   out.set_age_seconds(session.age_seconds);
   out.set_straggler_wait_seconds(st.straggler_wait_seconds);
+  out.set_result_part_bytes(st.result_part_bytes);
   for (const RankCount& rc : SlowestRanks(st, kSlowestRanks)) {
     auto* r = out.add_slowest_ranks();
     r->set_rank(rc.rank);

@@ -502,6 +502,7 @@ SessionStats Session::stats() const {
   out.bytes_sent = counts.bytes_sent;
   out.straggler_wait_seconds = counts.straggler_wait_seconds;
   out.last_arrivals = std::move(counts.last_arrivals);
+  out.result_part_bytes = result_part_bytes();
   return out;
 }
 

@@ -117,6 +117,9 @@ struct SessionStats {
   uint64_t bytes_sent = 0;
   double straggler_wait_seconds = 0;  // summed over pieces
   std::vector<uint64_t> last_arrivals;  // per rank: pieces it completed last
+  // The smallest result part, fixed when every rank has joined; 0: whole
+  // pieces (--result-part 0, a rank that does not take parts, not ready).
+  uint64_t result_part_bytes = 0;
 };
 
 struct RankCount {

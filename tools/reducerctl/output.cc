@@ -108,6 +108,12 @@ std::string RenderSession(const v1::SessionInfo& s) {
                          Count(s.streams_per_rank()) + " streams each"});
   t.AddRow({"operations", Count(s.operations_completed()) + " (" + Count(s.pieces_completed()) + " pieces)"});
   t.AddRow({"bytes", FormatBytes(s.bytes_received()) + " received, " + FormatBytes(s.bytes_sent()) + " sent"});
+  if (s.state() != v1::SessionInfo::JOINING) {
+    t.AddRow({"results", s.result_part_bytes() == 0
+                             ? "whole pieces"
+                             : "in parts of at least " + FormatBytes(s.result_part_bytes()) +
+                                   " (large operations on short paths: whole pieces)"});
+  }
   t.AddRow({"age", FormatSeconds(s.age_seconds())});
   t.AddRow({"straggler wait", FormatSeconds(s.straggler_wait_seconds()) + " in total"});
   if (!s.failure().empty()) t.AddRow({"failure", s.failure()});

@@ -232,6 +232,7 @@ TEST(ResultPartRule, ASessionTakesItsPartFromItsRanksUnlessTheReducerSetsOne) {
   EXPECT_EQ(joined(4, automatic)->result_part_bytes(), 32u << 10) << "small jobs: as before";
   EXPECT_EQ(joined(8, automatic)->result_part_bytes(), 16u << 10);
   EXPECT_EQ(joined(16, automatic)->result_part_bytes(), 8u << 10);
+  EXPECT_EQ(joined(16, automatic)->stats().result_part_bytes, 8u << 10) << "what reducerctl shows";
   SessionLimits set;
   set.result_part_bytes = 64 << 10;
   EXPECT_EQ(joined(16, set)->result_part_bytes(), 64u << 10);
