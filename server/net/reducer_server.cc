@@ -213,9 +213,9 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
   if (created) {
     // The automatic result part is said where it differs from small jobs'.
     std::string parts;
-    if (!config_.result_part_bytes && AutoResultPartBytes(hello.world) < kMaxAutoResultPart) {
+    if (const uint64_t part = AutoResultPartBytes(hello.world); !config_.result_part_bytes && part < kMaxAutoResultPart) {
       parts = fmt::format("; results in parts of at least {}, automatic: {} / {} ranks (--result-part sets it)",
-                          FormatBytes(AutoResultPartBytes(hello.world)), FormatBytes(kResultPartShare), hello.world);
+                          FormatBytes(part), FormatBytes(kResultPartShare), hello.world);
     }
     spdlog::info("session {} opened by rank {} (world {}, {} stream{} per rank){}",
                  protocol::SessionIdToString(hello.session), hello.rank, hello.world, hello.streams,
