@@ -64,12 +64,13 @@ Status Session::Join(const protocol::Hello& hello, std::shared_ptr<SessionMember
         failed = std::move(joined.status);
         notify = FailLocked(failed);
         break;
-      case Roster::JoinOutcome::Kind::kReady:
+      case Roster::JoinOutcome::Kind::kReady: {
         // Before READY, so before any DATA frame.
-        part_bytes_.store(roster_.all_take_parts() ? limits_.result_part_bytes.value_or(AutoResultPartBytes(world_)) : 0,
-                          std::memory_order_release);
+        const uint64_t part = limits_.result_part_bytes.value_or(AutoResultPartBytes(world_));
+        part_bytes_.store(roster_.all_take_parts() ? part : 0, std::memory_order_release);
         notify = roster_.Members();
         break;
+      }
       case Roster::JoinOutcome::Kind::kJoined:
         break;
     }

@@ -213,7 +213,8 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
   if (created) {
     // The automatic result part is said where it differs from small jobs'.
     std::string parts;
-    if (const uint64_t part = AutoResultPartBytes(hello.world); !config_.result_part_bytes && part < kMaxAutoResultPart) {
+    const uint64_t part = AutoResultPartBytes(hello.world);
+    if (!config_.result_part_bytes && part < kMaxAutoResultPart) {
       parts = fmt::format("; results in parts of at least {}, automatic: {} / {} ranks (--result-part sets it)",
                           FormatBytes(part), FormatBytes(kResultPartShare), hello.world);
     }
