@@ -11,6 +11,7 @@
 // the registry through std::to_string.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -38,8 +39,8 @@ inline constexpr uint64_t kMinAutoResultPart = uint64_t{8} << 10;
 inline constexpr uint64_t kMaxAutoResultPart = uint64_t{32} << 10;
 constexpr uint64_t AutoResultPartBytes(uint32_t world) {
   constexpr uint64_t kPage = 4096;
-  const uint64_t share = world == 0 ? kMaxAutoResultPart : kResultPartShare / world / kPage * kPage;
-  return share < kMinAutoResultPart ? kMinAutoResultPart : share > kMaxAutoResultPart ? kMaxAutoResultPart : share;
+  const uint64_t per_rank = kResultPartShare / std::max<uint32_t>(world, 1) / kPage * kPage;
+  return std::clamp(per_rank, kMinAutoResultPart, kMaxAutoResultPart);
 }
 inline constexpr uint32_t kDefaultWholePiecesFrom = 64;
 inline constexpr Default<bool> kDefaultCrc{true, "1"};

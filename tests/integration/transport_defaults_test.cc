@@ -139,7 +139,8 @@ TEST(TransportDefaults, SmallAllReducesOfManyRanksReachMoreReducers) {
   EXPECT_NE(piece_lines[0].find("REDUCER_MIN_PIECE"), std::string::npos) << piece_lines[0];
   // The reducers cut the results of many ranks into smaller parts, saying so
   // in the session's opening line.
-  const std::string opened = "results in parts of at least 16 KiB, automatic: 128 KiB / 8 ranks (--result-part sets it)";
+  const std::string opened =
+      "results in parts of at least 16 KiB, automatic: 128 KiB / 8 ranks (--result-part sets it)";
   EXPECT_NE(a.Log().find(opened), std::string::npos) << a.Log();
 
   LinesWith quiet("small all-reduces");
