@@ -77,7 +77,7 @@ Roster::JoinOutcome Roster::Join(const protocol::Hello& hello, std::shared_ptr<S
   members_[StreamIndex(hello.rank, hello.stream)].member = std::move(member);
   ++joined_;
   // Results in parts only if every rank takes them (older clients do not).
-  all_take_parts_ = all_take_parts_ && (hello.flags & protocol::kHelloResultParts) != 0;
+  if (!rank_without_parts_ && (hello.flags & protocol::kHelloResultParts) == 0) rank_without_parts_ = hello.rank;
   if (joined_ < members_.size()) return {Kind::kJoined, Status::Ok()};
   ready_ = true;
   return {Kind::kReady, Status::Ok()};

@@ -96,7 +96,9 @@ class Roster {
   // Ranks with at least one stream joined.
   uint32_t ranks_joined() const;
   // Every HELLO so far asked for results in parts (kHelloResultParts).
-  bool all_take_parts() const { return all_take_parts_; }
+  bool all_take_parts() const { return !rank_without_parts_; }
+  // The first rank whose HELLO did not (an older client), if any.
+  std::optional<uint32_t> rank_without_parts() const { return rank_without_parts_; }
   // Every joined stream's round trip is known and at most kWholePiecesMaxRtt.
   bool paths_short() const { return paths_short_; }
 
@@ -147,7 +149,7 @@ class Roster {
   std::vector<Stream> members_;  // world * streams
   uint32_t joined_ = 0;
   bool ready_ = false;
-  bool all_take_parts_ = true;
+  std::optional<uint32_t> rank_without_parts_;
   bool paths_short_ = false;
   std::vector<std::optional<Left>> departed_;  // per rank, once it has left cleanly
 };

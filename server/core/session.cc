@@ -481,6 +481,11 @@ bool Session::ready() const {
   return roster_.ready();
 }
 
+std::optional<uint32_t> Session::rank_without_parts() const {
+  MutexLock lock(mu_);
+  return roster_.rank_without_parts();
+}
+
 Status Session::failure() const {
   MutexLock lock(mu_);
   return failure_;

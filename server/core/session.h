@@ -203,6 +203,9 @@ class Session {
   // when it is not 0, the pieces of large operations go out whole
   // (SessionLimits::whole_pieces_from): Piece::in_parts says which.
   uint64_t result_part_bytes() const { return part_bytes_.load(std::memory_order_acquire); }
+  // The first rank whose client does not take results in parts (an older
+  // client), if any: the session's results then go out whole.
+  std::optional<uint32_t> rank_without_parts() const;
   // What TCP measured on a stream's path: its smallest round trip (0: not
   // measured yet). Large operations get whole pieces only while every
   // joined stream has reported one of at most kWholePiecesMaxRtt.

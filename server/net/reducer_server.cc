@@ -186,6 +186,7 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
   }
   std::shared_ptr<Session> session;
   bool created = false;
+  bool became_ready = false;
   {
     MutexLock lock(mu_);
     if (stopping_) return Status(Code::kCancelled, "this reducer is shutting down");
@@ -204,25 +205,37 @@ StatusOr<std::shared_ptr<Session>> ReducerServer::JoinSession(const protocol::He
     } else {
       session = it->second;
     }
+    const bool was_ready = session->ready();
     // Joining under the registry lock keeps a session from being dropped
     // between lookup and join.
     Status st = session->Join(hello, std::move(member));
     if (session->ready()) EndPendingLocked(hello.session);
     if (!st.ok()) return st;
+    became_ready = !was_ready && session->ready();
   }
+  const std::string id = protocol::SessionIdToString(hello.session);
   if (created) {
-    // The automatic result part is said where it differs from small jobs'.
-    std::string parts;
-    const uint64_t part = AutoResultPartBytes(hello.world);
-    if (!config_.result_part_bytes && part < kMaxAutoResultPart) {
-      parts = fmt::format("; results in parts of at least {}, automatic: {} / {} ranks (--result-part sets it)",
-                          FormatBytes(part), FormatBytes(kResultPartShare), hello.world);
-    }
-    spdlog::info("session {} opened by rank {} (world {}, {} stream{} per rank){}",
-                 protocol::SessionIdToString(hello.session), hello.rank, hello.world, hello.streams,
-                 hello.streams == 1 ? "" : "s", parts);
+    spdlog::info("session {} opened by rank {} (world {}, {} stream{} per rank)", id, hello.rank, hello.world,
+                 hello.streams, hello.streams == 1 ? "" : "s");
   }
+  if (became_ready) LogResultParts(id, *session);
   return session;
+}
+
+// Said once every rank has joined, from what the session really uses: where
+// it differs from small jobs' 32 KiB parts, and why.
+void ReducerServer::LogResultParts(const std::string& id, const Session& session) const {
+  if (config_.result_part_bytes == uint64_t{0}) return;  // whole pieces, as the operator asked
+  if (const std::optional<uint32_t> rank = session.rank_without_parts()) {
+    spdlog::info("session {}: results go back as whole pieces, not in parts: rank {}'s client does not take "
+                 "parts (an older client); on many ranks or slow links whole pieces take longer",
+                 id, *rank);
+    return;
+  }
+  const uint64_t part = session.result_part_bytes();
+  if (config_.result_part_bytes || part >= kMaxAutoResultPart) return;
+  spdlog::info("session {}: results in parts of at least {}, automatic: {} / {} ranks (--result-part sets it)", id,
+               FormatBytes(part), FormatBytes(kResultPartShare), session.world());
 }
 
 void ReducerServer::LeaveSession(const std::shared_ptr<Session>& session, uint32_t rank, uint16_t stream,

@@ -115,6 +115,7 @@ class ReducerServer {
   void Admit(asio::ip::tcp::socket socket);
   void ArmSweep();
   void EndPendingLocked(const protocol::SessionId& id) RS_REQUIRES(mu_);
+  void LogResultParts(const std::string& id, const Session& session) const;
 
   ServerConfig config_;
   HandshakeConfig handshake_config_;

@@ -6,6 +6,8 @@
 // pieces per rank (--whole-pieces-from).
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -141,6 +144,21 @@ struct Cluster {
   std::unique_ptr<ReducerServer> server;
 };
 
+// The default logger's lines while it lives, into a string.
+class CapturedLog {
+ public:
+  CapturedLog() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(
+        std::make_shared<spdlog::logger>("captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)));
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
 // Each rank's next RESULT is the whole piece, reduced.
 void ExpectTheWholePieceInOneResult(const std::vector<std::unique_ptr<ScriptedPartsRank>>& ranks) {
   for (uint32_t r = 0; r < ranks.size(); ++r) {
@@ -179,6 +197,7 @@ TEST(ResultPartsTest, TheFirstPartOfAResultArrivesBeforeTheRanksSendTheRest) {
 }
 
 TEST(ResultPartsTest, RanksThatDoNotAllAskForPartsGetWholePieces) {
+  CapturedLog log;
   Cluster c(16 << 10);
   ASSERT_NE(c.server, nullptr);
   // Rank 1 is an older client: no parts.
@@ -187,6 +206,11 @@ TEST(ResultPartsTest, RanksThatDoNotAllAskForPartsGetWholePieces) {
   for (uint32_t r = 0; r < 2; ++r) ranks[r]->SendFirstHalf(r);
   for (auto& rank : ranks) rank->SendSecondHalf();
   ExpectTheWholePieceInOneResult(ranks);
+  // The operator hears why the parts they set are not used (said when the
+  // session became ready, before any result went out).
+  EXPECT_NE(log.text().find("results go back as whole pieces, not in parts: rank 1's client does not take parts"),
+            std::string::npos)
+      << log.text();
 }
 
 // The default --whole-pieces-from (64 per rank, 2 ranks here; loopback's
