@@ -217,7 +217,9 @@ wait_workers() {
 # Timeouts (RTOs) and tail-loss probes say how the losses were recovered: an
 # RTO stalls the stream for at least the timeout's floor (the kernel's 200 ms
 # for iperf3 and gloo; the products set theirs, --tcp-rto-min, 5 ms by
-# default), a probe for about 2 round trips.
+# default), a probe for about 2 round trips. DSACKs received count the
+# retransmissions a receiver already had (spurious: sent again while the first
+# copy was late, not lost), and spurious RTOs the timeouts that F-RTO undid.
 # Drops are counted apart where they happen: at a host's own egress (its NIC,
 # where its own streams queue) or at the switch's port towards a host (where
 # many senders meet: incast shows there).
@@ -225,19 +227,22 @@ link_stats() {
   local phase=$1 h
   for ((h = 0; h < WORKERS + REDUCERS; h++)); do
     echo "== host $h: TCP retransmitted segments, timeouts, loss probes; its queues:"
-    ns_exec "$h" nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes | grep -E '^Tcp' || true
+    ns_exec "$h" nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPDSACKRecv \
+      TcpExtTCPDSACKOfoRecv TcpExtTCPSpuriousRTOs | grep -E '^Tcp' || true
     echo "-- nic: eth0 egress, the host's own"
     ns_exec "$h" tc -s qdisc show dev eth0 | grep -E 'qdisc|Sent'
     echo "-- switch: its bridge port's egress, towards the host"
     ip netns exec "$(ns_switch)" tc -s qdisc show dev "p$h" | grep -E 'qdisc|Sent'
   done >"$OUT/logs/links-$phase.txt" 2>&1
   # The sums over every host, since the links were made (the report takes differences).
-  [[ -s $OUT/links.csv ]] || echo "phase,drops,retransmitted,timeouts,loss_probes,drops_nic,drops_switch" >"$OUT/links.csv"
+  [[ -s $OUT/links.csv ]] || echo "phase,drops,retransmitted,timeouts,loss_probes,drops_nic,drops_switch,dsacks,spurious_rtos" \
+    >"$OUT/links.csv"
   awk -v phase="$phase" '
     /^-- nic/ { side = "nic" } /^-- switch/ { side = "switch" }
     /dropped/ { match($0, /dropped [0-9]+/); n = substr($0, RSTART + 8, RLENGTH - 8); d += n; if (side == "nic") dn += n; else ds += n }
     $1 == "TcpRetransSegs" { r += $2 } $1 == "TcpExtTCPTimeouts" { t += $2 } $1 == "TcpExtTCPLossProbes" { p += $2 }
-    END { printf "%s,%d,%d,%d,%d,%d,%d\n", phase, d, r, t, p, dn, ds }' "$OUT/logs/links-$phase.txt" >>"$OUT/links.csv"
+    $1 == "TcpExtTCPDSACKRecv" || $1 == "TcpExtTCPDSACKOfoRecv" { k += $2 } $1 == "TcpExtTCPSpuriousRTOs" { u += $2 }
+    END { printf "%s,%d,%d,%d,%d,%d,%d,%d,%d\n", phase, d, r, t, p, dn, ds, k, u }' "$OUT/logs/links-$phase.txt" >>"$OUT/links.csv"
 }
 
 # The reducers' CPU and run-queue time so far (REDUCER_CPU0, REDUCER_RUNQ0), for reducer_cpu_rows.

@@ -162,7 +162,19 @@ def loss_table(rows):
            "200 ms for iperf3 and gloo, the products' own --tcp-rto-min, 5 ms by default, for theirs) and tail-loss "
            "probes."]
     keys = ("drops", "retransmitted", "timeouts", "loss_probes")
-    if "drops_switch" in rows[0]:
+    if "dsacks" in rows[0]:
+        # Runs since the spurious retransmissions were counted.
+        out += ["The drops are told apart by where they happened: at the hosts' own egress (their NICs, "
+                "where only their own streams queue) and at the switch's ports towards the hosts (where "
+                "many senders meet: incast shows there). Retransmissions the receiver already had come back "
+                "as DSACKs: spurious, sent again because the first copy or its ACK was late (queued, or "
+                "its process waited for a CPU), not lost; F-RTO finds some timeouts spurious too.", "",
+                "| phase | queue drops | of which at the hosts' NICs | at the switch's ports | "
+                "retransmitted segments | of which spurious (DSACKs) | timeouts | of which spurious (F-RTO) | "
+                "loss probes |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        keys = ("drops", "drops_nic", "drops_switch", "retransmitted", "dsacks", "timeouts", "spurious_rtos",
+                "loss_probes")
+    elif "drops_switch" in rows[0]:
         # Runs since the drops were told apart by queue.
         out += ["The drops are told apart by where they happened: at the hosts' own egress (their NICs, "
                 "where only their own streams queue) and at the switch's ports towards the hosts (where "

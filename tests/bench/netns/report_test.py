@@ -121,6 +121,13 @@ def main():
     text = run_report([("ours", machine, "8.0", "10.0", "", "")], {"links.csv": links})
     expect("| ours | 1121 | 1121 | 0 | 298 | 3 | 362 |" in text and "| gloo | 6 | 1 | 5 | 90 | 0 | 1 |" in text,
            "the Losses table does not tell the hosts' NICs from the switch's ports", text)
+    # Since the spurious retransmissions were counted: DSACKs beside the
+    # retransmissions, F-RTO's undone timeouts beside the timeouts.
+    spurious = ("phase,drops,retransmitted,timeouts,loss_probes,drops_nic,drops_switch,dsacks,spurious_rtos\n"
+                "iperf,3,5,0,1,3,0,2,0\nours,52,1745,309,905,22,30,1502,280\n")
+    text = run_report([("ours", machine, "8.0", "10.0", "", "")], {"links.csv": spurious})
+    expect("| ours | 49 | 19 | 30 | 1740 | 1500 | 309 | 280 | 904 |" in text and "of which spurious (DSACKs)" in text,
+           "the Losses table does not say which retransmissions were spurious", text)
     old_links = "phase,drops,retransmitted,timeouts,loss_probes\niperf,0,0,0,0\nours,942,300,2,360\n"
     text = run_report([("ours", machine, "8.0", "10.0", "", "")], {"links.csv": old_links})
     expect("| ours | 942 | 300 | 2 | 360 |" in text, "an older links.csv lost its Losses table", text)
