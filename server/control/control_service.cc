@@ -52,6 +52,7 @@ v1::SessionInfo ToProto(const SessionSnapshot& session) {
   out.set_age_seconds(session.age_seconds);
   out.set_straggler_wait_seconds(st.straggler_wait_seconds);
   out.set_result_part_bytes(st.result_part_bytes);
+  if (st.rank_without_parts) out.set_rank_without_parts(*st.rank_without_parts);
   for (const RankCount& rc : SlowestRanks(st, kSlowestRanks)) {
     auto* r = out.add_slowest_ranks();
     r->set_rank(rc.rank);

@@ -500,6 +500,7 @@ SessionStats Session::stats() const {
     out.ranks_joined = roster_.ranks_joined();
     out.ready = roster_.ready();
     out.failed = !failure_.ok();
+    out.rank_without_parts = roster_.rank_without_parts();
   }
   SessionCounts counts = counters_.Snapshot();
   out.operations_completed = counts.operations_completed;

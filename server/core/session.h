@@ -120,6 +120,8 @@ struct SessionStats {
   // The smallest result part, fixed when every rank has joined; 0: whole
   // pieces (--result-part 0, a rank that does not take parts, not ready).
   uint64_t result_part_bytes = 0;
+  // The first rank whose client does not take parts (an older client).
+  std::optional<uint32_t> rank_without_parts;
 };
 
 struct RankCount {

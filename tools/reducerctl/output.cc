@@ -109,10 +109,14 @@ std::string RenderSession(const v1::SessionInfo& s) {
   t.AddRow({"operations", Count(s.operations_completed()) + " (" + Count(s.pieces_completed()) + " pieces)"});
   t.AddRow({"bytes", FormatBytes(s.bytes_received()) + " received, " + FormatBytes(s.bytes_sent()) + " sent"});
   if (s.state() != v1::SessionInfo::JOINING) {
-    t.AddRow({"results", s.result_part_bytes() == 0
-                             ? "whole pieces"
-                             : "in parts of at least " + FormatBytes(s.result_part_bytes()) +
-                                   " (large operations on short paths: whole pieces)"});
+    std::string results = "in parts of at least " + FormatBytes(s.result_part_bytes()) +
+                          " (large operations on short paths: whole pieces)";
+    if (s.result_part_bytes() == 0) {
+      results = s.has_rank_without_parts() ? "whole pieces: rank " + Count(s.rank_without_parts()) +
+                                                 "'s client does not take parts (an older client)"
+                                           : "whole pieces";
+    }
+    t.AddRow({"results", results});
   }
   t.AddRow({"age", FormatSeconds(s.age_seconds())});
   t.AddRow({"straggler wait", FormatSeconds(s.straggler_wait_seconds()) + " in total"});

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -206,6 +207,10 @@ TEST(ResultPartsTest, RanksThatDoNotAllAskForPartsGetWholePieces) {
   for (uint32_t r = 0; r < 2; ++r) ranks[r]->SendFirstHalf(r);
   for (auto& rank : ranks) rank->SendSecondHalf();
   ExpectTheWholePieceInOneResult(ranks);
+  const std::vector<SessionSnapshot> sessions = c.server->Sessions();
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].stats.result_part_bytes, 0u);
+  EXPECT_EQ(sessions[0].stats.rank_without_parts, std::optional<uint32_t>(1)) << "reducerctl says which rank";
   // The operator hears why the parts they set are not used (said when the
   // session became ready, before any result went out).
   EXPECT_NE(log.text().find("results go back as whole pieces, not in parts: rank 1's client does not take parts"),

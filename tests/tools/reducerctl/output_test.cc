@@ -36,6 +36,25 @@ TEST(OutputTest, SessionsTableNamesTheSlowestRankAndItsShare) {
   EXPECT_EQ(RenderSessions(v1::ListSessionsResponse()), "no sessions\n");
 }
 
+// A session's results row says why they go out whole when an older client
+// is the reason, and stays unsaid while it joins.
+TEST(OutputTest, SessionSaysWhichRankKeepsItsResultsWhole) {
+  v1::SessionInfo s;
+  s.set_id("00112233445566778899aabbccddeeff");
+  s.set_state(v1::SessionInfo::RUNNING);
+  s.set_result_part_bytes(8 << 10);
+  EXPECT_NE(RenderSession(s).find("in parts of at least 8 KiB"), std::string::npos) << RenderSession(s);
+  s.set_result_part_bytes(0);
+  EXPECT_NE(RenderSession(s).find("results         whole pieces\n"), std::string::npos) << RenderSession(s);
+  s.set_rank_without_parts(3);
+  EXPECT_NE(RenderSession(s).find("whole pieces: rank 3's client does not take parts (an older client)"),
+            std::string::npos)
+      << RenderSession(s);
+  EXPECT_NE(ToJson(s).find("\"rank_without_parts\":3"), std::string::npos) << ToJson(s);
+  s.set_state(v1::SessionInfo::JOINING);
+  EXPECT_EQ(RenderSession(s).find("whole pieces"), std::string::npos) << RenderSession(s);
+}
+
 TEST(OutputTest, StatusSaysHowManyPiecesWentOutInParts) {
   v1::ServerStatus status;
   status.set_operations_completed(10);
