@@ -235,14 +235,15 @@ link_stats() {
     ip netns exec "$(ns_switch)" tc -s qdisc show dev "p$h" | grep -E 'qdisc|Sent'
   done >"$OUT/logs/links-$phase.txt" 2>&1
   # The sums over every host, since the links were made (the report takes differences).
-  [[ -s $OUT/links.csv ]] || echo "phase,drops,retransmitted,timeouts,loss_probes,drops_nic,drops_switch,dsacks,spurious_rtos" \
-    >"$OUT/links.csv"
+  local header=phase,drops,retransmitted,timeouts,loss_probes,drops_nic,drops_switch,dsacks,spurious_rtos
+  [[ -s $OUT/links.csv ]] || echo "$header" >"$OUT/links.csv"
   awk -v phase="$phase" '
     /^-- nic/ { side = "nic" } /^-- switch/ { side = "switch" }
     /dropped/ { match($0, /dropped [0-9]+/); n = substr($0, RSTART + 8, RLENGTH - 8); d += n; if (side == "nic") dn += n; else ds += n }
     $1 == "TcpRetransSegs" { r += $2 } $1 == "TcpExtTCPTimeouts" { t += $2 } $1 == "TcpExtTCPLossProbes" { p += $2 }
     $1 == "TcpExtTCPDSACKRecv" || $1 == "TcpExtTCPDSACKOfoRecv" { k += $2 } $1 == "TcpExtTCPSpuriousRTOs" { u += $2 }
-    END { printf "%s,%d,%d,%d,%d,%d,%d,%d,%d\n", phase, d, r, t, p, dn, ds, k, u }' "$OUT/logs/links-$phase.txt" >>"$OUT/links.csv"
+    END { printf "%s,%d,%d,%d,%d,%d,%d,%d,%d\n", phase, d, r, t, p, dn, ds, k, u }
+  ' "$OUT/logs/links-$phase.txt" >>"$OUT/links.csv"
 }
 
 # The reducers' CPU and run-queue time so far (REDUCER_CPU0, REDUCER_RUNQ0), for reducer_cpu_rows.
