@@ -6,7 +6,7 @@
 // pieces per rank (--whole-pieces-from).
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -16,7 +16,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -145,18 +144,23 @@ struct Cluster {
   std::unique_ptr<ReducerServer> server;
 };
 
-// The default logger's lines while it lives, into a string.
+// The default logger's last lines while it lives (read under the sink's lock:
+// the server's threads may still be logging).
 class CapturedLog {
  public:
   CapturedLog() : previous_(spdlog::default_logger()) {
-    spdlog::set_default_logger(
-        std::make_shared<spdlog::logger>("captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)));
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("captured", sink_));
   }
   ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  std::string text() const { return out_.str(); }
+  std::string text() const {
+    std::string out;
+    for (const std::string& line : sink_->last_formatted()) out += line;
+    return out;
+  }
 
  private:
-  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_ =
+      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
   std::shared_ptr<spdlog::logger> previous_;
 };
 
