@@ -53,6 +53,12 @@ NS_LOSS=${NS_LOSS-}
 # Until 2026-11-29 both were 25 ms.
 NS_TBF_LATENCY=${NS_TBF_LATENCY:-25ms}
 NS_HOST_TBF_LATENCY=${NS_HOST_TBF_LATENCY:-100ms}
+# The largest GSO packet of every veth end (gso_max_size), in bytes. Empty:
+# the kernel's 64 KiB. The bridge and tbf forward a GSO packet whole, so a
+# receiver gets each sender's 64 KiB at once where a real switch interleaves
+# the senders' MTU-sized packets; smaller GSO packets come nearer that, at
+# the cost of more packets (CPU). Not with userspace delays (taps).
+NS_GSO_BYTES=${NS_GSO_BYTES-}
 # net.ipv4.tcp_rmem and tcp_wmem in every host (min, default, max): room for
 # autotuning on long paths by default. Debian's own ("4096 131072 6291456",
 # "4096 16384 4194304") or smaller ceilings show what a short buffer costs.
@@ -340,6 +346,13 @@ ns_setup() {
     ip netns exec "$ns" ip addr add "$(ns_addr "$i")/24" dev eth0
     ip netns exec "$ns" ip link set eth0 up
     ns_tune "$ns" || return 1
+    if [[ -n $NS_GSO_BYTES ]]; then
+      if ! ip netns exec "$ns" ip link set eth0 gso_max_size "$NS_GSO_BYTES" ||
+        ! ip netns exec "$sw" ip link set "p$i" gso_max_size "$NS_GSO_BYTES"; then
+        echo "NS_GSO_BYTES=$NS_GSO_BYTES: ip could not set gso_max_size on host $i's link" >&2
+        return 1
+      fi
+    fi
     ns_shape_dev "$ns" eth0 "$bits" "$netem_delay" "$NS_HOST_TBF_LATENCY"
     ns_shape_dev "$sw" "p$i" "$bits" "$netem_delay" "$NS_TBF_LATENCY"
   done

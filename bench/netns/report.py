@@ -365,7 +365,8 @@ def main():
           f"{', TCP ' + meta['TCP_CC'] if meta.get('TCP_CC') else ''}"
           f"{', ' + meta['LOSS'] + ' % random loss at every host' if meta.get('LOSS', '0') not in ('', '0') else ''}"
           f"{', tcp_slow_start_after_idle 0' if meta.get('SLOW_START_AFTER_IDLE') == '0' else ''}"
-          f"{queues_note(meta.get('QUEUES', ''))}", "",
+          f"{queues_note(meta.get('QUEUES', ''))}"
+          f"{', GSO packets of at most ' + meta['GSO_BYTES'] + ' bytes' if meta.get('GSO_BYTES') else ''}", "",
           f"Command: `{meta.get('COMMAND', '')}`", "",
           f"Measured line rate (iperf3, 1 TCP stream, {meta.get('IPERF_SECONDS', '?')} s): "
           f"{fmt(line)} GB/s = {fmt(line * 8 if line else None, 2)} Gbit/s", "",
