@@ -231,6 +231,7 @@ link_stats() {
     echo "== host $h: TCP retransmitted segments, timeouts, loss probes; its queues:"
     ns_exec "$h" nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPDSACKRecv \
       TcpExtTCPDSACKOfoRecv TcpExtTCPSpuriousRTOs | grep -E '^Tcp' || true
+    echo "gso_max_size $(ns_gso_bytes "$(ns_name "$h")" eth0)"
     echo "-- nic: eth0 egress, the host's own"
     ns_exec "$h" tc -s qdisc show dev eth0 | grep -E 'qdisc|Sent'
     echo "-- switch: its bridge port's egress, towards the host"
