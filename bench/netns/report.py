@@ -161,30 +161,25 @@ def loss_table(rows):
            "retransmission timeouts (each stalls its stream for at least the floor of TCP's retransmission timeout: "
            "200 ms for iperf3 and gloo, the products' own --tcp-rto-min, 5 ms by default, for theirs) and tail-loss "
            "probes."]
-    keys = ("drops", "retransmitted", "timeouts", "loss_probes")
-    if "dsacks" in rows[0]:
-        # Runs since the spurious retransmissions were counted.
-        out += ["The drops are told apart by where they happened: at the hosts' own egress (their NICs, "
-                "where only their own streams queue) and at the switch's ports towards the hosts (where "
-                "many senders meet: incast shows there). Retransmissions the receiver already had come back "
-                "as DSACKs: spurious, sent again because the first copy or its ACK was late (queued, or "
-                "its process waited for a CPU), not lost; F-RTO finds some timeouts spurious too.", "",
-                "| phase | queue drops | of which at the hosts' NICs | at the switch's ports | "
-                "retransmitted segments | of which spurious (DSACKs) | timeouts | of which spurious (F-RTO) | "
-                "loss probes |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        keys = ("drops", "drops_nic", "drops_switch", "retransmitted", "dsacks", "timeouts", "spurious_rtos",
-                "loss_probes")
-    elif "drops_switch" in rows[0]:
-        # Runs since the drops were told apart by queue.
-        out += ["The drops are told apart by where they happened: at the hosts' own egress (their NICs, "
-                "where only their own streams queue) and at the switch's ports towards the hosts (where "
-                "many senders meet: incast shows there).", "",
-                "| phase | queue drops | of which at the hosts' NICs | at the switch's ports | "
-                "retransmitted segments | timeouts | loss probes |", "|---|---:|---:|---:|---:|---:|---:|"]
-        keys = ("drops", "drops_nic", "drops_switch", "retransmitted", "timeouts", "loss_probes")
-    else:
-        out += ["", "| phase | queue drops | retransmitted segments | timeouts | loss probes |",
-                "|---|---:|---:|---:|---:|"]
+    # Each column as links.csv names it, with its header; older runs lack the later ones.
+    columns = [("drops", "queue drops"), ("drops_nic", "of which at the hosts' NICs"),
+               ("drops_switch", "at the switch's ports"), ("retransmitted", "retransmitted segments"),
+               ("dsacks", "of which spurious (DSACKs)"), ("timeouts", "timeouts"),
+               ("spurious_rtos", "of which spurious (F-RTO)"), ("loss_probes", "loss probes")]
+    columns = [(k, h) for k, h in columns if k in rows[0]]
+    keys = tuple(k for k, _ in columns)
+    notes = []
+    if "drops_switch" in keys:  # runs since the drops were told apart by queue
+        notes.append("The drops are told apart by where they happened: at the hosts' own egress (their NICs, "
+                     "where only their own streams queue) and at the switch's ports towards the hosts (where "
+                     "many senders meet: incast shows there).")
+    if "dsacks" in keys:  # runs since the spurious retransmissions were counted
+        notes.append("Retransmissions the receiver already had come back as DSACKs: spurious, sent again because "
+                     "the first copy or its ACK was late (queued, or its process waited for a CPU), not lost; "
+                     "F-RTO finds some timeouts spurious too.")
+    if notes:
+        out.append(" ".join(notes))
+    out += ["", "| phase | " + " | ".join(h for _, h in columns) + " |", "|---|" + "---:|" * len(columns)]
     prev = dict.fromkeys(keys, 0)
     for r in rows:
         now = {k: int(r[k]) for k in keys}
