@@ -57,7 +57,8 @@ NS_HOST_TBF_LATENCY=${NS_HOST_TBF_LATENCY:-100ms}
 # the kernel's 64 KiB. The bridge and tbf forward a GSO packet whole, so a
 # receiver gets each sender's 64 KiB at once where a real switch interleaves
 # the senders' MTU-sized packets; smaller GSO packets come nearer that, at
-# the cost of more packets (CPU). Not with userspace delays (taps).
+# the cost of more packets (CPU). Tried on veths only, not with userspace
+# delays (taps).
 NS_GSO_BYTES=${NS_GSO_BYTES-}
 # net.ipv4.tcp_rmem and tcp_wmem in every host (min, default, max): room for
 # autotuning on long paths by default. Debian's own ("4096 131072 6291456",

@@ -111,7 +111,7 @@ Settings, from the environment (current value):
                         hosts' are; 25ms until 2026-11-29). Losses says where drops happened
   NS_GSO_BYTES=$NS_GSO_BYTES   the largest GSO packet of every link (gso_max_size, bytes; empty = 64 KiB):
                         the bridge forwards a GSO packet whole, where a switch interleaves senders'
-                        MTU-sized packets; smaller ones come nearer that, for more CPU (veths only)
+                        MTU-sized packets; smaller ones come nearer that, for more CPU (tried on veths only)
   NS_DELAY_LINE_ARGS='$NS_DELAY_LINE_ARGS'   more rs-delay-line flags (its defaults: a thread per CPU
                         at SCHED_FIFO priority 1; e.g. '--threads 1 --rt-priority 0')
   MIN_BYTES=$MIN_BYTES MAX_BYTES=$MAX_BYTES STEP=$STEP   float32 size sweep (ours, collnet, gloo)
