@@ -22,6 +22,8 @@
 #include <memory>
 #include <utility>
 
+#include <sys/socket.h>
+
 #include <asio.hpp>
 
 #include "common/data_tls.h"
@@ -50,6 +52,11 @@ class DataStream {
 
   bool tls() const { return ssl_ != nullptr; }
   bool kernel_send() const { return kernel_send_; }
+  // Plain TCP: the writes from here on end a record (MSG_EOR), so the
+  // kernel sends each as packets of its own instead of joining the next
+  // write to a packet still waiting to go (TCP's autocorking). For writes
+  // cut small on purpose (client/transport_plan.h, OperationSlice).
+  void set_end_of_record(bool on) { end_of_record_ = on; }
 
   // asio's AsyncReadStream and AsyncWriteStream.
   template <typename Buffers, typename Handler>
@@ -85,6 +92,7 @@ class DataStream {
   std::shared_ptr<const DataTls> tls_;
   SSL* ssl_ = nullptr;
   bool kernel_send_ = false;
+  bool end_of_record_ = false;
   // A TLS write of small buffers gathers up to one record here first, so a
   // frame header does not go out as a record of its own.
   std::array<uint8_t, 16 << 10> gather_{};
@@ -107,7 +115,11 @@ void DataStream::async_read_some(const Buffers& buffers, Handler&& handler) {
 
 template <typename Buffers, typename Handler>
 void DataStream::async_write_some(const Buffers& buffers, Handler&& handler) {
-  if (ssl_ == nullptr || kernel_send_) {
+  if (ssl_ == nullptr) {
+    socket_.async_send(buffers, end_of_record_ ? MSG_EOR : 0, std::forward<Handler>(handler));
+    return;
+  }
+  if (kernel_send_) {
     socket_.async_write_some(buffers, std::forward<Handler>(handler));
     return;
   }

@@ -7,6 +7,8 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <thread>
@@ -127,6 +129,39 @@ TEST(DataStreamTest, TlsCarriesGatheredWritesExactlyHoweverTheReadsCutThem) {
   ASSERT_EQ(back_bytes, reply.size());
   back.resize(back_bytes);
   EXPECT_TRUE(back == reply);
+}
+
+// Writes cut small on purpose end a record (MSG_EOR), so that the kernel
+// sends each as packets of its own: on plain TCP they carry exactly what was
+// written, in order, marked or not, one after another.
+TEST(DataStreamTest, WritesThatEndARecordCarryTheirBytesInOrder) {
+  StreamPair p;
+  std::vector<uint8_t> expected;
+  size_t writes = 0;
+  std::function<void()> write_next = [&] {
+    if (writes == 64) return;
+    p.client_stream.set_end_of_record(writes % 4 != 3);  // as a stream's writes switch
+    auto slice = std::make_shared<std::vector<uint8_t>>(Pattern(8192 + writes, static_cast<uint8_t>(writes)));
+    expected.insert(expected.end(), slice->begin(), slice->end());
+    ++writes;
+    asio::async_write(p.client_stream, asio::buffer(*slice), [&, slice](const asio::error_code& ec, size_t n) {
+      ASSERT_FALSE(ec) << ec.message();
+      ASSERT_EQ(n, slice->size());
+      write_next();
+    });
+  };
+  write_next();
+  size_t total = 0;
+  for (size_t i = 0; i < 64; ++i) total += 8192 + i;
+  std::vector<uint8_t> got(total);
+  bool read_all = false;
+  asio::async_read(p.server_stream, asio::buffer(got), [&](const asio::error_code& ec, size_t n) {
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_EQ(n, total);
+    read_all = true;
+  });
+  ASSERT_TRUE(p.RunUntil([&] { return read_all && writes == 64; }));
+  EXPECT_TRUE(got == expected) << "the bytes read differ from the bytes written";
 }
 
 // A reducer that dies while a worker writes to it: OpenSSL's write() to the
