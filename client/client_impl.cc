@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+#include <utility>
 
 #include "client/transport_plan.h"
 #include "client/wire_codec.h"
@@ -219,7 +221,8 @@ void ClientImpl::OpenStreamsLocked(uint32_t reducer, Clock::time_point deadline)
     params.piece_bytes = piece_request_;
     params.liveness_timeout = opts_.liveness_timeout;
     params.crc = opts_.crc;
-    params.interleave = opts_.reducers.size() * static_cast<size_t>(streams_) > 1;
+    params.rank_streams = opts_.reducers.size() * static_cast<size_t>(streams_);
+    params.interleave = params.rank_streams > 1;
     params.write_slice_bytes = opts_.write_slice_bytes;
     params.tcp = opts_.tcp;
     params.tcp.pacing = tcp_pacing_;
@@ -340,6 +343,11 @@ void ClientImpl::IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* 
   const size_t elem = DataTypeSize(op->dtype());
   const uint32_t epoch = op->epoch();
   const uint64_t watermark = membership_ ? ReportedLocked() : 0;
+  // Each stream's writes of it at most an eighth of its share (OperationSlice).
+  std::set<std::pair<uint32_t, uint32_t>> lanes;
+  for (const protocol::PieceSpan& p : pieces) lanes.emplace(p.reducer, p.stream);
+  const size_t wire_elem = op->wire() != DataType::kFloat32 ? DataTypeSize(op->wire()) : elem;
+  const size_t slice = lanes.empty() ? 0 : OperationSlice(op->count() * wire_elem / lanes.size());
   for (const protocol::PieceSpan& p : pieces) {
     protocol::PieceHeader h;
     h.seq = op->seq();
@@ -364,6 +372,7 @@ void ClientImpl::IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* 
     s.data = op->narrowed() ? nullptr : op->source() + p.offset * elem;
     s.bytes = p.count * elem;
     s.epoch = epoch;
+    s.slice = slice;
     s.crc = opts_.crc;
     protocol::EncodePieceFrame(protocol::FrameType::kData, h, &s.head);
     s.lease = OperationImpl::Lease(op);

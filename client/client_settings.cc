@@ -134,10 +134,11 @@ const std::vector<ClientSetting>& ClientSettings() {
              "Bytes of pieces a stream may have sent without their results back; 0: no limit. Unset: 4 pieces, "
              "or 2 pieces + twice the stream's bandwidth-delay product as TCP measures it, whichever is more"),
        SendWindow},
-      {Entry(kWriteSlice, "SIZE", "", "auto: 0.5 ms of the path, at least 64KiB",
+      {Entry(kWriteSlice, "SIZE", "", "auto: 0.5 ms of the path, at least 64KiB; small shares finer",
              "With streams to several reducers, bytes of pieces a stream writes at a time, so that they take turns "
              "on this rank's link; 0: whole batches. Unset: half a millisecond of the stream's typical delivery "
-             "rate as TCP measures it, at least 64KiB"),
+             "rate as TCP measures it, at least 64KiB; an operation's writes at most an eighth of its share of the "
+             "stream, down to half a millisecond of this rank's link (at least 8KiB)"),
        WriteSlice},
       {Entry(kIoThreads, "N", "", "auto: the link's speed and the cores",
              "Client I/O threads (1-64). Unset: one per 1.5 GB/s of the link the route to the first reducer leaves "

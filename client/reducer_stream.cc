@@ -243,6 +243,7 @@ void ReducerStream::ReadResult() {
 void ReducerStream::OnResultRead(ResultReader::Part part, const asio::error_code& ec) {
   // The window reopens by what this result answered, even for a dropped one.
   sends_.Answered(results_.header().PayloadBytes());
+  busy_rate_.OnAnswered(results_.header().PayloadBytes(), sends_.unanswered_bytes(), Clock::now());
   SampleWindow();
   if (sends_.ordered_queued() && state_ != State::kClosed) framed_.Flush();  // not while a write is in flight or failed
   Status corrupt = results_.Land(std::move(part), /*arrived=*/!ec);  // the lease goes back before reading on
@@ -331,8 +332,17 @@ void ReducerStream::WriteUrgent(std::vector<uint8_t> frame) {
 size_t ReducerStream::GatherFrames(size_t max_frames, std::vector<asio::const_buffer>* buffers) {
   WriteLimits limits;
   limits.window = path_.window_bytes();
-  if (params_.interleave) limits.slice = params_.write_slice_bytes.value_or(path_.write_slice());
-  return sends_.Gather(max_frames, limits, buffers);
+  if (params_.interleave) {
+    limits.slice = params_.write_slice_bytes.value_or(path_.write_slice());
+    // The rank's streams share its link: a write's worth of CPU is weighed
+    // against the link's time, which is the stream's rate times the streams.
+    if (!params_.write_slice_bytes) limits.min_slice = MinOperationSlice(busy_rate_.bytes_per_second() * params_.rank_streams);
+  }
+  const uint64_t unanswered = sends_.unanswered_bytes();
+  const size_t frames = sends_.Gather(max_frames, limits, buffers);
+  busy_rate_.OnWrite(unanswered, Clock::now());
+  framed_.stream().set_end_of_record(sends_.cut_fine());
+  return frames;
 }
 
 void ReducerStream::FramesWritten(const asio::error_code& ec) {

@@ -110,6 +110,7 @@ struct StreamParams {
   // pieces a slice at a time (AutoWriteSlice) so that they take turns on
   // its link instead of each queueing whole batches behind the others.
   bool interleave = false;
+  size_t rank_streams = 1;  // the rank's streams to reducers, all told
   std::optional<size_t> write_slice_bytes;  // ClientOptions::write_slice_bytes (nullopt: automatic)
   TcpTuning tcp;                            // ClientOptions::tcp
   // Counts pieces of float32 sums sent as float32 (they did not fit the
@@ -224,6 +225,7 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>,
 
   ReceiveLowWater low_water_;  // reset after every read
   PathSampler path_;           // sampled from TCP_INFO as results arrive
+  BusyRate busy_rate_;         // for the least slice an operation's bound may cut to
   protocol::LivenessMonitor liveness_;
   bool heartbeats_missed_ = false;  // at the last liveness tick: Abort and Evict do not wait for the reducer
   // While closing nothing is read: bytes arriving in the socket are the

@@ -105,8 +105,9 @@ size_t SendQueue::Gather(size_t max_frames, const WriteLimits& limits, std::vect
   buffers.reserve(urgent_in_flight_ + 2 * in_flight_);
   for (size_t i = 0; i < urgent_in_flight_; ++i) buffers.emplace_back(urgent_[i].data(), urgent_[i].size());
   // Pieces up to the slice; the last one taken may be cut (write_end_).
-  const size_t slice = limits.slice != 0 ? limits.slice : SIZE_MAX;
+  size_t slice = limits.slice != 0 ? limits.slice : SIZE_MAX;
   size_t taken = 0;
+  cut_fine_ = false;
   for (size_t i = 0; i < in_flight_; ++i) {
     Outgoing& entry = queue_[i];
     if (!entry.piece.lease) {
@@ -115,6 +116,18 @@ size_t SendQueue::Gather(size_t max_frames, const WriteLimits& limits, std::vect
       continue;
     }
     PieceSend& piece = entry.piece;
+    // A piece's own bound counts where it at least halves the write: a
+    // slice cut by a few KiB gains nothing and costs a write.
+    const bool own_bound = limits.slice != 0 && limits.min_slice != 0 && piece.slice != 0;
+    const size_t bound = own_bound ? std::max(piece.slice, limits.min_slice) : slice;
+    if (bound <= slice / 2) {
+      if (taken >= bound) {  // the write is as long as this piece allows already
+        in_flight_ = i;
+        break;
+      }
+      slice = bound;
+      cut_fine_ = true;
+    }
     const size_t begin = i == 0 ? front_written_ : 0;
     if (begin == 0) {
       if (piece.wire != DataType::kFloat32) PrepareWideSum(&piece);

@@ -50,6 +50,9 @@ struct PieceSend {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
   uint32_t epoch = 0;
+  // At most this much of it per write while the slice is automatic
+  // (OperationSlice of its operation's share of the stream; 0: no bound).
+  size_t slice = 0;
   bool crc = false;
   OpLease lease;  // empty only in a queue entry that holds a control frame
   DataType wire = DataType::kFloat32;  // set back to kFloat32 once narrowed (or not)
@@ -63,6 +66,9 @@ struct PieceSend {
 struct WriteLimits {
   uint64_t window = 0;  // bytes of pieces written without their result, at most (0: no limit)
   size_t slice = 0;     // bytes of pieces one write takes, at most (0: whole batches)
+  // A piece's own bound (PieceSend::slice) cuts a slice down to this, no
+  // further (0: pieces' bounds do not count, as with a slice the user set).
+  size_t min_slice = 0;
 };
 
 class SendQueue {
@@ -105,6 +111,9 @@ class SendQueue {
   // front, its rest first in the next write. Not `ok`: everything that
   // write took is released.
   void Written(bool ok);
+  // The last Gather's write was cut by a piece's own bound: it should leave
+  // as packets of its own (DataStream::set_end_of_record).
+  bool cut_fine() const { return cut_fine_; }
   // A result answered `bytes` of the pieces written: the window reopens by
   // as much, even for a result that is dropped.
   void Answered(uint64_t bytes);
@@ -145,6 +154,7 @@ class SendQueue {
   // it): nothing else may be written before the rest of it.
   size_t front_written_ = 0;
   size_t write_end_ = 0;  // where the write in flight ends inside its last entry
+  bool cut_fine_ = false;
   uint64_t unanswered_bytes_ = 0;  // pieces written (or being written) without their result yet
 };
 

@@ -32,11 +32,46 @@ size_t AutoSendWindow(size_t piece_bytes, uint64_t bandwidth_bytes_per_second, s
   return std::min(std::max(floor, static_cast<size_t>(capped)), kMaxAutoWindow);
 }
 
-size_t AutoWriteSlice(uint64_t bandwidth_bytes_per_second) {
-  if (bandwidth_bytes_per_second == 0) return 0;
+namespace {
+
+size_t WriteSliceTimeBytes(uint64_t bandwidth_bytes_per_second) {
   const double bytes = static_cast<double>(bandwidth_bytes_per_second) * 1e-6 *
                        static_cast<double>(kWriteSliceTime.count());
-  return std::max(kMinWriteSlice, static_cast<size_t>(std::min(bytes, 1e12)));
+  return static_cast<size_t>(std::min(bytes, 1e12));
+}
+
+}  // namespace
+
+size_t AutoWriteSlice(uint64_t bandwidth_bytes_per_second) {
+  if (bandwidth_bytes_per_second == 0) return 0;
+  return std::max(kMinWriteSlice, WriteSliceTimeBytes(bandwidth_bytes_per_second));
+}
+
+size_t MinOperationSlice(uint64_t bandwidth_bytes_per_second) {
+  if (bandwidth_bytes_per_second == 0) return 0;
+  return std::max(kMinOperationSlice, WriteSliceTimeBytes(bandwidth_bytes_per_second));
+}
+
+size_t OperationSlice(uint64_t stream_share_bytes) {
+  return static_cast<size_t>(std::max<uint64_t>(kMinOperationSlice, stream_share_bytes / kOperationSlices));
+}
+
+void BusyRate::OnWrite(uint64_t unanswered_before, Clock::time_point now) {
+  if (busy_ || unanswered_before != 0) return;
+  busy_ = true;
+  start_ = now;
+  bytes_ = 0;
+}
+
+void BusyRate::OnAnswered(uint64_t bytes, uint64_t unanswered_after, Clock::time_point now) {
+  if (!busy_) return;
+  bytes_ += bytes;
+  if (unanswered_after != 0) return;
+  busy_ = false;
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count();
+  if (us <= 0) return;
+  rates_[periods_++ % kPeriods] = bytes_ * 1'000'000 / static_cast<uint64_t>(us);
+  fastest_ = *std::max_element(rates_.begin(), rates_.end());
 }
 
 SendWindow::SendWindow(std::optional<size_t> explicit_bytes, size_t piece_bytes)

@@ -74,6 +74,49 @@ inline constexpr std::chrono::microseconds kWriteSliceTime{500};
 inline constexpr size_t kMinWriteSlice = 64 << 10;
 size_t AutoWriteSlice(uint64_t bandwidth_bytes_per_second);
 
+// The automatic slice is also at most an eighth of what one operation gives
+// each of its streams (OperationSlice), down to half a millisecond of what
+// the rank's link carries and at least kMinOperationSlice
+// (MinOperationSlice, of the streams' BusyRate). A reducer's first result
+// part needs every rank's first bytes, and a rank's first round across its
+// R streams is R slices: with 64 KiB slices and 1 MiB over 16 reducers that
+// round was the whole operation, so each reducer started answering only
+// once all of it was in. An eighth keeps the round to about an eighth of
+// the operation, however many reducers share it; the floor keeps each
+// write worth its CPU (at 1 Gbit/s slices below it were slower). Such
+// writes go out as packets of their own (DataStream::set_end_of_record), or
+// the kernel would join a stream's next slices while its first one waits in
+// the host's queue (docs/performance.md, "Small slices for small shares").
+inline constexpr size_t kOperationSlices = 8;
+inline constexpr size_t kMinOperationSlice = 8 << 10;
+size_t OperationSlice(uint64_t stream_share_bytes);
+size_t MinOperationSlice(uint64_t bandwidth_bytes_per_second);
+
+// How fast a stream's pieces come back answered: each busy period (from a
+// write with nothing unanswered to the result that answers the last byte)
+// gives its bytes over its time, and the fastest of the last kPeriods is
+// the stream's pace. Times the rank's streams it is what the rank's link
+// carried, below the link's rate, not above it; the delivery rates TCP
+// reports read far below it on these streams one operation at a time
+// (20 - 30 MB/s per stream on a 1 Gbit/s link shared by four).
+class BusyRate {
+ public:
+  static constexpr size_t kPeriods = 16;
+  using Clock = std::chrono::steady_clock;
+
+  void OnWrite(uint64_t unanswered_before, Clock::time_point now);
+  void OnAnswered(uint64_t bytes, uint64_t unanswered_after, Clock::time_point now);
+  uint64_t bytes_per_second() const { return fastest_; }  // 0: no period ended yet
+
+ private:
+  bool busy_ = false;
+  Clock::time_point start_{};
+  uint64_t bytes_ = 0;
+  std::array<uint64_t, kPeriods> rates_{};  // a ring
+  size_t periods_ = 0;                      // all told
+  uint64_t fastest_ = 0;
+};
+
 // Whether the streams to the reducers are paced (common/tcp_tuning.h) when
 // REDUCER_TCP_PACING is unset: when each reducer hears at least
 // kPacedFanIn streams (world x streams per reducer). Every rank's window

@@ -228,6 +228,63 @@ TEST(SendQueue, APieceCutByAWriteSliceIsFinishedBeforeAnythingElse) {
   EXPECT_TRUE(b.Released());
 }
 
+// An operation's own bound (PieceSend::slice, an eighth of its share of
+// the stream) cuts an automatic slice down to the least the link's rate
+// allows (WriteLimits::min_slice), and such a write is marked to leave as
+// packets of its own. A slice the user set, or a bound that would not at
+// least halve the write, leaves the slice as it was.
+TEST(SendQueue, AnOperationsOwnBoundCutsAnAutomaticSliceFiner) {
+  struct Case {
+    size_t piece_slice;
+    WriteLimits limits;
+    size_t first_write;
+    bool fine;
+    const char* why;
+  };
+  const Case cases[] = {
+      {300, {0, 800, 100}, 300, true, "the operation's bound"},
+      {300, {0, 800, 400}, 400, true, "not below the least the link allows"},
+      {300, {0, 800, 0}, 800, false, "the user's slice: no bound counts"},
+      {500, {0, 800, 100}, 800, false, "a bound that would not halve the write"},
+      {0, {0, 800, 100}, 800, false, "a piece with no bound of its own"},
+      {300, {0, 0, 100}, kPieceFrameBytes, false, "no slices at all (one stream): whole pieces"},
+  };
+  for (const Case& c : cases) {
+    SendQueue queue;
+    Source a(1);
+    std::vector<PieceSend> sends;
+    sends.push_back(a.Piece());
+    sends.back().slice = c.piece_slice;
+    queue.Push(std::move(sends));
+    Wire wire;
+    ASSERT_EQ(wire.Write(queue, c.limits), 1u) << c.why;
+    EXPECT_EQ(wire.last_write(), c.first_write) << c.why;
+    EXPECT_EQ(queue.cut_fine(), c.fine) << c.why;
+    while (queue.frames_queued()) ASSERT_EQ(wire.Write(queue, c.limits), 1u) << c.why;
+    EXPECT_EQ(wire.Frames(), (FrameList{"DATA 1"})) << c.why << ": the piece arrives whole all the same";
+  }
+}
+
+// A write that took pieces under the path's slice stops before a piece whose
+// own bound it has already used up, rather than cutting it to nothing.
+TEST(SendQueue, APieceWithATighterBoundStartsTheNextWrite) {
+  SendQueue queue;
+  Source a(1), b(2);
+  std::vector<PieceSend> sends = Pieces({&a, &b});
+  sends[1].slice = 500;
+  queue.Push(std::move(sends));
+  const WriteLimits limits{/*window=*/0, /*slice=*/4096, /*min_slice=*/100};
+  Wire wire;
+  ASSERT_EQ(wire.Write(queue, limits), 1u) << "the first piece alone: it took more than the second allows";
+  EXPECT_EQ(wire.last_write(), kPieceFrameBytes);
+  EXPECT_FALSE(queue.cut_fine());
+  ASSERT_EQ(wire.Write(queue, limits), 1u);
+  EXPECT_EQ(wire.last_write(), 500u);
+  EXPECT_TRUE(queue.cut_fine());
+  while (queue.frames_queued()) ASSERT_EQ(wire.Write(queue, limits), 1u);
+  EXPECT_EQ(wire.Frames(), (FrameList{"DATA 1", "DATA 2"}));
+}
+
 TEST(SendQueue, TheWindowHoldsPiecesBackUntilResultsAnswerThem) {
   SendQueue queue;
   Source a(1), b(2), c(3);

@@ -121,6 +121,49 @@ TEST(TransportPlan, WriteSliceIsHalfAMillisecondOfThePath) {
   EXPECT_EQ(AutoWriteSlice(5'000'000'000), 2'500'000u) << "loopback";
 }
 
+// An operation's bound on its writes: an eighth of its share of a stream,
+// at least 8 KiB; and the least a write may be cut to, half a millisecond of
+// the rank's link (at least 8 KiB, none while the rate is unknown). 1 MiB
+// over 16 reducers gives 8 KiB writes on a 50 Mbit/s link and none cut on a
+// 1 Gbit/s one, where such writes cost more CPU than they saved.
+TEST(TransportPlan, AnOperationsWritesAreAnEighthOfItsShareDownToHalfAMillisecond) {
+  EXPECT_EQ(OperationSlice(64 * kKiB), 8 * kKiB) << "1 MiB over 16 streams";
+  EXPECT_EQ(OperationSlice(128 * kKiB), 16 * kKiB) << "1 MiB over 8 streams";
+  EXPECT_EQ(OperationSlice(4 * kKiB), kMinOperationSlice) << "a small share: the floor";
+  EXPECT_EQ(OperationSlice(16 * kMiB), 2 * kMiB) << "64 MiB over 4 streams: larger than any path's slice";
+  EXPECT_EQ(MinOperationSlice(0), 0u) << "the rate is not known yet";
+  EXPECT_EQ(MinOperationSlice(6'250'000), kMinOperationSlice) << "50 Mbit/s: 3.1 KB, raised to the floor";
+  EXPECT_EQ(MinOperationSlice(125'000'000), 62'500u) << "1 Gbit/s";
+  EXPECT_EQ(MinOperationSlice(12'500'000'000), 6'250'000u) << "100 Gbit/s: never cut";
+}
+
+// A stream's pace: each period with pieces unanswered, its bytes over its
+// time; the fastest of the recent ones. Writes during a period do not start
+// another; results while idle count for nothing.
+TEST(BusyRate, IsTheFastestRecentPeriodWithPiecesOut) {
+  BusyRate rate;
+  auto t = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  EXPECT_EQ(rate.bytes_per_second(), 0u) << "no period has ended";
+  rate.OnAnswered(1000, 0, t);
+  EXPECT_EQ(rate.bytes_per_second(), 0u) << "a result with nothing out is no period";
+  rate.OnWrite(0, t);
+  rate.OnWrite(4096, t + milliseconds(5));  // more pieces in the same period
+  rate.OnAnswered(500'000, 500'000, t + milliseconds(6));
+  EXPECT_EQ(rate.bytes_per_second(), 0u) << "still pieces out";
+  rate.OnAnswered(500'000, 0, t + milliseconds(10));
+  EXPECT_EQ(rate.bytes_per_second(), 100'000'000u) << "1 MB in 10 ms";
+  t += milliseconds(20);
+  rate.OnWrite(0, t);
+  rate.OnAnswered(100'000, 0, t + milliseconds(10));
+  EXPECT_EQ(rate.bytes_per_second(), 100'000'000u) << "a slower period does not lower the fastest";
+  for (size_t i = 0; i < BusyRate::kPeriods; ++i) {
+    t += milliseconds(20);
+    rate.OnWrite(0, t);
+    rate.OnAnswered(200'000, 0, t + milliseconds(10));
+  }
+  EXPECT_EQ(rate.bytes_per_second(), 20'000'000u) << "the fast period is no longer recent";
+}
+
 // The slice follows the typical delivery rate: a burst through a shaper's
 // bucket reads at GB/s on a 1 Gbit/s link and must not make the slices
 // whole batches again (seen on the harness: most samples 20 - 40 MB/s, the
