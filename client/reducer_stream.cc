@@ -336,7 +336,9 @@ size_t ReducerStream::GatherFrames(size_t max_frames, std::vector<asio::const_bu
     limits.slice = params_.write_slice_bytes.value_or(path_.write_slice());
     // The rank's streams share its link: a write's worth of CPU is weighed
     // against the link's time, which is the stream's rate times the streams.
-    if (!params_.write_slice_bytes) limits.min_slice = MinOperationSlice(busy_rate_.bytes_per_second() * params_.rank_streams);
+    if (!params_.write_slice_bytes) {
+      limits.min_slice = MinOperationSlice(busy_rate_.bytes_per_second() * params_.rank_streams);
+    }
   }
   const uint64_t unanswered = sends_.unanswered_bytes();
   const size_t frames = sends_.Gather(max_frames, limits, buffers);
