@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
-#include <utility>
 
 #include "client/transport_plan.h"
 #include "client/wire_codec.h"
@@ -344,10 +342,17 @@ void ClientImpl::IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* 
   const uint32_t epoch = op->epoch();
   const uint64_t watermark = membership_ ? ReportedLocked() : 0;
   // Each stream's writes of it at most an eighth of its share (OperationSlice).
-  std::set<std::pair<uint32_t, uint32_t>> lanes;
-  for (const protocol::PieceSpan& p : pieces) lanes.emplace(p.reducer, p.stream);
+  std::vector<uint8_t> used(slots_.size() * static_cast<size_t>(streams_), 0);
+  size_t lanes = 0;
+  for (const protocol::PieceSpan& p : pieces) {
+    const size_t lane = static_cast<size_t>(p.reducer) * static_cast<size_t>(streams_) + p.stream;
+    if (lane < used.size() && used[lane] == 0) {
+      used[lane] = 1;
+      ++lanes;
+    }
+  }
   const size_t wire_elem = op->wire() != DataType::kFloat32 ? DataTypeSize(op->wire()) : elem;
-  const size_t slice = lanes.empty() ? 0 : OperationSlice(op->count() * wire_elem / lanes.size());
+  const size_t slice = lanes == 0 ? 0 : OperationSlice(op->count() * wire_elem / lanes);
   for (const protocol::PieceSpan& p : pieces) {
     protocol::PieceHeader h;
     h.seq = op->seq();

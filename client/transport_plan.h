@@ -98,7 +98,7 @@ size_t MinOperationSlice(uint64_t bandwidth_bytes_per_second);
 // the stream's pace. Times the rank's streams it is what the rank's link
 // carried, below the link's rate, not above it; the delivery rates TCP
 // reports read far below it on these streams one operation at a time
-// (20 - 30 MB/s per stream on a 1 Gbit/s link shared by four).
+// (1 - 30 MB/s per stream on a 1 Gbit/s link shared by four).
 class BusyRate {
  public:
   static constexpr size_t kPeriods = 16;
