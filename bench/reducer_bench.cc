@@ -163,7 +163,13 @@ void PrintTransport(const client::ClientStats& st) {
   }
   std::printf(", send window %s", window(st.send_window_min).c_str());
   if (st.send_window_max != st.send_window_min) std::printf(" to %s", window(st.send_window_max).c_str());
-  std::printf(", TCP %s\n", st.tcp_paced ? "paced" : "not paced");
+  std::printf(", TCP %s", st.tcp_paced ? "paced" : "not paced");
+  // Small operations over many reducers (client/transport_plan.h).
+  if (st.writes_cut_small > 0) {
+    std::printf(", %llu write(s) cut to an eighth of an operation's share",
+                static_cast<unsigned long long>(st.writes_cut_small));
+  }
+  std::printf("\n");
   // Rank 0's streams only: a buffer ceiling below the path's bandwidth-delay
   // product shows up here (the client also logs a warning).
   if (st.tcp_busy_us > 0) {

@@ -181,6 +181,10 @@ struct ClientStats {
   size_t send_window_min = 0;       // the streams' send windows now (0: no limit)
   size_t send_window_max = 0;
   bool tcp_paced = false;           // pacing asked for the streams (REDUCER_TCP_PACING or automatic)
+  // Writes cut below the automatic write slice to an eighth of an
+  // operation's share of a stream (small operations over many reducers),
+  // summed over the streams.
+  uint64_t writes_cut_small = 0;
   // What TCP waited for on the streams' connections, summed over streams, in
   // microseconds (0 on kernels before 4.10): time it had pieces to send, and
   // of that, time it waited for a reducer's receive window or for room in this

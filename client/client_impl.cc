@@ -308,6 +308,7 @@ ClientStats ClientImpl::stats() const {
       out.tcp_busy_us += waits.busy_us;
       out.tcp_rwnd_limited_us += waits.rwnd_limited_us;
       out.tcp_sndbuf_limited_us += waits.sndbuf_limited_us;
+      out.writes_cut_small += stream->writes_cut_small();
     }
   }
   out.wire_fallbacks = wire_fallbacks_.load(std::memory_order_relaxed);

@@ -148,6 +148,9 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>,
   std::string Name() const;  // "reducer 10.0.0.5:7450 (stream 1)"
   // What TCP waited for on this stream's connections, so far; any thread.
   TcpWaitTotals tcp_waits() const { return path_.tcp_waits(); }
+  // Writes an operation's own bound cut below the path's slice
+  // (transport_plan.h, OperationSlice), so far; any thread.
+  uint64_t writes_cut_small() const { return writes_cut_small_.load(std::memory_order_relaxed); }
 
  private:
   // kHandshake: HELLO sent, until WELCOME (handshake_ says where it is).
@@ -226,6 +229,7 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>,
   ReceiveLowWater low_water_;  // reset after every read
   PathSampler path_;           // sampled from TCP_INFO as results arrive
   BusyRate busy_rate_;         // for the least slice an operation's bound may cut to
+  std::atomic<uint64_t> writes_cut_small_{0};
   protocol::LivenessMonitor liveness_;
   bool heartbeats_missed_ = false;  // at the last liveness tick: Abort and Evict do not wait for the reducer
   // While closing nothing is read: bytes arriving in the socket are the
