@@ -342,7 +342,7 @@ size_t ReducerStream::GatherFrames(size_t max_frames, std::vector<asio::const_bu
   }
   const uint64_t unanswered = sends_.unanswered_bytes();
   const size_t frames = sends_.Gather(max_frames, limits, buffers);
-  busy_rate_.OnWrite(unanswered, Clock::now());
+  if (sends_.unanswered_bytes() > unanswered) busy_rate_.OnWrite(unanswered, Clock::now());  // pieces went out
   framed_.stream().set_end_of_record(sends_.cut_fine());
   if (frames > 0 && sends_.cut_fine()) writes_cut_small_.fetch_add(1, std::memory_order_relaxed);
   return frames;
