@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# scripts/run_tests.sh's order and exits, with cmake, ninja, ctest and
-# dpkg-query replaced by stubs on PATH (nothing is built or installed): the
-# sanitizer tree builds beside the optimized suite; a failed suite fails the
-# run and stops that build, leaving no process behind; a failed build beside
-# the suite fails the run after the suite and says so; BESIDE=0 builds it
-# after the suite. Each stub logs what it was asked to do.
+# scripts/run_tests.sh's order and exits, with cmake, ninja, ctest,
+# dpkg-query, chrt and nice replaced by stubs on PATH (nothing is built or
+# installed): the sanitizer tree builds beside the optimized suite, asked for
+# at idle priority; a failed suite fails the run and stops that build, leaving
+# no process behind; a failed build beside the suite fails the run after the
+# suite and says so; BESIDE=0 builds it after the suite. Each stub logs what
+# it was asked to do.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -22,9 +23,26 @@ cat >"$stubs/dpkg-query" <<'EOF'
 #!/bin/bash
 echo "install ok installed"
 EOF
+# chrt and nice log the priority asked for and run the command at the
+# caller's: a real SCHED_IDLE build may not start for a minute beside a full
+# ctest run on 2 cores, and the order is what this test checks.
+cat >"$stubs/chrt" <<'EOF'
+#!/bin/bash
+[ "$1 $2" = "--idle 0" ] || exit 1
+shift 2
+[ "$1" = true ] || echo "prio chrt idle" >>"$STUB_EVENTS"
+exec "$@"
+EOF
+cat >"$stubs/nice" <<'EOF'
+#!/bin/bash
+[ "$1 $2" = "-n 19" ] || exit 1
+shift 2
+echo "prio nice 19" >>"$STUB_EVENTS"
+exec "$@"
+EOF
 # ninja -C DIR ...: the sanitizer tree's build says it started (a file the
-# suite's stub waits for: at idle priority on a busy machine it may start
-# late), lasts until STUB_BUILD_FILE exists (the suite's stub creates it) or
+# suite's stub waits for: it starts in the background and may come second),
+# lasts until STUB_BUILD_FILE exists (the suite's stub creates it) or
 # 20 s pass, then exits STUB_ASAN_BUILD_RC.
 cat >"$stubs/ninja" <<'EOF'
 #!/bin/bash
@@ -110,6 +128,8 @@ grep -q 'beside the next suite' "$out" || fail "passing: the sanitizer build was
 grep -q '^==> time: build build-asan [0-9]* s$' "$out" || fail "passing: no time line for the sanitizer build"
 # The build beside started before the suite ended (it starts in the
 # background, so either may log first), and its suite waited for it.
+{ before "$ev" "prio chrt idle" "build-asan start" && before "$ev" "prio nice 19" "build-asan start"; } ||
+  fail "passing: the sanitizer build was not started at idle priority (chrt --idle 0 nice -n 19): $ev"
 before "$ev" "build start" "build-asan start" ||
   fail "passing: the sanitizer build began before the optimized one: $ev"
 before "$ev" "build-asan start" "suite end" ||
