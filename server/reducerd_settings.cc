@@ -61,11 +61,11 @@ const std::vector<SettingInfo>& ReducerdSettings() {
       Entry(setting::kTls, "0/1", "0", "",
             "1: TLS 1.3 on every worker connection, keyed by the job token (which it needs; no certificates); "
             "workers without REDUCER_TLS=1 are refused, naming it. For networks that are not private. 0: plain TCP"),
-      Entry(setting::kResultPart, "SIZE", "", "auto: 128KiB / ranks, 8KiB-32KiB",
+      Entry(setting::kResultPart, "SIZE", "", "auto: 64KiB / ranks, 8KiB-32KiB",
             "send a piece's result in parts of at least this size, each as soon as every rank's share of it has "
             "arrived, instead of after the whole piece (cut-through: on a link slower than the reducer, a piece's "
-            "result goes out while the rest arrives). Unset: each session's own, 128 KiB / its ranks (32 KiB up to "
-            "4 ranks, 16 KiB at 8, 8 KiB from 16), since a piece's first part waits for every rank's share and its "
+            "result goes out while the rest arrives). Unset: each session's own, 64 KiB / its ranks (32 KiB up to "
+            "2 ranks, 16 KiB at 4, 8 KiB from 8), since a piece's first part waits for every rank's share and its "
             "last goes to every rank, each ranks x part on the reducer's link. 0: whole pieces"),
       Entry(setting::kWholePiecesFrom, "N", std::to_string(kDefaultWholePiecesFrom), "",
             "operations cut into at least N pieces per worker get whole pieces all the same, while every worker's "

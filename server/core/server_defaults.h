@@ -31,10 +31,13 @@ inline constexpr uint64_t kMinPieceBytes = 4096;
 // session's ranks: a piece's first part waits for every rank's share of it,
 // and its last goes to every rank after the piece's last byte is in, each
 // ranks x part on the reducer's link. So ranks x part stays at
-// kResultPartShare, in whole 4 KiB pages, from kMaxAutoResultPart (up to 4
-// ranks) down to kMinAutoResultPart (from 16), below which the frames and
-// wake-ups of more parts cost more than they save.
-inline constexpr uint64_t kResultPartShare = uint64_t{128} << 10;
+// kResultPartShare, in whole 4 KiB pages, from kMaxAutoResultPart (up to 2
+// ranks) down to kMinAutoResultPart (from 8), below which the frames and
+// wake-ups of more parts cost more than they save. 64 KiB since the ranks
+// write an operation's share in slices of an eighth of it: at 4 and 8 ranks
+// half the part of 128 KiB / ranks took 6 - 12 % off a 1 MiB all-reduce at
+// 100 - 200 Mbit/s (docs/performance.md, "Smaller result parts").
+inline constexpr uint64_t kResultPartShare = uint64_t{64} << 10;
 inline constexpr uint64_t kMinAutoResultPart = uint64_t{8} << 10;
 inline constexpr uint64_t kMaxAutoResultPart = uint64_t{32} << 10;
 constexpr uint64_t AutoResultPartBytes(uint32_t world) {

@@ -105,7 +105,7 @@ TEST(ReducerctlTest, StatusSessionsHealthAndDrainAgainstALiveReducer) {
   r = Ctl(reducer, {"sessions", "--id", id});
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(OutputContains(r, "3 of 3 connected")) << r.output;
-  EXPECT_TRUE(OutputContains(r, "results         in parts of at least 32 KiB")) << r.output << "3 ranks: 32 KiB parts";
+  EXPECT_TRUE(OutputContains(r, "results         in parts of at least 20 KiB")) << r.output << "3 ranks: 20 KiB parts";
 
   r = Ctl(reducer, {"sessions", "--id", "abc"});
   EXPECT_EQ(r.code, 1);

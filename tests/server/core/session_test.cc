@@ -190,12 +190,14 @@ TEST_F(SessionTest, ResultGoesOutInPartsAsEveryRankDeliversThem) {
 // Unset, the smallest result part follows the ranks (--result-part's
 // automatic choice): each piece's first part waits for world x part on the
 // reducer's link, and its last goes out as world x part, so that product
-// stays at 128 KiB, in whole pages, from 32 KiB (small jobs, as before) down
-// to 8 KiB. A value set on the reducer wins.
+// stays at 64 KiB, in whole pages, from 32 KiB (1 and 2 ranks) down to 8 KiB
+// (from 8 ranks). A value set on the reducer wins.
 TEST(ResultPartRule, FollowsTheRanksInWholePagesBetweenItsBounds) {
+  EXPECT_EQ(AutoResultPartBytes(1), 32u << 10);
   EXPECT_EQ(AutoResultPartBytes(2), 32u << 10);
-  EXPECT_EQ(AutoResultPartBytes(4), 32u << 10);
-  EXPECT_EQ(AutoResultPartBytes(8), 16u << 10);
+  EXPECT_EQ(AutoResultPartBytes(3), 20u << 10);
+  EXPECT_EQ(AutoResultPartBytes(4), 16u << 10);
+  EXPECT_EQ(AutoResultPartBytes(8), 8u << 10);
   EXPECT_EQ(AutoResultPartBytes(16), 8u << 10);
   EXPECT_EQ(AutoResultPartBytes(256), 8u << 10);
   uint64_t before = AutoResultPartBytes(1);
@@ -229,8 +231,9 @@ TEST(ResultPartRule, ASessionTakesItsPartFromItsRanksUnlessTheReducerSetsOne) {
     return session;
   };
   const SessionLimits automatic;
-  EXPECT_EQ(joined(4, automatic)->result_part_bytes(), 32u << 10) << "small jobs: as before";
-  EXPECT_EQ(joined(8, automatic)->result_part_bytes(), 16u << 10);
+  EXPECT_EQ(joined(2, automatic)->result_part_bytes(), 32u << 10) << "the smallest jobs: as before";
+  EXPECT_EQ(joined(4, automatic)->result_part_bytes(), 16u << 10);
+  EXPECT_EQ(joined(8, automatic)->result_part_bytes(), 8u << 10);
   EXPECT_EQ(joined(16, automatic)->result_part_bytes(), 8u << 10);
   EXPECT_EQ(joined(16, automatic)->stats().result_part_bytes, 8u << 10) << "what reducerctl shows";
   SessionLimits set;
