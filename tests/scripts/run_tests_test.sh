@@ -42,7 +42,7 @@ exec "$@"
 EOF
 # ninja -C DIR ...: the sanitizer tree's build says it started (a file the
 # suite's stub waits for: it starts in the background and may come second),
-# lasts until STUB_BUILD_FILE exists (the suite's stub creates it) or
+# lasts until STUB_BUILD_FILE exists (a passing suite's stub creates it) or
 # 20 s pass, then exits STUB_ASAN_BUILD_RC.
 cat >"$stubs/ninja" <<'EOF'
 #!/bin/bash
@@ -80,8 +80,10 @@ if [ "${STUB_WAIT_BESIDE:-1}" = 1 ]; then
     sleep 0.1
   done
 fi
-touch "$STUB_BUILD_FILE"
 echo "suite end" >>"$STUB_EVENTS"
+# A passing suite lets the build beside end; after a failed one the build
+# runs on until run_tests.sh stops it (or its 20 s pass).
+[ "${STUB_SUITE_RC:-0}" != 0 ] || touch "$STUB_BUILD_FILE"
 exit "${STUB_SUITE_RC:-0}"
 EOF
 chmod +x "$stubs"/*
