@@ -231,8 +231,8 @@ TEST(SendQueue, APieceCutByAWriteSliceIsFinishedBeforeAnythingElse) {
 // An operation's own bound (PieceSend::slice, an eighth of its share of
 // the stream) cuts an automatic slice down to the least the link's rate
 // allows (WriteLimits::min_slice), and such a write is marked to leave as
-// packets of its own. A slice the user set, or a bound that would not at
-// least halve the write, leaves the slice as it was.
+// packets of its own. A slice the user set, or a bound that would not cut
+// at least a quarter off the write, leaves the slice as it was.
 TEST(SendQueue, AnOperationsOwnBoundCutsAnAutomaticSliceFiner) {
   struct Case {
     size_t piece_slice;
@@ -245,7 +245,8 @@ TEST(SendQueue, AnOperationsOwnBoundCutsAnAutomaticSliceFiner) {
       {300, {0, 800, 100}, 300, true, "the operation's bound"},
       {300, {0, 800, 400}, 400, true, "not below the least the link allows"},
       {300, {0, 800, 0}, 800, false, "the user's slice: no bound counts"},
-      {500, {0, 800, 100}, 800, false, "a bound that would not halve the write"},
+      {600, {0, 800, 100}, 600, true, "a bound that cuts a quarter off the write"},
+      {700, {0, 800, 100}, 800, false, "a bound that would not cut a quarter off the write"},
       {0, {0, 800, 100}, 800, false, "a piece with no bound of its own"},
       {300, {0, 0, 100}, kPieceFrameBytes, false, "no slices at all (one stream): whole pieces"},
   };
