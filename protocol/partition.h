@@ -30,7 +30,9 @@ struct PieceSpan {
 
 // Pieces are element-aligned, at most max_piece_bytes (one element at least),
 // as equal as possible, and at least `reducers` of them when the operation is
-// large enough that each would still hold min_piece_bytes. Piece i of
+// large enough that each would still hold min_piece_bytes. Beyond one round
+// of the reducers, every reducer gets as many pieces where they still hold
+// min_piece_bytes (an operation waits for its busiest reducer). Piece i of
 // operation seq goes to reducer (seq + i) % reducers, so successive small
 // operations land on different reducers. A count of 0 yields no pieces.
 std::vector<PieceSpan> Partition(const PartitionParams& params);
