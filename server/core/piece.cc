@@ -32,7 +32,7 @@ std::string Disagreement(const protocol::PieceHeader& a, uint32_t rank_a, const 
       return "piece " + std::to_string(h.piece) + "/" + std::to_string(h.pieces) + " = elements [" +
              std::to_string(h.offset) + ", " + std::to_string(h.offset + h.count) + ")";
     };
-    return say("the ranks partition differently: check that piece-size settings match", layout(a),
+    return say("the ranks partition differently: check that piece-size settings and client versions match", layout(a),
                layout(b));
   }
   return {};

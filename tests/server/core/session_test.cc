@@ -392,6 +392,30 @@ TEST_F(SessionTest, CountMismatchNamesTheCounts) {
   EXPECT_EQ(members_[2]->errors[0].message(), "rank 0 sent 6 elements for operation 3, rank 1 sent 8 elements");
 }
 
+// Ranks whose clients cut an operation differently (other piece sizes, or
+// releases from before and after the even partition) meet in a piece's
+// layout: the error names both and says what to check.
+TEST_F(SessionTest, APartitionMismatchNamesBothLayouts) {
+  JoinAll();
+  protocol::PieceHeader even = FloatPiece(4, 4);
+  even.total_count = 36;
+  even.piece = 2;
+  even.pieces = 9;
+  even.offset = 8;
+  Contribute(0, even, {1, 2, 3, 4});
+  protocol::PieceHeader uneven = even;
+  uneven.pieces = 7;
+  uneven.offset = 10;
+  uneven.count = 5;
+  Contribution c = session_->BeginContribution(1, members_[1], 0, uneven, {}, t0_);
+  EXPECT_EQ(c.kind, Contribution::Kind::kFailed);
+  ASSERT_EQ(members_[2]->errors.size(), 1u);
+  EXPECT_EQ(members_[2]->errors[0].code(), Code::kMismatch);
+  EXPECT_EQ(members_[2]->errors[0].message(),
+            "rank 1 sent piece 2/7 = elements [10, 15) for operation 4, rank 0 sent piece 2/9 = elements [8, 12) "
+            "(the ranks partition differently: check that piece-size settings and client versions match)");
+}
+
 TEST_F(SessionTest, WorldSizeDisagreementFailsTheSession) {
   ASSERT_TRUE(session_->Join(HelloFor(0), members_[0]).ok());
   protocol::Hello h = HelloFor(1);
