@@ -388,14 +388,25 @@ void ClientImpl::IssueLocked(const std::shared_ptr<OperationImpl>& op, Batches* 
 }
 
 void ClientImpl::PostLocked(Batches* batches) {
+  // One handler per I/O thread, its streams in reducer order
+  // (ReducerStream::SendTogether).
+  std::vector<std::pair<asio::io_context*, ReducerStream::StreamSends>> by_thread;
   for (auto& [key, sends] : *batches) {
     Slot& slot = slots_[key.first];
-    if (key.second < slot.streams.size() && slot.state == Slot::State::kLive) {
-      slot.streams[key.second]->Send(std::move(sends));
-    } else {
+    if (key.second >= slot.streams.size() || slot.state != Slot::State::kLive) {
       sends.clear();  // lost meanwhile: their leases go back, and the next epoch redoes them
+      continue;
     }
+    const std::shared_ptr<ReducerStream>& stream = slot.streams[key.second];
+    auto thread = std::find_if(by_thread.begin(), by_thread.end(),
+                               [&](const auto& entry) { return entry.first == &stream->io(); });
+    if (thread == by_thread.end()) {
+      by_thread.emplace_back(&stream->io(), ReducerStream::StreamSends{});
+      thread = by_thread.end() - 1;
+    }
+    thread->second.emplace_back(stream, std::move(sends));
   }
+  for (auto& [io, sends] : by_thread) ReducerStream::SendTogether(*io, std::move(sends));
   batches->clear();
 }
 

@@ -260,14 +260,30 @@ void ReducerStream::OnResultRead(ResultReader::Part part, const asio::error_code
 }
 
 void ReducerStream::Send(std::vector<PieceSend> sends) {
-  asio::post(io_, [self = shared_from_this(), sends = std::move(sends)]() mutable {
-    if (self->state_ != State::kReady || self->framed_.write_failed()) {
-      sends.clear();  // not ready, or gone: their leases go back
-      return;
+  StreamSends one;
+  one.emplace_back(shared_from_this(), std::move(sends));
+  SendTogether(io_, std::move(one));
+}
+
+void ReducerStream::SendTogether(asio::io_context& io, StreamSends sends) {
+  asio::post(io, [sends = std::move(sends)]() mutable {
+    std::vector<ReducerStream*> queued;
+    for (auto& [stream, pieces] : sends) {
+      if (stream->QueueSends(pieces)) queued.push_back(stream.get());
     }
-    self->sends_.Push(std::move(sends));
-    self->framed_.Flush();
+    // Each write's end is posted behind the writes started before it, so
+    // the streams go on taking turns.
+    for (ReducerStream* stream : queued) stream->framed_.Flush();
   });
+}
+
+bool ReducerStream::QueueSends(std::vector<PieceSend>& sends) {
+  if (state_ != State::kReady || framed_.write_failed()) {
+    sends.clear();  // not ready, or gone: their leases go back
+    return false;
+  }
+  sends_.Push(std::move(sends));
+  return true;
 }
 
 void ReducerStream::Reset(uint32_t epoch, std::vector<uint8_t> announce, std::vector<PieceSend> sends) {

@@ -129,6 +129,16 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>,
 
   void Start();
   void Send(std::vector<PieceSend> sends);
+  // Send for several streams of one I/O thread (`io`) in one handler: it
+  // queues every stream's pieces, then starts their writes in the order
+  // given, so that the rank's streams take turns on its link from an
+  // operation's first write. Posted one stream at a time, the first stream
+  // could write its whole share into its socket before the next stream's
+  // pieces were posted: at 4 + 4 hosts a rank did so in 50 of 120
+  // operations, and the operation waited for the reducers that came last.
+  using StreamSends = std::vector<std::pair<std::shared_ptr<ReducerStream>, std::vector<PieceSend>>>;
+  static void SendTogether(asio::io_context& io, StreamSends sends);
+  asio::io_context& io() const { return io_; }
   // Moves to `epoch`: drops the unsent pieces of older epochs, writes
   // `announce` (the new epoch, for the reducer), then `sends`.
   void Reset(uint32_t epoch, std::vector<uint8_t> announce, std::vector<PieceSend> sends);
@@ -165,6 +175,9 @@ class ReducerStream final : public std::enable_shared_from_this<ReducerStream>,
   void OnTcpConnected(const TcpTuningResult& tcp) override;
   void OnConnectEnded(const Status& status, std::optional<ConnectFailure> gave_up) override;
   void SendHello();  // after the TCP (and TLS) handshake
+  // Queues `sends` unless the stream cannot write them (their leases go
+  // back); on the I/O thread. Whether they were queued.
+  bool QueueSends(std::vector<PieceSend>& sends);
   template <typename Handler>
   void Read(asio::mutable_buffer buffer, Handler&& handler);
   void ReadFrame();
