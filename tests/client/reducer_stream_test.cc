@@ -407,6 +407,57 @@ TEST(ReducerStreamTest, PiecesOfAnEpochWhoseResetHasNotRunYetWaitForIt) {
   }
 }
 
+// An operation's pieces go to all the streams of an I/O thread in one
+// handler (ClientImpl::PostLocked), so that the streams take turns from the
+// first write. Each stream still writes its own pieces in order, and a
+// stream that cannot write gives its pieces' leases back without holding up
+// the others.
+TEST(ReducerStreamTest, SendTogetherWritesEveryStreamInOrderAndFreesAClosedOnesPieces) {
+  asio::io_context test_io;
+  ScriptedReducer first(test_io), second(test_io), closed(test_io);
+  RecordingOwner first_owner, second_owner, closed_owner;
+  constexpr uint64_t kElems = 1024;
+  std::vector<float> send(2 * kElems, 1.0f), recv(send.size());
+  IoThread io_thread;
+  StartedStream a(io_thread.io(), first, &first_owner, 0);
+  StartedStream b(io_thread.io(), second, &second_owner, 0);
+  StartedStream c(io_thread.io(), closed, &closed_owner, 0);
+  std::string why;
+  for (ScriptedReducer* reducer : {&first, &second, &closed}) ASSERT_TRUE(reducer->Handshake(1 << 20, &why)) << why;
+  for (RecordingOwner* owner : {&first_owner, &second_owner, &closed_owner}) {
+    ASSERT_TRUE(owner->WaitReady()) << owner->failure().ToString();
+  }
+  c.stream->Close(/*bye=*/false);
+
+  std::vector<std::shared_ptr<OperationImpl>> ops;
+  for (uint64_t seq : {1, 2, 3}) ops.push_back(MakeOp(seq, send, recv, 2, 0));
+  ReducerStream::StreamSends together;
+  together.emplace_back(a.stream, SendsOf(ops[0], send, 0));
+  together.emplace_back(c.stream, SendsOf(ops[1], send, 0));
+  together.emplace_back(b.stream, SendsOf(ops[2], send, 0));
+  ReducerStream::SendTogether(io_thread.io(), std::move(together));
+
+  for (const auto& [reducer, seq] : {std::pair{&first, 1}, std::pair{&second, 3}}) {
+    for (uint32_t piece : {0u, 1u}) {
+      protocol::FrameHeader header;
+      std::vector<uint8_t> payload;
+      ASSERT_TRUE(reducer->ReadFrame(&header, &payload, &why)) << why << " (operation " << seq << ")";
+      ASSERT_EQ(header.type, FrameType::kData);
+      protocol::PieceHeader h;
+      ASSERT_TRUE(protocol::DecodePieceHeader(payload, header.payload_bytes, 1 << 20, &h).ok());
+      EXPECT_EQ(h.seq, static_cast<uint64_t>(seq));
+      EXPECT_EQ(h.piece, piece);
+    }
+  }
+  a.stream->Close(/*bye=*/false);
+  b.stream->Close(/*bye=*/false);
+  io_thread.Join();
+  for (auto& op : ops) {
+    op->Finish(Status::Ok());
+    EXPECT_TRUE(op->Done()) << "operation " << op->seq() << "'s leases were not all given back";
+  }
+}
+
 // The operation a stream's results are for. Counts what the stream asks
 // of it: in the client each of these takes the client's one lock.
 class OwnerOf : public RecordingOwner {
