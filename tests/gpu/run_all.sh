@@ -35,9 +35,10 @@ Steps:
            socket transport, the plugin's point-to-point, its CollNet,
            CollNet with one client I/O thread (the first run's default),
            with the bfloat16 wire and without failover (each CollNet call
-           traced; each client's I/O threads named), under MPS where it can
-           start one (ranks share the GPU: a comparison of transports on
-           loopback, not a network figure)
+           traced; each client's I/O threads named; the CPUs the machine
+           and the reducers kept busy; timed after 512 MiB untimed), under
+           MPS where it can start one (ranks share the GPU: a comparison of
+           transports on loopback, not a network figure)
   stderr   with NCCL_DEBUG unset and only LD_PRELOAD, what every rank writes
            to stderr in a small all-reduce job, four ways: WORLD reducers
            ("using N reducers ..." and no WARNING), WORLD/2 reducers (the

@@ -13,7 +13,10 @@
 #   collnet-nofailover  collnet with REDUCER_FAILOVER=0: with failover,
 #                 iallreduce copies NCCL's input on NCCL's proxy thread before
 #                 it returns; this shows that copy's share (issue 42)
-# Prints one table (ms per all-reduce and algbw, float32 bytes). The ranks
+# Each rank first moves PREWARM_BYTES (512 MiB) untimed, so that every
+# configuration is timed past its buffers' first pass (torch_perf.py).
+# Prints one table (ms per all-reduce and algbw, float32 bytes), then one of
+# the CPUs the machine kept busy meanwhile and the reducers' share. The ranks
 # share one GPU and loopback: this compares the transports' overheads on one
 # machine, not a network. CONFIGS picks configurations, in order.
 # MPS=auto (default) runs the ranks under an MPS server of the step's own
@@ -49,6 +52,9 @@ configs=${CONFIGS:-socket p2p collnet collnet-1io collnet-bf16 collnet-nofailove
 export SIZES=${SIZES:-1048576 16777216 67108864} ITERS=${ITERS:-20} WARMUP=${WARMUP:-5}
 rs_need "$RS_REDUCERD" "$RS_PLUGIN"
 rs_start_reducers "$nreducers" "$logs" --io-threads 2 --op-timeout 60s
+# Rank 0 reads their CPU time around each size's timed all-reduces (torch_perf.py).
+RS_REDUCER_PIDS="${rs_pids[*]}"
+export RS_REDUCER_PIDS
 echo "$nreducers reducers at $RS_ADDRS; $world ranks on one GPU ($([ "$mps" = ours ] && echo "under MPS" || echo "time-sliced, no MPS")); configurations: $configs; logs in $logs"
 
 export MASTER_ADDR=127.0.0.1 WORLD_SIZE=$world NCCL_SOCKET_IFNAME=lo REDUCER_SOCKET_IFNAME=lo
@@ -83,19 +89,28 @@ for c in $configs; do
   port=$((port + 1))
 done
 
+# One table of rank 0's RS_PERF lines: configurations across, sizes down;
+# each cell "ms (algbw)" for `time`, "busy CPUs (the reducers')" for `cpu`.
+perf_table() {
+  grep -h "^RS_PERF" "$logs"/*-rank0.log | awk -v what="$1" '
+    { delete v
+      for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      if (!(v["config"] in seen)) { seen[v["config"]] = 1; order[++nc] = v["config"] }
+      if (!(v["bytes"] in seenb)) { seenb[v["bytes"]] = 1; sizes[++ns] = v["bytes"] }
+      if (what == "time") cell[v["config"], v["bytes"]] = sprintf("%.2f (%.2f)", v["ms"], v["algbw"])
+      else if ("busy" in v) cell[v["config"], v["bytes"]] = sprintf("%.1f (%.1f)", v["busy"], v["reducers"]) }
+    END {
+      printf "%12s", "bytes"; for (c = 1; c <= nc; c++) printf "  %18s", order[c]; printf "\n"
+      for (s = 1; s <= ns; s++) {
+        printf "%12s", sizes[s]
+        for (c = 1; c <= nc; c++) printf "  %18s", ((order[c], sizes[s]) in cell) ? cell[order[c], sizes[s]] : "-"
+        printf "\n"
+      } }'
+}
 echo "--- all-reduce, float32, $world ranks on one GPU ($([ "$mps" = ours ] && echo "MPS" || echo "no MPS")) over loopback: ms per all-reduce (algbw GB/s)"
-grep -h "^RS_PERF" "$logs"/*-rank0.log | awk '
-  { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-    if (!(v["config"] in seen)) { seen[v["config"]] = 1; order[++nc] = v["config"] }
-    if (!(v["bytes"] in seenb)) { seenb[v["bytes"]] = 1; sizes[++ns] = v["bytes"] }
-    cell[v["config"], v["bytes"]] = sprintf("%.2f (%.2f)", v["ms"], v["algbw"]) }
-  END {
-    printf "%12s", "bytes"; for (c = 1; c <= nc; c++) printf "  %18s", order[c]; printf "\n"
-    for (s = 1; s <= ns; s++) {
-      printf "%12s", sizes[s]
-      for (c = 1; c <= nc; c++) printf "  %18s", ((order[c], sizes[s]) in cell) ? cell[order[c], sizes[s]] : "-"
-      printf "\n"
-    } }'
+perf_table time
+echo "--- the same timed all-reduces: CPUs the whole machine kept busy (the reducers' share), of $(nproc)"
+perf_table cpu
 for c in $configs; do
   [ -d "$logs/trace-$c" ] || continue
   # Node 0's calls, one line per call size (each user size has its own); every
