@@ -86,6 +86,9 @@ for c in $configs; do
   done
   rs_wait_ranks || rs_fail "$c: $(rs_rank_failure "$RS_FAILED_LOG")"
   echo "$c: $(grep -m1 -o "Using network .*" "$logs/$c-rank0.log" || echo "no 'Using network' line")"
+  # The channels bound a CollNet call's size and NCCL's calls in flight (8 per group of 8 channels).
+  echo "$c: rank 0 has $(grep -m1 -o "[0-9]* coll channels, [0-9]* collnet channels" "$logs/$c-rank0.log" ||
+    echo "no channel count in its log")"
   port=$((port + 1))
 done
 
