@@ -96,11 +96,12 @@ void OperationImpl::Release() {
 
 OperationImpl::Claim OperationImpl::ClaimResult(uint32_t reducer, const protocol::PieceHeader& h, bool* last,
                                                 Status* error) {
-  const std::string where = "operation " + std::to_string(seq_) + " piece " + std::to_string(h.piece);
+  // Named only for an error: this runs for every result part.
+  const auto where = [&] { return "operation " + std::to_string(seq_) + " piece " + std::to_string(h.piece); };
   MutexLock lock(mu_);
   if (h.epoch != epoch_) return Claim::kStale;
   if (h.piece >= pieces_.size() || h.pieces != pieces_.size()) {
-    *error = Status(Code::kProtocol, "reducer sent a result for " + where + ", which was never sent to it");
+    *error = Status(Code::kProtocol, "reducer sent a result for " + where() + ", which was never sent to it");
     return Claim::kError;
   }
   const protocol::PieceSpan& p = pieces_[h.piece];
@@ -111,17 +112,17 @@ OperationImpl::Claim OperationImpl::ClaimResult(uint32_t reducer, const protocol
                                   (h.dtype == DataType::kFloat32 || h.dtype == wire_)
                             : (h.flags & protocol::kPieceWideSum) == 0 && h.dtype == dtype_;
   if (p.reducer != reducer || !type_ok || h.op != op_ || h.total_count != count_) {
-    *error = Status(Code::kProtocol, "reducer's result for " + where + " does not match what was sent");
+    *error = Status(Code::kProtocol, "reducer's result for " + where() + " does not match what was sent");
     return Claim::kError;
   }
   uint64_t& got = claimed_[h.piece];
   if (got == p.count) {
-    *error = Status(Code::kProtocol, "reducer sent " + where + " twice");
+    *error = Status(Code::kProtocol, "reducer sent " + where() + " twice");
     return Claim::kError;
   }
   // Parts come in order: each starts where the last one ended.
   if (h.offset != p.offset + got || h.count > p.count - got) {
-    *error = Status(Code::kProtocol, "reducer's result for " + where + " covers elements [" +
+    *error = Status(Code::kProtocol, "reducer's result for " + where() + " covers elements [" +
                                          std::to_string(h.offset) + ", " + std::to_string(h.offset + h.count) +
                                          "), but the next ones owed are [" + std::to_string(p.offset + got) + ", " +
                                          std::to_string(p.offset + p.count) + ")");
