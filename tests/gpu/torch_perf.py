@@ -33,8 +33,8 @@ TICKS = os.sysconf("SC_CLK_TCK")
 def cpu_seconds(pids):
     """(machine busy, the pids' user + system) CPU-seconds so far."""
     with open("/proc/stat") as f:
-        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in f.readline().split()[1:8])
-    busy = user + nice + system + irq + softirq
+        ticks = [int(v) for v in f.readline().split()[1:9]]
+    busy = sum(ticks) - ticks[3] - ticks[4]  # all but idle and iowait, as scripts/lib/cpu_time.sh counts
     own = 0
     for pid in pids:
         try:
